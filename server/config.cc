@@ -1,0 +1,145 @@
+#include "absl/strings/string_view.h"
+#include "server/config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "server/listen_address.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr uint64_t kDefaultDeviceMemoryBytes = uint64_t{4} << 30;  // 4 GiB
+constexpr uint32_t kMaxCpuDevices = 64;
+constexpr uint64_t kDefaultMaxMessageBytes = uint64_t{16} << 20;  // 16 MiB
+constexpr uint64_t kMinMaxMessageBytes = uint64_t{64} << 10;      // 64 KiB
+
+// Collects the parser's complaints so the error names the line and field.
+class ParseErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    errors_.push_back(absl::StrCat("line ", line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int line, int column, const std::string& message) override {}
+  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+absl::Status FieldError(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("field ", field, ": ", problem));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    std::string reason = std::strerror(errno);
+    std::string message = absl::StrCat("config file ", path, ": cannot read: ", reason);
+    return errno == EACCES ? absl::PermissionDeniedError(message)
+                           : absl::NotFoundError(message);
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+
+  v1::DaemonConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  ParseErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config file ", path, ": ", errors.Joined()));
+  }
+  return config;
+}
+
+void ApplyConfigDefaults(v1::DaemonConfig* config) {
+  if (config->listen().empty()) config->add_listen("unix:/tmp/gpucmdd.sock");
+  if (config->http_listen().empty()) config->set_http_listen("127.0.0.1:9464");
+  if (config->log_level().empty()) config->set_log_level("info");
+  if (!config->has_drain_timeout_seconds()) config->set_drain_timeout_seconds(10);
+
+  v1::CpuDriverConfig* cpu = config->mutable_cpu();
+  if (!cpu->has_device_count()) cpu->set_device_count(1);
+  if (!cpu->has_memory_bytes_per_device()) {
+    cpu->set_memory_bytes_per_device(kDefaultDeviceMemoryBytes);
+  }
+  if (!cpu->has_streams_per_device()) cpu->set_streams_per_device(4);
+
+  v1::LimitsConfig* limits = config->mutable_limits();
+  if (!limits->has_max_message_bytes()) limits->set_max_message_bytes(kDefaultMaxMessageBytes);
+  if (!limits->has_session_memory_quota_bytes()) limits->set_session_memory_quota_bytes(0);
+  if (!limits->has_session_queued_commands()) limits->set_session_queued_commands(1024);
+  if (!limits->has_device_queue_capacity()) limits->set_device_queue_capacity(4096);
+  if (!limits->has_session_idle_timeout_seconds()) {
+    limits->set_session_idle_timeout_seconds(600);
+  }
+  if (!limits->has_session_lease_grace_seconds()) limits->set_session_lease_grace_seconds(5);
+
+  v1::CompileConfig* compile = config->mutable_compile();
+  if (!compile->has_timeout_seconds()) compile->set_timeout_seconds(60);
+  if (!compile->has_max_log_bytes()) compile->set_max_log_bytes(64 << 10);
+  if (!compile->has_workers()) compile->set_workers(2);
+}
+
+absl::Status ValidateConfig(const v1::DaemonConfig& config) {
+  for (const std::string& listen : config.listen()) {
+    absl::StatusOr<ListenAddress> address = ParseListenAddress(listen);
+    if (!address.ok()) return FieldError("listen", address.status().message());
+    if (address->kind == ListenAddress::Kind::kTcp && !config.tls().cert_file().empty() &&
+        config.tls().key_file().empty()) {
+      return FieldError("tls.key_file", "required when tls.cert_file is set");
+    }
+  }
+  if (absl::StatusOr<HostPort> http = ParseHostPort(config.http_listen()); !http.ok()) {
+    return FieldError("http_listen", http.status().message());
+  }
+  static constexpr absl::string_view kLevels[] = {"trace", "debug", "info",    "warn",
+                                                 "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), config.log_level()) ==
+      std::end(kLevels)) {
+    return FieldError("log_level",
+                      absl::StrCat("\"", config.log_level(),
+                                   "\" is not one of trace, debug, info, warn, error, "
+                                   "critical, off"));
+  }
+  const v1::CpuDriverConfig& cpu = config.cpu();
+  if (cpu.device_count() < 1 || cpu.device_count() > kMaxCpuDevices) {
+    return FieldError("cpu.device_count",
+                      absl::StrCat(cpu.device_count(), " is outside 1..", kMaxCpuDevices));
+  }
+  if (cpu.memory_bytes_per_device() == 0) {
+    return FieldError("cpu.memory_bytes_per_device", "must be positive");
+  }
+  if (cpu.streams_per_device() < 1 || cpu.streams_per_device() > 64) {
+    return FieldError("cpu.streams_per_device",
+                      absl::StrCat(cpu.streams_per_device(), " is outside 1..64"));
+  }
+  const v1::LimitsConfig& limits = config.limits();
+  if (limits.max_message_bytes() < kMinMaxMessageBytes ||
+      limits.max_message_bytes() > (uint64_t{1} << 31) - 1) {
+    return FieldError("limits.max_message_bytes",
+                      absl::StrCat(limits.max_message_bytes(), " is outside 64 KiB..2 GiB"));
+  }
+  if (limits.device_queue_capacity() == 0) {
+    return FieldError("limits.device_queue_capacity", "must be positive");
+  }
+  if (limits.session_queued_commands() == 0) {
+    return FieldError("limits.session_queued_commands", "must be positive");
+  }
+  if (config.compile().workers() == 0) {
+    return FieldError("compile.workers", "must be positive");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,161 @@
+#include "absl/strings/string_view.h"
+#include "server/daemon.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "driver/cpu/cpu_devices.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/listen_address.h"
+#include "server/metrics_interceptor.h"
+#include "spdlog/spdlog.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {
+  std::ifstream file(path);
+  if (!file) {
+    return absl::FailedPreconditionError(absl::StrCat(field, ": cannot read ", path));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// TLS when tls.cert_file is configured, else plaintext (meant for loopback).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
+    const v1::TlsConfig& tls) {
+  if (tls.cert_file().empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(tls.cert_file(), "tls.cert_file"));
+  ASSIGN_OR_RETURN(pair.private_key, ReadFile(tls.key_file(), "tls.key_file"));
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!tls.client_ca_file().empty()) {
+    ASSIGN_OR_RETURN(options.pem_root_certs, ReadFile(tls.client_ca_file(), "tls.client_ca_file"));
+    options.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& config) {
+  std::unique_ptr<Daemon> daemon(new Daemon());
+  daemon->config_ = config;
+  std::vector<DeviceDescription> devices = DescribeCpuDevices(
+      static_cast<int>(config.cpu().device_count()), config.cpu().memory_bytes_per_device());
+  daemon->device_count_ = static_cast<int>(devices.size());
+  daemon->metrics_ = std::make_unique<Metrics>(daemon->device_count_);
+  daemon->service_ =
+      std::make_unique<GpuCommandService>(std::move(devices), daemon->metrics_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const int max_message = static_cast<int>(config.limits().max_message_bytes());
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
+  builder.RegisterService(daemon->service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(daemon->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+
+  std::vector<ListenAddress> addresses;
+  // gRPC writes each TCP listener's bound port here once the server starts.
+  std::vector<std::unique_ptr<int>> tcp_ports;
+  for (const std::string& text : config.listen()) {
+    ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(text));
+    if (address.kind == ListenAddress::Kind::kUnix) {
+      RETURN_IF_ERROR(ClaimUnixSocketPath(address.path));
+      builder.AddListeningPort(address.GrpcUri(), grpc::InsecureServerCredentials());
+      daemon->unix_socket_paths_.push_back(address.path);
+      tcp_ports.push_back(nullptr);
+    } else {
+      ASSIGN_OR_RETURN(auto credentials, TcpCredentials(config.tls()));
+      tcp_ports.push_back(std::make_unique<int>(0));
+      builder.AddListeningPort(address.GrpcUri(), credentials, tcp_ports.back().get());
+    }
+    addresses.push_back(std::move(address));
+  }
+  daemon->server_ = builder.BuildAndStart();
+  if (daemon->server_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", absl::StrJoin(config.listen(), ", "),
+        " (address in use, bad host, or no permission on the socket's directory)"));
+  }
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    ListenAddress& address = addresses[i];
+    if (address.kind == ListenAddress::Kind::kTcp) {
+      if (*tcp_ports[i] == 0) {
+        daemon->server_->Shutdown();
+        return absl::UnavailableError(
+            absl::StrCat("cannot listen on ", address.GrpcUri()));
+      }
+      address.host_port.port = *tcp_ports[i];
+    }
+    daemon->bound_grpc_addresses_.push_back(
+        address.kind == ListenAddress::Kind::kUnix ? address.GrpcUri()
+                                                   : absl::StrCat("tcp:", address.GrpcUri()));
+  }
+  daemon->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+
+  ASSIGN_OR_RETURN(HostPort http_address, ParseHostPort(config.http_listen()));
+  Metrics* metrics = daemon->metrics_.get();
+  absl::StatusOr<std::unique_ptr<HttpEndpoint>> http = HttpEndpoint::Start(
+      http_address,
+      {.not_ready_reason =
+           [metrics]() -> std::string {
+             for (int device = 0; device < metrics->device_count(); ++device) {
+               if (metrics->DeviceReady(device).Value() != 1) {
+                 return absl::StrCat("device ", device, " is initialising");
+               }
+             }
+             return "";
+           },
+       .render_metrics = [metrics] { return metrics->Render(); }});
+  if (!http.ok()) {
+    daemon->server_->Shutdown();
+    return http.status();
+  }
+  daemon->http_ = *std::move(http);
+  // CPU devices need no initialisation beyond their description.
+  for (int device = 0; device < daemon->device_count_; ++device) {
+    metrics->DeviceReady(device).Set(1);
+  }
+  return daemon;
+}
+
+std::string Daemon::ReadyLine() const {
+  return absl::StrCat("gpucmdd ready grpc=", absl::StrJoin(bound_grpc_addresses_, ","),
+                      " http=", http_->host(), ":", http_->port(),
+                      " devices=", device_count_);
+}
+
+void Daemon::Shutdown() {
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  auto deadline = std::chrono::system_clock::now() +
+                  std::chrono::seconds(config_.drain_timeout_seconds());
+  server_->Shutdown(deadline);
+  server_->Wait();
+  http_.reset();
+  for (const std::string& path : unix_socket_paths_) unlink(path.c_str());
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+}  // namespace gpucmd

@@ -1,0 +1,57 @@
+#ifndef GPUCMDD_SERVER_DAEMON_H_
+#define GPUCMDD_SERVER_DAEMON_H_
+
+// The daemon as a library: devices, the gRPC server (gpucmd, health, reflection) on
+// every configured listener, and the HTTP health/metrics endpoint. main() only parses
+// flags, starts one, waits for a signal and shuts it down.
+//
+// Thread-safety: Start and Shutdown are called from one controlling thread; the
+// accessors are safe from any thread after Start returns.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpucmd/v1/config.pb.h"
+#include "grpcpp/server.h"
+#include "server/http_endpoint.h"
+#include "server/metrics.h"
+#include "server/service.h"
+
+namespace gpucmd {
+
+class Daemon {
+ public:
+  // Starts serving with a defaulted, validated config. FAILED_PRECONDITION when a Unix
+  // socket is held by a live daemon, UNAVAILABLE when an address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const v1::DaemonConfig& config);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // "gpucmdd ready grpc=unix:/run/x.sock,127.0.0.1:40123 http=127.0.0.1:9464 devices=1"
+  // with the ports actually bound.
+  std::string ReadyLine() const;
+
+  // Stops accepting, lets in-flight RPCs finish for up to the configured drain time
+  // (then cancels them), stops the HTTP endpoint and removes the Unix sockets.
+  void Shutdown();
+
+ private:
+  Daemon() = default;
+
+  v1::DaemonConfig config_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<GpuCommandService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpEndpoint> http_;
+  std::vector<std::string> bound_grpc_addresses_;
+  std::vector<std::string> unix_socket_paths_;
+  int device_count_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_DAEMON_H_

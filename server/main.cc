@@ -1,0 +1,81 @@
+// gpucmdd: flags and config, start the daemon, wait for SIGTERM/SIGINT, drain, exit.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "server/command_line.h"
+#include "server/config.h"
+#include "server/daemon.h"
+#include "server/version.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+constexpr int kExitConfigError = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<gpucmd::CommandLine> command_line =
+      gpucmd::ParseCommandLine(absl::MakeConstSpan(argv, argc));
+  if (!command_line.ok()) {
+    std::cerr << "gpucmdd: " << command_line.status().message() << "\n"
+              << gpucmd::CommandLineUsage();
+    return kExitConfigError;
+  }
+  if (command_line->help) {
+    std::cout << gpucmd::CommandLineUsage();
+    return 0;
+  }
+  if (command_line->version) {
+    std::cout << "gpucmdd " << gpucmd::kVersion << " (driver: cpu)\n";
+    return 0;
+  }
+
+  gpucmd::v1::DaemonConfig config;
+  if (command_line->config_path) {
+    absl::StatusOr<gpucmd::v1::DaemonConfig> loaded =
+        gpucmd::LoadConfigFile(*command_line->config_path);
+    if (!loaded.ok()) {
+      std::cerr << "gpucmdd: " << loaded.status().message() << "\n";
+      return kExitConfigError;
+    }
+    config = *std::move(loaded);
+  }
+  gpucmd::ApplyCommandLine(*command_line, &config);
+  gpucmd::ApplyConfigDefaults(&config);
+  if (absl::Status valid = gpucmd::ValidateConfig(config); !valid.ok()) {
+    std::cerr << "gpucmdd: " << (command_line->config_path ? *command_line->config_path + ": "
+                                                           : std::string())
+              << valid.message() << "\n";
+    return kExitConfigError;
+  }
+  spdlog::set_level(spdlog::level::from_str(config.log_level()));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  // Block the stop signals in every thread the daemon starts; this thread takes them
+  // with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<gpucmd::Daemon>> daemon = gpucmd::Daemon::Start(config);
+  if (!daemon.ok()) {
+    spdlog::critical("cannot start: {}", std::string(daemon.status().message()));
+    return 1;
+  }
+  std::cout << (*daemon)->ReadyLine() << std::endl;
+  spdlog::info("{}", (*daemon)->ReadyLine());
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("received {}, draining for up to {} s", strsignal(signal_number),
+               config.drain_timeout_seconds());
+  (*daemon)->Shutdown();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,68 @@
+#include "absl/strings/string_view.h"
+#include "server/metrics.h"
+
+#include "prometheus/text_serializer.h"
+
+namespace gpucmd {
+namespace {
+
+std::vector<prometheus::Gauge*> GaugePerDevice(prometheus::Registry& registry,
+                                               const std::string& name,
+                                               const std::string& help, int device_count) {
+  auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+  std::vector<prometheus::Gauge*> gauges;
+  for (int device = 0; device < device_count; ++device) {
+    gauges.push_back(&family.Add({{"device", std::to_string(device)}}));
+  }
+  return gauges;
+}
+
+}  // namespace
+
+Metrics::Metrics(int device_count)
+    : requests_(prometheus::BuildCounter()
+                    .Name("gpucmd_requests_total")
+                    .Help("RPCs finished, by method and gRPC status code.")
+                    .Register(*registry_)),
+      request_duration_(prometheus::BuildHistogram()
+                            .Name("gpucmd_request_duration_seconds")
+                            .Help("RPC latency from arrival to status, by method.")
+                            .Register(*registry_)),
+      uptime_(&prometheus::BuildGauge()
+                   .Name("gpucmd_uptime_seconds")
+                   .Help("Seconds since the daemon started.")
+                   .Register(*registry_)
+                   .Add({})),
+      rpcs_in_flight_(&prometheus::BuildGauge()
+                           .Name("gpucmd_rpcs_in_flight")
+                           .Help("RPCs being served right now.")
+                           .Register(*registry_)
+                           .Add({})),
+      queue_depth_(GaugePerDevice(*registry_, "gpucmd_queue_depth",
+                                  "Commands waiting in the device's queue.", device_count)),
+      commands_in_flight_(GaugePerDevice(*registry_, "gpucmd_commands_in_flight",
+                                         "Commands the device thread is executing.",
+                                         device_count)),
+      device_ready_(GaugePerDevice(*registry_, "gpucmd_device_ready",
+                                   "1 once the device is initialised and serving.",
+                                   device_count)) {}
+
+void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, double seconds) {
+  // Latency buckets from 50 us to 10 s.
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+      0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
+  requests_.Add({{"rpc", std::string(rpc)}, {"code", std::string(code)}}).Increment();
+  request_duration_.Add({{"rpc", std::string(rpc)}}, kBuckets).Observe(seconds);
+}
+
+double Metrics::UptimeSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+std::string Metrics::Render() {
+  uptime_->Set(UptimeSeconds());
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace gpucmd
