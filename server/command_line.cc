@@ -12,6 +12,7 @@ std::string CommandLineUsage() {
   --http_listen=HOST:PORT            health and metrics endpoint (port 0: any free port)
   --config=FILE                      text-format gpucmd.v1.DaemonConfig
   --log_level=LEVEL                  trace, debug, info, warn, error, critical, off
+  --check_config                     validate the configuration and exit (0 valid, 2 not)
   --version                          print the version and exit
   --help                             print this text and exit
 )";
@@ -23,6 +24,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(absl::Span<const char* const> args)
     absl::string_view arg = args[i];
     if (arg == "--version") {
       result.version = true;
+      continue;
+    }
+    if (arg == "--check_config") {
+      result.check_config = true;
       continue;
     }
     if (arg == "--help" || arg == "-h") {

@@ -20,6 +20,7 @@ struct CommandLine {
   std::optional<std::string> config_path;
   std::optional<std::string> log_level;
   bool version = false;
+  bool check_config = false;
   bool help = false;
 };
 

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -21,16 +23,25 @@ constexpr uint32_t kMaxCpuDevices = 64;
 constexpr uint64_t kDefaultMaxMessageBytes = uint64_t{16} << 20;  // 16 MiB
 constexpr uint64_t kMinMaxMessageBytes = uint64_t{64} << 10;      // 64 KiB
 
-// Collects the parser's complaints so the error names the line and field.
+// Collects the parser's complaints, each with its line's text so the error shows the
+// field it concerns (the parser names only the offending token).
 class ParseErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
+  explicit ParseErrorCollector(std::vector<absl::string_view> lines)
+      : lines_(std::move(lines)) {}
+
   void AddError(int line, int column, const std::string& message) override {
-    errors_.push_back(absl::StrCat("line ", line + 1, ":", column + 1, ": ", message));
+    std::string error = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
+    if (line >= 0 && static_cast<size_t>(line) < lines_.size()) {
+      absl::StrAppend(&error, " (in `", absl::StripAsciiWhitespace(lines_[line]), "`)");
+    }
+    errors_.push_back(std::move(error));
   }
   void AddWarning(int line, int column, const std::string& message) override {}
   std::string Joined() const { return absl::StrJoin(errors_, "; "); }
 
  private:
+  const std::vector<absl::string_view> lines_;
   std::vector<std::string> errors_;
 };
 
@@ -51,11 +62,12 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   std::stringstream text;
   text << file.rdbuf();
 
+  const std::string contents = text.str();
   v1::DaemonConfig config;
   google::protobuf::TextFormat::Parser parser;
-  ParseErrorCollector errors;
+  ParseErrorCollector errors(absl::StrSplit(contents, '\n'));
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &config)) {
+  if (!parser.ParseFromString(contents, &config)) {
     return absl::InvalidArgumentError(
         absl::StrCat("config file ", path, ": ", errors.Joined()));
   }

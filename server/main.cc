@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
               << valid.message() << "\n";
     return kExitConfigError;
   }
+  if (command_line->check_config) {
+    std::cout << "gpucmdd: configuration is valid\n";
+    return 0;
+  }
   spdlog::set_level(spdlog::level::from_str(config.log_level()));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 

@@ -1,0 +1,73 @@
+// gpucmdctl: the operator's command line for a running gpucmdd.
+//
+//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats [--json]
+//
+// Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
+// 2 usage error.
+
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "client/client.h"
+#include "client/ctl_output.h"
+
+ABSL_FLAG(std::string, target, "unix:/tmp/gpucmdd.sock",
+          "daemon address: unix:PATH, tcp:HOST:PORT or HOST:PORT");
+ABSL_FLAG(bool, json, false, "print JSON instead of tables");
+ABSL_FLAG(int, timeout_ms, 5000, "connect and call timeout in milliseconds");
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+int Fail(const absl::Status& status) {
+  std::cerr << "gpucmdctl: " << status << "\n";
+  return kExitFailure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gpucmdctl [--target=ADDR] [--json] health|devices|stats");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() != 2) {
+    std::cerr << "usage: " << absl::ProgramUsageMessage() << "\n";
+    return kExitUsage;
+  }
+  const std::string command = positional[1];
+  if (command != "health" && command != "devices" && command != "stats") {
+    std::cerr << "gpucmdctl: unknown command \"" << command
+              << "\"; expected health, devices or stats\n";
+    return kExitUsage;
+  }
+  const bool json = absl::GetFlag(FLAGS_json);
+  gpucmd::ClientOptions options;
+  options.connect_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms));
+  options.call_timeout = options.connect_timeout;
+  absl::StatusOr<std::unique_ptr<gpucmd::Client>> client =
+      gpucmd::Client::Connect(absl::GetFlag(FLAGS_target), options);
+  if (!client.ok()) return Fail(client.status());
+
+  if (command == "health") {
+    absl::StatusOr<bool> daemon = (*client)->IsServing("");
+    if (!daemon.ok()) return Fail(daemon.status());
+    absl::StatusOr<bool> service = (*client)->IsServing("gpucmd.v1.GpuCommand");
+    if (!service.ok()) return Fail(service.status());
+    std::cout << gpucmd::FormatHealth(*daemon, *service, json);
+    return *daemon && *service ? 0 : kExitFailure;
+  }
+  if (command == "devices") {
+    absl::StatusOr<std::vector<gpucmd::v1::DeviceInfo>> devices = (*client)->ListDevices();
+    if (!devices.ok()) return Fail(devices.status());
+    std::cout << gpucmd::FormatDevices(*devices, json);
+    return 0;
+  }
+  absl::StatusOr<gpucmd::v1::GetStatsResponse> stats = (*client)->GetStats();
+  if (!stats.ok()) return Fail(stats.status());
+  std::cout << gpucmd::FormatStats(*stats, json);
+  return 0;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs gpucmdd: binaries, the systemd unit and sysusers file, and an example config
+# (never overwriting an existing one).
+#
+#   deploy/install.sh [--destdir=DIR] [--prefix=/usr/local] [--bin-dir=DIR]
+#
+# --destdir stages the install under DIR (packaging, tests); --bin-dir installs already
+# built binaries from DIR/server/gpucmdd and DIR/client/gpucmdctl instead of building. Run as root for a real install, then:
+#   systemd-sysusers && systemctl daemon-reload && systemctl enable --now gpucmdd
+set -euo pipefail
+
+destdir=""
+prefix=/usr/local
+bin=""
+for arg in "$@"; do
+  case "$arg" in
+    --destdir=*) destdir=${arg#--destdir=} ;;
+    --prefix=*) prefix=${arg#--prefix=} ;;
+    --bin-dir=*) bin=${arg#--bin-dir=} ;;
+    *) echo "install.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+if [[ -z $bin ]]; then
+  bash tools/setup.sh
+  bazel build -c opt //server:gpucmdd //client:gpucmdctl
+  bin=$(bazel info -c opt bazel-bin)
+fi
+
+install -D -m 0755 "$bin/server/gpucmdd" "$destdir$prefix/bin/gpucmdd"
+install -D -m 0755 "$bin/client/gpucmdctl" "$destdir$prefix/bin/gpucmdctl"
+sed "s|/usr/local/bin/|$prefix/bin/|" deploy/systemd/gpucmdd.service \
+  | install -D -m 0644 /dev/stdin "$destdir/etc/systemd/system/gpucmdd.service"
+install -D -m 0644 deploy/systemd/gpucmdd.sysusers "$destdir/usr/lib/sysusers.d/gpucmdd.conf"
+if [[ ! -e $destdir/etc/gpucmdd/gpucmdd.textproto ]]; then
+  install -D -m 0644 deploy/config/gpucmdd.textproto "$destdir/etc/gpucmdd/gpucmdd.textproto"
+fi
+install -D -m 0644 README.md "$destdir$prefix/share/doc/gpucmdd/README.md"
+echo "installed gpucmdd under ${destdir:-/}$prefix"

@@ -1,0 +1,109 @@
+#include "server/config.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteTempFile(const std::string& name, const std::string& contents) {
+  std::string path = std::string(getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << contents;
+  return path;
+}
+
+v1::DaemonConfig Defaulted(v1::DaemonConfig config) {
+  ApplyConfigDefaults(&config);
+  return config;
+}
+
+TEST(ConfigTest, DefaultsAreOneDeviceOfFourGiB) {
+  v1::DaemonConfig config = Defaulted({});
+  EXPECT_EQ(config.cpu().device_count(), 1u);
+  EXPECT_EQ(config.cpu().memory_bytes_per_device(), uint64_t{4} << 30);
+  EXPECT_EQ(config.listen_size(), 1);
+  EXPECT_TRUE(ValidateConfig(config).ok());
+}
+
+TEST(ConfigTest, LoadsTextFormat) {
+  std::string path = WriteTempFile("good.textproto", R"(
+    listen: "unix:/tmp/a.sock"
+    listen: "tcp:127.0.0.1:0"
+    http_listen: "127.0.0.1:0"
+    cpu { device_count: 3 memory_bytes_per_device: 1048576 }
+  )");
+  absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_size(), 2);
+  EXPECT_EQ(config->cpu().device_count(), 3u);
+  EXPECT_TRUE(ValidateConfig(Defaulted(*config)).ok());
+}
+
+TEST(ConfigTest, ExplicitValuesSurviveDefaulting) {
+  v1::DaemonConfig config;
+  config.mutable_cpu()->set_device_count(5);
+  config.set_log_level("debug");
+  config = Defaulted(config);
+  EXPECT_EQ(config.cpu().device_count(), 5u);
+  EXPECT_EQ(config.log_level(), "debug");
+}
+
+TEST(ConfigTest, MissingFileIsNotFoundNamingThePath) {
+  absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile("/nonexistent/gpucmdd.textproto");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("/nonexistent/gpucmdd.textproto"));
+}
+
+TEST(ConfigTest, UnknownFieldNamesFileLineAndField) {
+  std::string path = WriteTempFile("unknown.textproto", "http_listen: \"127.0.0.1:1\"\nbogus: 3\n");
+  absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile(path);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr(path));
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("line 2"));
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("bogus"));
+}
+
+TEST(ConfigTest, WrongTypeIsRejected) {
+  std::string path = WriteTempFile("type.textproto", "cpu { device_count: \"many\" }\n");
+  absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile(path);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("device_count"));
+}
+
+struct BadValue {
+  std::string text;
+  std::string field;
+};
+
+class ConfigValidationTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ConfigValidationTest, NamesTheBadField) {
+  v1::DaemonConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(GetParam().text, &config));
+  absl::Status status = ValidateConfig(Defaulted(config));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("field " + GetParam().field));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadValues, ConfigValidationTest,
+    ::testing::Values(BadValue{"cpu { device_count: 0 }", "cpu.device_count"},
+                      BadValue{"cpu { device_count: 65 }", "cpu.device_count"},
+                      BadValue{"cpu { memory_bytes_per_device: 0 }",
+                               "cpu.memory_bytes_per_device"},
+                      BadValue{"listen: \"http://x\"", "listen"},
+                      BadValue{"listen: \"tcp:localhost\"", "listen"},
+                      BadValue{"http_listen: \"127.0.0.1:99999\"", "http_listen"},
+                      BadValue{"log_level: \"loud\"", "log_level"},
+                      BadValue{"limits { max_message_bytes: 10 }", "limits.max_message_bytes"},
+                      BadValue{"limits { device_queue_capacity: 0 }",
+                               "limits.device_queue_capacity"},
+                      BadValue{"compile { workers: 0 }", "compile.workers"}));
+
+}  // namespace
+}  // namespace gpucmd

@@ -1,0 +1,281 @@
+// Starts the real gpucmdd binary and talks to it the way users and operators do: the
+// C++ client library, gpucmdctl, gRPC health, and the HTTP endpoint.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::CommandResult;
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::HttpGet;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = ShortTempDir();
+    socket_path_ = directory_ + "/gpucmdd.sock";
+    config_path_ = directory_ + "/gpucmdd.textproto";
+    std::ofstream(config_path_) << "cpu { device_count: 2 memory_bytes_per_device: "
+                                << kGiB << " }\nlog_level: \"debug\"\n";
+    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+        {"--listen=unix:" + socket_path_, "--listen=tcp:127.0.0.1:0",
+         "--http_listen=127.0.0.1:0", "--config=" + config_path_});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  CommandResult Ctl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {RunfilePath("client/gpucmdctl"),
+                                     "--target=" + daemon_->grpc_target()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+
+  std::string directory_;
+  std::string socket_path_;
+  std::string config_path_;
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(DaemonTest, ReadyLineNamesEveryBoundAddress) {
+  EXPECT_THAT(daemon_->ready_line(), HasSubstr("grpc=unix:" + socket_path_ + ",tcp:127.0.0.1:"));
+  ASSERT_EQ(daemon_->grpc_targets().size(), 2u);
+  EXPECT_GT(daemon_->http_port(), 0);
+  // The TCP listener (bound on port 0) answers on the port the line names.
+  absl::StatusOr<std::unique_ptr<Client>> tcp = Client::Connect(daemon_->grpc_targets()[1]);
+  ASSERT_TRUE(tcp.ok()) << tcp.status();
+  EXPECT_TRUE((*tcp)->ListDevices().ok());
+}
+
+TEST_F(DaemonTest, GrpcHealthIsServing) {
+  absl::StatusOr<bool> daemon = client_->IsServing("");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_TRUE(*daemon);
+  absl::StatusOr<bool> service = client_->IsServing("gpucmd.v1.GpuCommand");
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_TRUE(*service);
+  EXPECT_EQ(client_->IsServing("no.such.Service").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(DaemonTest, ListDevicesReportsTheConfiguredDevices) {
+  absl::StatusOr<std::vector<v1::DeviceInfo>> devices = client_->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*devices)[i].ordinal(), i);
+    EXPECT_EQ((*devices)[i].driver(), v1::DRIVER_KIND_CPU);
+    EXPECT_EQ((*devices)[i].memory_capacity_bytes(), kGiB);
+    EXPECT_TRUE((*devices)[i].ready());
+  }
+}
+
+TEST_F(DaemonTest, GpucmdctlHealthAndDevices) {
+  CommandResult health = Ctl({"health"});
+  EXPECT_EQ(health.exit_code, 0) << health.stderr_text;
+  EXPECT_THAT(health.stdout_text, HasSubstr("gpucmd.v1.GpuCommand: SERVING"));
+
+  CommandResult devices = Ctl({"devices"});
+  EXPECT_EQ(devices.exit_code, 0) << devices.stderr_text;
+  EXPECT_THAT(devices.stdout_text, HasSubstr("gpucmd CPU device 1"));
+  EXPECT_THAT(devices.stdout_text, HasSubstr("1.0 GiB"));
+
+  CommandResult json = Ctl({"--json", "devices"});
+  ASSERT_EQ(json.exit_code, 0) << json.stderr_text;
+  v1::ListDevicesResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.stdout_text, &parsed).ok())
+      << json.stdout_text;
+  EXPECT_EQ(parsed.devices_size(), 2);
+
+  CommandResult stats = Ctl({"stats"});
+  EXPECT_EQ(stats.exit_code, 0) << stats.stderr_text;
+  EXPECT_THAT(stats.stdout_text, HasSubstr("gpucmdd 0."));
+}
+
+TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {
+  CommandResult result =
+      RunCommand({RunfilePath("client/gpucmdctl"), "--timeout_ms=300",
+                  "--target=unix:" + ShortTempDir() + "/nobody.sock", "health"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.stderr_text, HasSubstr("not reachable"));
+}
+
+TEST(GpucmdctlTest, UnknownCommandIsAUsageError) {
+  CommandResult result = RunCommand({RunfilePath("client/gpucmdctl"), "frobnicate"});
+  EXPECT_EQ(result.exit_code, 2);
+}
+
+TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
+  absl::StatusOr<testing::HttpResponse> healthz =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/healthz");
+  ASSERT_TRUE(healthz.ok()) << healthz.status();
+  EXPECT_EQ(healthz->status, 200);
+
+  absl::StatusOr<testing::HttpResponse> readyz =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/readyz");
+  ASSERT_TRUE(readyz.ok()) << readyz.status();
+  EXPECT_EQ(readyz->status, 200);
+
+  absl::StatusOr<testing::HttpResponse> unknown =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/nope");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->status, 404);
+
+  ASSERT_TRUE(client_->ListDevices().ok());
+  absl::StatusOr<testing::HttpResponse> metrics =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_queue_depth{device=\"0\"} 0"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_queue_depth{device=\"1\"} 0"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_commands_in_flight{device=\"0\"}"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_uptime_seconds"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("gpucmd_requests_total{code=\"OK\",rpc=\"gpucmd.v1.GpuCommand/"
+                        "ListDevices\"}"));
+
+  // The exposition must parse as Prometheus text: promtool is the reference parser.
+  std::string path = directory_ + "/metrics.txt";
+  std::ofstream(path) << metrics->body;
+  CommandResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
+  EXPECT_EQ(check.exit_code, 0) << check.stdout_text << check.stderr_text;
+}
+
+TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {
+  grpc::ClientContext open_context;
+  v1::OpenSessionRequest open;
+  open.set_device(7);
+  v1::OpenSessionResponse opened;
+  grpc::Status status = client_->stub().OpenSession(&open_context, open, &opened);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("device 7 does not exist"));
+
+  grpc::ClientContext allocate_context;
+  v1::AllocateRequest allocate;  // no session, no size
+  v1::AllocateResponse allocated;
+  status = client_->stub().Allocate(&allocate_context, allocate, &allocated);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  grpc::ClientContext read_context;
+  v1::ReadRequest read;
+  read.set_session("s");
+  read.mutable_pitched()->set_width_bytes(64);
+  read.mutable_pitched()->set_stride_bytes(16);
+  read.mutable_pitched()->set_height(2);
+  std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
+      client_->stub().Read(&read_context, read);
+  v1::ReadResponse chunk;
+  while (reader->Read(&chunk)) {
+  }
+  status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("smaller than width_bytes"));
+
+  EXPECT_TRUE(client_->ListDevices().ok());
+  absl::StatusOr<testing::HttpResponse> metrics =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_requests_total{code=\"INVALID_ARGUMENT\","
+                                       "rpc=\"gpucmd.v1.GpuCommand/OpenSession\"} 1"));
+}
+
+TEST_F(DaemonTest, UnbuiltCapabilitiesAreUnimplementedWithAReason) {
+  grpc::ClientContext context;
+  v1::CompileRequest compile;
+  compile.set_session("s");
+  compile.set_source("extern \"C\" __global__ void k() {}");
+  compile.set_entry_point("k");
+  v1::CompileResponse compiled;
+  grpc::Status status = client_->stub().Compile(&context, compile, &compiled);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("kernels"));
+}
+
+TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
+  absl::StatusOr<DaemonProcess> second =
+      DaemonProcess::Start({"--listen=unix:" + socket_path_, "--http_listen=127.0.0.1:0"});
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("in use"));
+  // The first daemon still owns and serves its socket.
+  EXPECT_EQ(access(socket_path_.c_str(), F_OK), 0);
+  EXPECT_TRUE(client_->ListDevices().ok());
+}
+
+TEST_F(DaemonTest, SigtermExitsZeroAndRemovesTheSocket) {
+  client_.reset();
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_NE(access(socket_path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+TEST(DaemonStartupTest, StaleSocketIsReplaced) {
+  std::string socket_path = ShortTempDir() + "/stale.sock";
+  {
+    absl::StatusOr<DaemonProcess> first =
+        DaemonProcess::Start({"--listen=unix:" + socket_path, "--http_listen=127.0.0.1:0"});
+    ASSERT_TRUE(first.ok()) << first.status();
+    first->Stop(SIGKILL);  // dies without cleaning up: the socket file stays
+  }
+  ASSERT_EQ(access(socket_path.c_str(), F_OK), 0);
+  absl::StatusOr<DaemonProcess> second =
+      DaemonProcess::Start({"--listen=unix:" + socket_path, "--http_listen=127.0.0.1:0"});
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(second->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->ListDevices().ok());
+}
+
+TEST(DaemonStartupTest, InvalidConfigExitsTwoNamingFileAndField) {
+  std::string path = ShortTempDir() + "/bad.textproto";
+  std::ofstream(path) << "cpu { device_count: 0 }\n";
+  CommandResult result = RunCommand({RunfilePath("server/gpucmdd"), "--config=" + path,
+                                     "--http_listen=127.0.0.1:0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.stderr_text, HasSubstr(path));
+  EXPECT_THAT(result.stderr_text, HasSubstr("cpu.device_count"));
+}
+
+TEST(DaemonStartupTest, UnparsableConfigExitsTwoNamingFileAndField) {
+  std::string path = ShortTempDir() + "/garbled.textproto";
+  std::ofstream(path) << "cpu {\n  memory_bytes_per_device: lots\n}\n";
+  CommandResult result = RunCommand({RunfilePath("server/gpucmdd"), "--config=" + path});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.stderr_text, HasSubstr(path));
+  EXPECT_THAT(result.stderr_text, HasSubstr("line 2"));
+  EXPECT_THAT(result.stderr_text, HasSubstr("memory_bytes_per_device"));
+}
+
+TEST(DaemonStartupTest, UnreadableConfigExitsTwo) {
+  CommandResult result =
+      RunCommand({RunfilePath("server/gpucmdd"), "--config=/nonexistent/gpucmdd.textproto"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.stderr_text, HasSubstr("/nonexistent/gpucmdd.textproto"));
+}
+
+TEST(DaemonStartupTest, VersionPrintsAndExits) {
+  CommandResult result = RunCommand({RunfilePath("server/gpucmdd"), "--version"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.stdout_text, HasSubstr("gpucmdd 0."));
+}
+
+}  // namespace
+}  // namespace gpucmd

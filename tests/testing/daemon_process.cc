@@ -1,0 +1,194 @@
+#include "tests/testing/daemon_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace gpucmd::testing {
+namespace {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// fork + exec with stdout to `stdout_fd` and stderr to `stderr_path`.
+pid_t Spawn(const std::vector<std::string>& argv, int stdout_fd,
+            const std::string& stderr_path) {
+  std::vector<char*> raw;
+  for (const std::string& arg : argv) raw.push_back(const_cast<char*>(arg.c_str()));
+  raw.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(stdout_fd, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int ExitCode(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
+
+}  // namespace
+
+std::string RunfilePath(const std::string& workspace_relative) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(srcdir == nullptr ? "." : srcdir, "/gpucmdd/", workspace_relative);
+}
+
+std::string ShortTempDir() {
+  char pattern[] = "/tmp/gpucmd-test-XXXXXX";
+  return mkdtemp(pattern);
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv) {
+  std::string directory = ShortTempDir();
+  std::string out_path = directory + "/stdout";
+  std::string err_path = directory + "/stderr";
+  int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = Spawn(argv, out, err_path);
+  close(out);
+  int wait_status = 0;
+  waitpid(pid, &wait_status, 0);
+  return {ExitCode(wait_status), ReadWholeFile(out_path), ReadWholeFile(err_path)};
+}
+
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
+                                     const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
+  }
+  std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host,
+                                     "\r\nConnection: close\r\n\r\n");
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return absl::UnavailableError("short write");
+  }
+  std::string raw;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) raw.append(buffer, n);
+  close(fd);
+  size_t header_end = raw.find("\r\n\r\n");
+  std::vector<std::string> status_line = absl::StrSplit(raw.substr(0, raw.find("\r\n")), ' ');
+  HttpResponse response;
+  if (header_end == std::string::npos || status_line.size() < 2 ||
+      !absl::SimpleAtoi(status_line[1], &response.status)) {
+    return absl::DataLossError(absl::StrCat("malformed HTTP response: ", raw));
+  }
+  response.body = raw.substr(header_end + 4);
+  return response;
+}
+
+absl::StatusOr<DaemonProcess> DaemonProcess::Start(const std::vector<std::string>& args,
+                                                   std::chrono::milliseconds timeout) {
+  DaemonProcess daemon;
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
+  std::vector<std::string> argv = {RunfilePath("server/gpucmdd")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  daemon.stderr_path_ = ShortTempDir() + "/stderr";
+  daemon.pid_ = Spawn(argv, pipe_fds[1], daemon.stderr_path_);
+  close(pipe_fds[1]);
+  daemon.stdout_fd_ = pipe_fds[0];
+
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string output;
+  while (!absl::StrContains(output, "\n")) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd poll_fd{daemon.stdout_fd_, POLLIN, 0};
+    if (left.count() <= 0 || poll(&poll_fd, 1, static_cast<int>(left.count())) <= 0) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("gpucmdd printed no ready line; stderr: ", daemon.StderrText()));
+    }
+    char buffer[1024];
+    ssize_t n = read(daemon.stdout_fd_, buffer, sizeof(buffer));
+    if (n <= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("gpucmdd exited before ready; stderr: ", daemon.StderrText()));
+    }
+    output.append(buffer, n);
+  }
+  daemon.ready_line_ = output.substr(0, output.find('\n'));
+  if (!absl::StartsWith(daemon.ready_line_, "gpucmdd ready ")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unexpected first line: ", daemon.ready_line_));
+  }
+  for (absl::string_view field : absl::StrSplit(daemon.ready_line_, ' ')) {
+    if (absl::ConsumePrefix(&field, "grpc=")) {
+      daemon.grpc_targets_ = absl::StrSplit(field, ',');
+    } else if (absl::ConsumePrefix(&field, "http=")) {
+      size_t colon = field.rfind(':');
+      daemon.http_host_ = std::string(field.substr(0, colon));
+      if (!absl::SimpleAtoi(field.substr(colon + 1), &daemon.http_port_)) {
+        return absl::FailedPreconditionError("ready line has no HTTP port");
+      }
+    }
+  }
+  if (daemon.grpc_targets_.empty()) return absl::FailedPreconditionError("no gRPC address");
+  return daemon;
+}
+
+DaemonProcess::DaemonProcess(DaemonProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      stdout_fd_(std::exchange(other.stdout_fd_, -1)),
+      stderr_path_(std::move(other.stderr_path_)),
+      ready_line_(std::move(other.ready_line_)),
+      grpc_targets_(std::move(other.grpc_targets_)),
+      http_host_(std::move(other.http_host_)),
+      http_port_(other.http_port_) {}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+int DaemonProcess::Stop(int signal, std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, signal);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int wait_status = 0;
+  while (waitpid(pid_, &wait_status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &wait_status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  return ExitCode(wait_status);
+}
+
+std::string DaemonProcess::StderrText() const { return ReadWholeFile(stderr_path_); }
+
+}  // namespace gpucmd::testing

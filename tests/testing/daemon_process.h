@@ -1,0 +1,84 @@
+#ifndef GPUCMDD_TESTS_TESTING_DAEMON_PROCESS_H_
+#define GPUCMDD_TESTS_TESTING_DAEMON_PROCESS_H_
+
+// Test helpers that run the real binaries: a gpucmdd child process found through the
+// test's runfiles, waited on until it prints its ready line; a one-shot command runner;
+// and a minimal HTTP GET for the health endpoint.
+//
+// Thread-safety: none; one test thread drives each object.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gpucmd::testing {
+
+// Path of a binary built by this workspace (e.g. "server/gpucmdd"), from the runfiles.
+std::string RunfilePath(const std::string& workspace_relative);
+
+// A fresh directory under /tmp, short enough for Unix socket paths.
+std::string ShortTempDir();
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs `argv` to completion, capturing its output.
+CommandResult RunCommand(const std::vector<std::string>& argv);
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// GET http://host:port/path over a fresh connection (HTTP/1.0, Connection: close).
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
+                                     const std::string& path);
+
+class DaemonProcess {
+ public:
+  // Starts gpucmdd with `args` and waits up to `timeout` for "gpucmdd ready". The
+  // ready line's addresses are then available.
+  static absl::StatusOr<DaemonProcess> Start(
+      const std::vector<std::string>& args,
+      std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+  DaemonProcess(DaemonProcess&& other) noexcept;
+  DaemonProcess& operator=(DaemonProcess&&) = delete;
+  // Kills the daemon if it is still running.
+  ~DaemonProcess();
+
+  // Sends `signal` and waits for the exit; returns the exit code (-1 if signalled).
+  int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+  pid_t pid() const { return pid_; }
+  const std::string& ready_line() const { return ready_line_; }
+  // The first gRPC address of the ready line ("unix:/path" or "tcp:host:port").
+  const std::string& grpc_target() const { return grpc_targets_.front(); }
+  const std::vector<std::string>& grpc_targets() const { return grpc_targets_; }
+  const std::string& http_host() const { return http_host_; }
+  int http_port() const { return http_port_; }
+  // What the daemon wrote to stderr so far.
+  std::string StderrText() const;
+
+ private:
+  DaemonProcess() = default;
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string stderr_path_;
+  std::string ready_line_;
+  std::vector<std::string> grpc_targets_;
+  std::string http_host_;
+  int http_port_ = 0;
+};
+
+}  // namespace gpucmd::testing
+
+#endif  // GPUCMDD_TESTS_TESTING_DAEMON_PROCESS_H_

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Command 2: install what the build needs, then run every test: the whole tree in the
+# default configuration and under AddressSanitizer+UBSan, and the concurrency tests
+# under ThreadSanitizer. Ends with one summary line; exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh || exit 1
+
+passed=0
+failed=0
+failures=()
+
+# run_config NAME BAZEL_ARGS...: runs `bazel test`, counts its per-target results.
+run_config() {
+  local name=$1
+  shift
+  echo "=== tests: $name ===" >&2
+  local log
+  log=$(mktemp)
+  bazel test "$@" 2>&1 | tee "$log" >&2
+  local rc=${PIPESTATUS[0]}
+  local p f
+  p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+  f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
+  if ((rc != 0 && f == 0)); then
+    f=1  # the build itself failed
+    failures+=("$name: build failed")
+  fi
+  while read -r target; do failures+=("$name: $target"); done < <(
+    grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" |
+      awk '{print $1}')
+  passed=$((passed + p))
+  failed=$((failed + f))
+  rm -f "$log"
+}
+
+run_config default //...
+run_config asan --config=asan //...
+run_config tsan --config=tsan --test_tag_filters=-no_tsan //...
+
+for failure in "${failures[@]}"; do echo "FAILED $failure"; done
+echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan)"
+((failed == 0))
