@@ -1,0 +1,100 @@
+#include "driver/cpu/cpu_device_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpucmd {
+namespace {
+
+uint64_t RoundUp(uint64_t value, uint64_t granularity) {
+  return (value + granularity - 1) / granularity * granularity;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> CpuDeviceMemory::Create(
+    uint64_t capacity_bytes, int ordinal) {
+  uint64_t capacity = RoundUp(capacity_bytes, kGranularityBytes);
+  std::string name = absl::StrCat("gpucmd-device-", ordinal);
+  int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
+  if (ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
+    close(fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot size device memory to ", capacity, " bytes: ", strerror(errno)));
+  }
+  void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (base == MAP_FAILED) {
+    close(fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot map ", capacity, " bytes of device memory: ", strerror(errno)));
+  }
+  return std::unique_ptr<CpuDeviceMemory>(
+      new CpuDeviceMemory(fd, static_cast<std::byte*>(base), capacity));
+}
+
+CpuDeviceMemory::CpuDeviceMemory(int fd, std::byte* base, uint64_t capacity)
+    : fd_(fd), base_(base), capacity_(capacity) {
+  MutexLock lock(&mutex_);
+  free_[0] = capacity_;
+}
+
+CpuDeviceMemory::~CpuDeviceMemory() {
+  munmap(base_, capacity_);
+  close(fd_);
+}
+
+absl::StatusOr<DeviceResource> CpuDeviceMemory::Allocate(uint64_t size_bytes) {
+  uint64_t size = RoundUp(std::max<uint64_t>(size_bytes, 1), kGranularityBytes);
+  MutexLock lock(&mutex_);
+  uint64_t largest = 0;
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    largest = std::max(largest, it->second);
+    if (it->second < size) continue;
+    uint64_t offset = it->first;
+    uint64_t remaining = it->second - size;
+    free_.erase(it);
+    if (remaining > 0) free_[offset + size] = remaining;
+    allocated_ += size;
+    return DeviceResource{reinterpret_cast<DeviceAddress>(base_ + offset), size};
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("device memory: no free range of ", size, " bytes (largest free range ",
+                   largest, " of ", capacity_, ")"));
+}
+
+void CpuDeviceMemory::Free(const DeviceResource& resource) {
+  uint64_t offset = resource.address - reinterpret_cast<DeviceAddress>(base_);
+  uint64_t size = resource.size_bytes;
+  // Return the pages to the kernel; the range reads as zeros when handed out again.
+  fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+            static_cast<off_t>(size));
+  MutexLock lock(&mutex_);
+  allocated_ -= size;
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && offset + size == next->first) {
+    size += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto previous = std::prev(next);
+    if (previous->first + previous->second == offset) {
+      previous->second += size;
+      return;
+    }
+  }
+  free_[offset] = size;
+}
+
+uint64_t CpuDeviceMemory::allocated_bytes() const {
+  MutexLock lock(&mutex_);
+  return allocated_;
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,111 @@
+#include "driver/cpu/cpu_driver.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr size_t kPinnedAlignmentBytes = 64;
+
+std::byte* DevicePointer(const DeviceResource& resource, uint64_t offset) {
+  return reinterpret_cast<std::byte*>(resource.address) + offset;
+}
+
+// Copies between packed host rows and a (possibly pitched) device region.
+void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool to_device) {
+  if (layout.is_contiguous()) {
+    uint64_t bytes = layout.host_bytes();
+    to_device ? std::memcpy(device, host, bytes) : std::memcpy(host, device, bytes);
+    return;
+  }
+  for (uint64_t row = 0; row < layout.height; ++row) {
+    std::byte* host_row = host + row * layout.width_bytes;
+    std::byte* device_row = device + row * layout.stride_bytes;
+    to_device ? std::memcpy(device_row, host_row, layout.width_bytes)
+              : std::memcpy(host_row, device_row, layout.width_bytes);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& options) {
+  std::unique_ptr<CpuBackend> backend(new CpuBackend());
+  backend->context_.ordinal = options.ordinal;
+  absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> memory =
+      CpuDeviceMemory::Create(options.capacity_bytes, options.ordinal);
+  if (!memory.ok()) return memory.status();
+  backend->memory_ = *std::move(memory);
+  for (int i = 0; i < options.stream_count; ++i) {
+    backend->streams_.push_back(std::make_unique<CpuStream>(i));
+  }
+  return backend;
+}
+
+absl::StatusOr<HostResource> CpuBackend::AllocatePinned(uint64_t size_bytes) {
+  uint64_t rounded = (size_bytes + kPinnedAlignmentBytes - 1) / kPinnedAlignmentBytes *
+                     kPinnedAlignmentBytes;
+  void* data = std::aligned_alloc(kPinnedAlignmentBytes, std::max<uint64_t>(rounded, 64));
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", size_bytes, " bytes of host staging memory"));
+  }
+  return HostResource{static_cast<std::byte*>(data), size_bytes};
+}
+
+void CpuBackend::FreePinned(const HostResource& resource) { std::free(resource.data); }
+
+Bytes CpuDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
+  return Bytes(resource.data, size,
+               [binding] { binding.owner->Release(binding.allocation); });
+}
+
+absl::Status CpuDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                   Bytes& bytes, Stream& stream) {
+  std::byte* host = bytes.data();
+  std::byte* device = DevicePointer(resource, layout.offset_bytes);
+  stream.Enqueue([host, device, layout] {
+    CopyRows(host, device, layout, /*to_device=*/false);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuDriver::CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                     absl::Span<const std::byte> data, Stream& stream) {
+  auto* host = const_cast<std::byte*>(data.data());  // only read: to_device
+  std::byte* device = DevicePointer(resource, layout.offset_bytes);
+  stream.Enqueue([host, device, layout] {
+    CopyRows(host, device, layout, /*to_device=*/true);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                     Stream::Signal signal) {
+  if (source.size_bytes != target.size_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("relocation copy between ",
+                                                   source.size_bytes, " and ",
+                                                   target.size_bytes, " bytes"));
+  }
+  std::byte* from = DevicePointer(source, 0);
+  std::byte* to = DevicePointer(target, 0);
+  uint64_t size = source.size_bytes;
+  signal->Enqueue([from, to, size] {
+    std::memcpy(to, from, size);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuDriver::Launch(Context&, Stream&, const KernelId& kernel, Dim3,
+                               LaunchArgs&) {
+  return absl::UnimplementedError(
+      absl::StrCat("kernel ", kernel.hex, ": kernel execution is not built into the CPU "
+                   "driver yet"));
+}
+
+}  // namespace gpucmd

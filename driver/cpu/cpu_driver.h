@@ -1,0 +1,88 @@
+#ifndef GPUCMDD_DRIVER_CPU_CPU_DRIVER_H_
+#define GPUCMDD_DRIVER_CPU_CPU_DRIVER_H_
+
+// The CPU driver: a faithful model of an asynchronous device on the host, so the whole
+// daemon runs and is tested without a GPU. Device memory is a memfd mapping of the
+// configured capacity (CpuDeviceMemory); streams are worker threads (CpuStream); copies
+// and relocations are enqueued on them, never run inline.
+//
+// Thread-safety: CpuBackend's streams and memory may be used from any thread; its
+// Context belongs to the device thread.
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "driver/cpu/cpu_device_memory.h"
+#include "driver/cpu/cpu_stream.h"
+#include "driver/driver.h"
+
+namespace gpucmd {
+
+// What a CPU launch hands a kernel. Filled in with the kernel executor.
+struct CpuLaunchArgs {
+  Dim3 block;
+  uint32_t dynamic_shared_memory_bytes = 0;
+  std::vector<uint64_t> values;  // buffer addresses and scalars, one slot each
+};
+
+// Whatever launching needs on the CPU device.
+struct CpuContext {
+  int ordinal = 0;
+};
+
+class CpuBackend {
+ public:
+  using Stream = CpuStream;
+
+  struct Options {
+    int ordinal = 0;
+    uint64_t capacity_bytes = uint64_t{4} << 30;
+    int stream_count = 4;
+  };
+
+  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const Options& options);
+
+  int stream_count() const { return static_cast<int>(streams_.size()); }
+  CpuStream& stream(int index) { return *streams_[index]; }
+  uint64_t capacity_bytes() const { return memory_->capacity_bytes(); }
+  absl::StatusOr<DeviceResource> AllocateDevice(uint64_t size_bytes) {
+    return memory_->Allocate(size_bytes);
+  }
+  void FreeDevice(const DeviceResource& resource) { memory_->Free(resource); }
+  absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
+  void FreePinned(const HostResource& resource);
+  CpuContext& context() { return context_; }
+  const CpuDeviceMemory& memory() const { return *memory_; }
+
+ private:
+  CpuBackend() = default;
+
+  CpuContext context_;
+  std::unique_ptr<CpuDeviceMemory> memory_;
+  // Declared last: streams finish their work before the memory they copy into goes.
+  std::vector<std::unique_ptr<CpuStream>> streams_;
+};
+
+struct CpuDriver : DriverDefaults {
+  using Backend = CpuBackend;
+  using Stream = CpuStream;
+  using Context = CpuContext;
+  using LaunchArgs = CpuLaunchArgs;
+
+  static Bytes PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size);
+  static absl::Status CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                 Bytes& bytes, Stream& stream);
+  static absl::Status CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                   absl::Span<const std::byte> data, Stream& stream);
+  static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                   Stream::Signal signal);
+  static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
+                             Dim3 grid, LaunchArgs& args);
+};
+
+static_assert(Driver<CpuDriver>);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_CPU_CPU_DRIVER_H_

@@ -1,0 +1,79 @@
+#include "driver/cpu/cpu_stream.h"
+
+namespace gpucmd {
+
+CpuStream::CpuStream(int index) : index_(index), worker_([this] { Run(); }) {}
+
+CpuStream::~CpuStream() {
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+    work_ready_.NotifyAll();
+  }
+  worker_.join();
+}
+
+void CpuStream::Enqueue(Work work) {
+  MutexLock lock(&mutex_);
+  queue_.push_back(std::move(work));
+  ++enqueued_;
+  work_ready_.NotifyOne();
+}
+
+CpuStream::Event CpuStream::RecordEvent() {
+  MutexLock lock(&mutex_);
+  return Event(timeline_, enqueued_);
+}
+
+absl::Status CpuStream::WaitEvent(const Event& event) {
+  if (event.timeline_ == timeline_ || event.IsComplete()) return absl::OkStatus();
+  Enqueue([event]() { return event.Wait(); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuStream::Synchronize() {
+  RecordEvent().Wait().IgnoreError();  // waiting itself cannot fail
+  MutexLock lock(&mutex_);
+  return std::exchange(pending_error_, absl::OkStatus());
+}
+
+void CpuStream::Run() {
+  while (true) {
+    Work work;
+    {
+      MutexLock lock(&mutex_);
+      work_ready_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !queue_.empty() || stopping_;
+      });
+      if (queue_.empty()) return;  // stopping, and everything ran
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    absl::Status status = work();
+    work = nullptr;  // captured resources go before the work counts as complete
+    if (!status.ok()) {
+      MutexLock lock(&mutex_);
+      if (pending_error_.ok()) pending_error_ = status;
+    }
+    MutexLock lock(&timeline_->mutex);
+    ++timeline_->completed;
+    timeline_->advanced.NotifyAll();
+  }
+}
+
+absl::Status CpuStream::Event::Wait() const {
+  if (timeline_ == nullptr) return absl::OkStatus();
+  MutexLock lock(&timeline_->mutex);
+  timeline_->advanced.Await(&timeline_->mutex, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return timeline_->completed >= sequence_;
+  });
+  return absl::OkStatus();
+}
+
+bool CpuStream::Event::IsComplete() const {
+  if (timeline_ == nullptr) return true;
+  MutexLock lock(&timeline_->mutex);
+  return timeline_->completed >= sequence_;
+}
+
+}  // namespace gpucmd

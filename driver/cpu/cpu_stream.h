@@ -1,0 +1,87 @@
+#ifndef GPUCMDD_DRIVER_CPU_CPU_STREAM_H_
+#define GPUCMDD_DRIVER_CPU_CPU_STREAM_H_
+
+// A CPU model of a device stream: one worker thread running enqueued work in FIFO order,
+// never inline on the enqueuing thread.
+//
+// Events are points on the stream's timeline (a count of completed work items); an
+// Event completes when the worker has finished everything enqueued before it was
+// recorded, and stays valid after the stream is destroyed. WaitEvent enqueues a wait,
+// as cuStreamWaitEvent does: the worker blocks until the other stream's event completes.
+//
+// Errors: a work item returning a non-OK status records it as the stream's pending
+// error; later work still runs (each copy is independent), events still complete, and
+// the next Synchronize returns and clears the first pending error.
+//
+// Thread-safety: every method may be called from any thread. The destructor waits for
+// all enqueued work.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "base/mutex.h"
+
+namespace gpucmd {
+
+class CpuStream {
+ public:
+  class Event;
+  using Signal = CpuStream*;
+  using Work = absl::AnyInvocable<absl::Status()>;
+
+  explicit CpuStream(int index);
+  ~CpuStream();
+  CpuStream(const CpuStream&) = delete;
+  CpuStream& operator=(const CpuStream&) = delete;
+
+  // Appends `work` to the stream.
+  void Enqueue(Work work);
+  Event RecordEvent();
+  absl::Status WaitEvent(const Event& event);
+  absl::Status Synchronize();
+  Signal signal() { return this; }
+  int index() const { return index_; }
+
+ private:
+  // The stream's progress, shared with its events.
+  struct Timeline {
+    Mutex mutex;
+    CondVar advanced;
+    uint64_t completed ABSL_GUARDED_BY(mutex) = 0;
+  };
+
+  void Run();
+
+  const int index_;
+  const std::shared_ptr<Timeline> timeline_ = std::make_shared<Timeline>();
+  Mutex mutex_;
+  CondVar work_ready_;
+  std::deque<Work> queue_ ABSL_GUARDED_BY(mutex_);
+  uint64_t enqueued_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::Status pending_error_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::thread worker_;
+};
+
+class CpuStream::Event {
+ public:
+  Event() = default;
+  absl::Status Wait() const;
+  bool IsComplete() const;
+
+ private:
+  friend class CpuStream;
+  Event(std::shared_ptr<Timeline> timeline, uint64_t sequence)
+      : timeline_(std::move(timeline)), sequence_(sequence) {}
+
+  std::shared_ptr<Timeline> timeline_;  // null: an event that is always complete
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_CPU_CPU_STREAM_H_

@@ -1,0 +1,113 @@
+#include "driver/cpu/cpu_stream.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+// A gate a stream's work can block on, so tests control when work completes.
+class Gate {
+ public:
+  void Open() {
+    MutexLock lock(&mutex_);
+    open_ = true;
+    opened_.NotifyAll();
+  }
+  void Wait() {
+    MutexLock lock(&mutex_);
+    opened_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return open_; });
+  }
+
+ private:
+  Mutex mutex_;
+  CondVar opened_;
+  bool open_ ABSL_GUARDED_BY(mutex_) = false;
+};
+
+TEST(CpuStreamTest, RunsWorkInOrderOffTheCallingThread) {
+  CpuStream stream(0);
+  std::vector<int> order;
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> inline_run{false};
+  for (int i = 0; i < 100; ++i) {
+    stream.Enqueue([&order, &inline_run, caller, i] {
+      if (std::this_thread::get_id() == caller) inline_run = true;
+      order.push_back(i);
+      return absl::OkStatus();
+    });
+  }
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_FALSE(inline_run);
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(CpuStreamTest, EventCompletesOnlyAfterEarlierWork) {
+  CpuStream stream(0);
+  Gate gate;
+  stream.Enqueue([&gate] {
+    gate.Wait();
+    return absl::OkStatus();
+  });
+  CpuStream::Event event = stream.RecordEvent();
+  EXPECT_FALSE(event.IsComplete());
+  gate.Open();
+  ASSERT_TRUE(event.Wait().ok());
+  EXPECT_TRUE(event.IsComplete());
+}
+
+TEST(CpuStreamTest, WaitEventHoldsTheOtherStreamBack) {
+  CpuStream producer(0);
+  CpuStream consumer(1);
+  Gate gate;
+  std::atomic<int> value{0};
+  producer.Enqueue([&] {
+    gate.Wait();
+    value = 42;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(consumer.WaitEvent(producer.RecordEvent()).ok());
+  int seen = -1;
+  consumer.Enqueue([&] {
+    seen = value;
+    return absl::OkStatus();
+  });
+  CpuStream::Event consumed = consumer.RecordEvent();
+  EXPECT_FALSE(consumed.IsComplete());
+  gate.Open();
+  ASSERT_TRUE(consumer.Synchronize().ok());
+  EXPECT_EQ(seen, 42);
+}
+
+TEST(CpuStreamTest, ErrorsSurfaceAtTheNextSynchronizeOnce) {
+  CpuStream stream(0);
+  int ran_after = 0;
+  stream.Enqueue([] { return absl::DataLossError("first"); });
+  stream.Enqueue([] { return absl::InternalError("second"); });
+  stream.Enqueue([&ran_after] {
+    ++ran_after;
+    return absl::OkStatus();
+  });
+  absl::Status status = stream.Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ran_after, 1);
+  EXPECT_TRUE(stream.Synchronize().ok());
+}
+
+TEST(CpuStreamTest, EventsOutliveTheirStream) {
+  CpuStream::Event event;
+  {
+    CpuStream stream(0);
+    stream.Enqueue([] { return absl::OkStatus(); });
+    event = stream.RecordEvent();
+  }
+  EXPECT_TRUE(event.IsComplete());
+  EXPECT_TRUE(event.Wait().ok());
+}
+
+}  // namespace
+}  // namespace gpucmd

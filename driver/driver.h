@@ -1,0 +1,120 @@
+#ifndef GPUCMDD_DRIVER_DRIVER_H_
+#define GPUCMDD_DRIVER_DRIVER_H_
+
+// The Driver concept: the device calls a Command cannot make itself, and nothing more.
+//
+// Everything else a command does (deciding what to stage, when to reclaim, whether a
+// layout needs a 2D copy, when the drop queue may be flushed) is the same whichever
+// driver is underneath, and lives in server/. Each backend leaf (driver/cpu,
+// driver/cuda, driver/hip) defines one struct satisfying this concept and
+// static_asserts it; the daemon instantiates its server over the one selected at
+// build time.
+//
+// The operations, one to one with the driver trait they follow:
+//   PinnedBytes(binding, host, size)       hand out `size` pinned host bytes of the
+//                                          allocation `binding` names; they go back to
+//                                          their owner when the Bytes die.
+//   CopyToHost(device, layout, bytes, s)   enqueue device -> host on s. The caller keeps
+//                                          `bytes` alive and synchronizes s before
+//                                          reading them.
+//   CopyToDevice(device, layout, data, s)  enqueue host -> device on s. `data` stays
+//                                          alive until s is synchronized (the caller's
+//                                          drop queue guarantees it).
+//   CopyOnDevice(source, target, signal)   enqueue a same-size copy between two
+//                                          non-overlapping live allocations: how a live
+//                                          allocation is relocated off an outdated page.
+//   Launch(ctx, s, kernel, grid, args)     enqueue an already compiled kernel. Always a
+//                                          compiled one: the server compiles before its
+//                                          write scope and stops a skipped launch first.
+//   WaitOutsideStreams(ctx)                wait for device work enqueued outside the
+//                                          command's streams (collectives) before a
+//                                          relocation; DriverDefaults makes it a no-op.
+// Each returns the driver's refusal as a non-OK absl::Status; asynchronous failures
+// surface at the stream's next Synchronize.
+//
+// Layouts are checked against the resources by the caller before any call here (an
+// oversized copy would silently corrupt a neighbour): drivers trust them.
+
+#include <concepts>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "driver/bytes.h"
+#include "driver/types.h"
+
+namespace gpucmd {
+
+// A point in a stream's work: complete once everything enqueued before it completed.
+template <typename E>
+concept DeviceEvent = std::copyable<E> && requires(const E& event) {
+  // Blocks the calling host thread until the event completes.
+  { event.Wait() } -> std::same_as<absl::Status>;
+  { event.IsComplete() } -> std::same_as<bool>;
+};
+
+// An in-order queue of device work.
+template <typename S>
+concept DeviceStream = requires(S& stream, const typename S::Event& event) {
+  typename S::Event;
+  // What CopyOnDevice is handed to say where the copy is enqueued.
+  typename S::Signal;
+  requires DeviceEvent<typename S::Event>;
+  { stream.RecordEvent() } -> std::same_as<typename S::Event>;
+  // Enqueues a wait: later work on this stream starts after `event` completed.
+  { stream.WaitEvent(event) } -> std::same_as<absl::Status>;
+  // Waits for all enqueued work; returns (and clears) the first asynchronous error.
+  { stream.Synchronize() } -> std::same_as<absl::Status>;
+  { stream.signal() } -> std::same_as<typename S::Signal>;
+};
+
+// The multi-stream backend of one device: its streams, its memory, its context.
+template <typename B>
+concept EventStreamBackend = requires(B& backend, const B& const_backend, uint64_t size,
+                                      DeviceResource device, HostResource host) {
+  typename B::Stream;
+  requires DeviceStream<typename B::Stream>;
+  { const_backend.stream_count() } -> std::same_as<int>;
+  { backend.stream(0) } -> std::same_as<typename B::Stream&>;
+  { const_backend.capacity_bytes() } -> std::same_as<uint64_t>;
+  // RESOURCE_EXHAUSTED when the device has no room right now.
+  { backend.AllocateDevice(size) } -> std::same_as<absl::StatusOr<DeviceResource>>;
+  { backend.FreeDevice(device) } -> std::same_as<void>;
+  { backend.AllocatePinned(size) } -> std::same_as<absl::StatusOr<HostResource>>;
+  { backend.FreePinned(host) } -> std::same_as<void>;
+};
+
+template <typename D>
+concept Driver =
+    EventStreamBackend<typename D::Backend> &&
+    std::same_as<typename D::Backend::Stream, typename D::Stream> &&
+    requires(typename D::Backend& backend, PinnedBinding binding, HostResource host,
+             uint64_t size, const DeviceResource& device, const CopyLayout& layout,
+             Bytes& bytes, absl::Span<const std::byte> data, typename D::Stream& stream,
+             typename D::Stream::Signal signal, typename D::Context& context,
+             const KernelId& kernel, Dim3 grid, typename D::LaunchArgs& args) {
+      typename D::Context;
+      typename D::LaunchArgs;
+      { backend.context() } -> std::same_as<typename D::Context&>;
+      { D::PinnedBytes(binding, host, size) } -> std::same_as<Bytes>;
+      { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;
+      { D::CopyToDevice(device, layout, data, stream) } -> std::same_as<absl::Status>;
+      { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
+      { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
+      { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
+    };
+
+// Provided operations; a driver inherits them and overrides what it must.
+struct DriverDefaults {
+  // A backend whose every device operation runs on its command streams has nothing
+  // else to wait on.
+  template <typename Context>
+  static absl::Status WaitOutsideStreams(Context&) {
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_DRIVER_H_

@@ -1,0 +1,223 @@
+#ifndef GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_
+#define GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_
+
+// The driver conformance suite: typed tests written once against the Driver concept.
+// A backend leaf runs it by specialising ConformanceBackend<D> (how to create a small
+// backend, or skip when no device exists) and instantiating the suite:
+//
+//   template <> struct gpucmd::ConformanceBackend<CpuDriver> { static ... Create(); };
+//   INSTANTIATE_TYPED_TEST_SUITE_P(Cpu, DriverConformanceTest, CpuDriver);
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "driver/driver.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+
+// Specialised by each leaf: `static absl::StatusOr<std::unique_ptr<typename
+// D::Backend>> Create(uint64_t capacity_bytes)`; an UNAVAILABLE status skips the
+// suite (no device on this machine).
+template <typename D>
+struct ConformanceBackend;
+
+// Counts pinned releases so tests can see Bytes give their memory back.
+class CountingPinnedOwner final : public PinnedOwner {
+ public:
+  void Release(uint64_t allocation) override { released_.push_back(allocation); }
+  const std::vector<uint64_t>& released() const { return released_; }
+
+ private:
+  std::vector<uint64_t> released_;
+};
+
+template <typename D>
+class DriverConformanceTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kCapacityBytes = uint64_t{64} << 20;
+
+  void SetUp() override {
+    auto backend = ConformanceBackend<D>::Create(kCapacityBytes);
+    if (absl::IsUnavailable(backend.status())) GTEST_SKIP() << backend.status();
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    ASSERT_GE(backend_->stream_count(), 2) << "the suite needs two streams";
+  }
+
+  void TearDown() override {
+    for (const HostResource& host : pinned_) backend_->FreePinned(host);
+    for (const DeviceResource& device : device_) backend_->FreeDevice(device);
+  }
+
+  DeviceResource Device(uint64_t size) {
+    absl::StatusOr<DeviceResource> device = backend_->AllocateDevice(size);
+    EXPECT_TRUE(device.ok()) << device.status();
+    device_.push_back(*device);
+    return *device;
+  }
+
+  // Pinned bytes holding `contents` (or `size` zero bytes).
+  Bytes Pinned(uint64_t size, const std::vector<uint8_t>& contents = {}) {
+    absl::StatusOr<HostResource> host = backend_->AllocatePinned(size);
+    EXPECT_TRUE(host.ok()) << host.status();
+    pinned_.push_back(*host);
+    std::memset(host->data, 0, size);
+    if (!contents.empty()) std::memcpy(host->data, contents.data(), contents.size());
+    return D::PinnedBytes(PinnedBinding{&owner_, pinned_.size()}, *host, size);
+  }
+
+  static std::vector<uint8_t> RandomBytes(size_t size, uint32_t seed) {
+    std::mt19937 random(seed);
+    std::vector<uint8_t> bytes(size);
+    for (uint8_t& byte : bytes) byte = static_cast<uint8_t>(random());
+    return bytes;
+  }
+
+  static std::vector<uint8_t> Contents(const Bytes& bytes) {
+    auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    return std::vector<uint8_t>(data, data + bytes.size());
+  }
+
+  void Upload(const DeviceResource& device, const CopyLayout& layout, const Bytes& data,
+              int stream = 0) {
+    ASSERT_TRUE(D::CopyToDevice(device, layout, data.const_span(), backend_->stream(stream)).ok());
+  }
+
+  std::vector<uint8_t> Download(const DeviceResource& device, const CopyLayout& layout,
+                                int stream = 0) {
+    Bytes out = Pinned(layout.host_bytes());
+    EXPECT_TRUE(D::CopyToHost(device, layout, out, backend_->stream(stream)).ok());
+    EXPECT_TRUE(backend_->stream(stream).Synchronize().ok());
+    return Contents(out);
+  }
+
+  std::unique_ptr<typename D::Backend> backend_;
+  CountingPinnedOwner owner_;
+  std::vector<HostResource> pinned_;
+  std::vector<DeviceResource> device_;
+};
+
+TYPED_TEST_SUITE_P(DriverConformanceTest);
+
+TYPED_TEST_P(DriverConformanceTest, ContiguousCopiesRoundTrip) {
+  constexpr uint64_t kSize = 1 << 20;
+  DeviceResource device = this->Device(kSize);
+  std::vector<uint8_t> data = this->RandomBytes(kSize, 1);
+  Bytes staged = this->Pinned(kSize, data);
+  this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
+  EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), data);
+  // A sub-range at an offset.
+  std::vector<uint8_t> middle(data.begin() + 1000, data.begin() + 1500);
+  EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(1000, 500)), middle);
+}
+
+TYPED_TEST_P(DriverConformanceTest, PitchedCopiesTouchOnlyTheirRows) {
+  constexpr uint64_t kWidth = 100, kHeight = 7, kStride = 128, kOffset = 64;
+  constexpr uint64_t kSize = 4096;
+  DeviceResource device = this->Device(kSize);
+  std::vector<uint8_t> background(kSize, 0xEE);
+  Bytes background_bytes = this->Pinned(kSize, background);
+  this->Upload(device, CopyLayout::Contiguous(0, kSize), background_bytes);
+
+  std::vector<uint8_t> rows = this->RandomBytes(kWidth * kHeight, 2);
+  Bytes rows_bytes = this->Pinned(rows.size(), rows);
+  CopyLayout pitched = CopyLayout::Pitched(kOffset, kWidth, kHeight, kStride);
+  this->Upload(device, pitched, rows_bytes);
+
+  std::vector<uint8_t> expected = background;
+  for (uint64_t row = 0; row < kHeight; ++row) {
+    std::memcpy(&expected[kOffset + row * kStride], &rows[row * kWidth], kWidth);
+  }
+  EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
+      << "padding between rows or bytes outside the region changed";
+  EXPECT_EQ(this->Download(device, pitched), rows) << "a pitched read returns packed rows";
+}
+
+TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
+  constexpr uint64_t kSize = 256 << 10;
+  DeviceResource source = this->Device(kSize);
+  DeviceResource target = this->Device(kSize);
+  std::vector<uint8_t> data = this->RandomBytes(kSize, 3);
+  Bytes staged = this->Pinned(kSize, data);
+  this->Upload(source, CopyLayout::Contiguous(0, kSize), staged);
+  auto& stream = this->backend_->stream(0);
+  ASSERT_TRUE(TypeParam::CopyOnDevice(source, target, stream.signal()).ok());
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), data);
+}
+
+TYPED_TEST_P(DriverConformanceTest, EventsOrderWorkAcrossStreams) {
+  constexpr uint64_t kSize = 8 << 20;
+  DeviceResource device = this->Device(kSize);
+  for (uint32_t round = 0; round < 4; ++round) {
+    std::vector<uint8_t> data = this->RandomBytes(kSize, 10 + round);
+    Bytes staged = this->Pinned(kSize, data);
+    this->Upload(device, CopyLayout::Contiguous(0, kSize), staged, /*stream=*/0);
+    auto event = this->backend_->stream(0).RecordEvent();
+    ASSERT_TRUE(this->backend_->stream(1).WaitEvent(event).ok());
+    EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize), /*stream=*/1), data);
+    EXPECT_TRUE(event.IsComplete());
+  }
+}
+
+TYPED_TEST_P(DriverConformanceTest, EventWaitBlocksUntilPriorWorkCompleted) {
+  constexpr uint64_t kSize = 16 << 20;
+  DeviceResource device = this->Device(kSize);
+  std::vector<uint8_t> data = this->RandomBytes(kSize, 20);
+  Bytes staged = this->Pinned(kSize, data);
+  Bytes out = this->Pinned(kSize);
+  auto& stream = this->backend_->stream(0);
+  this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
+  ASSERT_TRUE(TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, kSize), out, stream).ok());
+  auto event = stream.RecordEvent();
+  ASSERT_TRUE(event.Wait().ok());
+  EXPECT_TRUE(event.IsComplete());
+  EXPECT_EQ(this->Contents(out), data);
+}
+
+TYPED_TEST_P(DriverConformanceTest, OutOfMemoryIsResourceExhaustedAndRecoverable) {
+  EXPECT_EQ(this->backend_->AllocateDevice(this->kCapacityBytes + 4096).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  std::vector<DeviceResource> held;
+  while (true) {
+    absl::StatusOr<DeviceResource> device = this->backend_->AllocateDevice(8 << 20);
+    if (!device.ok()) {
+      EXPECT_EQ(device.status().code(), absl::StatusCode::kResourceExhausted);
+      break;
+    }
+    held.push_back(*device);
+    ASSERT_LE(held.size(), 8u) << "the backend hands out more than its capacity";
+  }
+  ASSERT_FALSE(held.empty());
+  this->backend_->FreeDevice(held.back());
+  held.pop_back();
+  absl::StatusOr<DeviceResource> again = this->backend_->AllocateDevice(8 << 20);
+  EXPECT_TRUE(again.ok()) << again.status();
+  if (again.ok()) held.push_back(*again);
+  for (const DeviceResource& device : held) this->backend_->FreeDevice(device);
+}
+
+TYPED_TEST_P(DriverConformanceTest, PinnedBytesGoBackToTheirOwner) {
+  {
+    Bytes bytes = this->Pinned(100);
+    EXPECT_EQ(bytes.size(), 100u);
+    EXPECT_TRUE(this->owner_.released().empty());
+  }
+  ASSERT_EQ(this->owner_.released().size(), 1u);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
+                            PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
+                            EventsOrderWorkAcrossStreams,
+                            EventWaitBlocksUntilPriorWorkCompleted,
+                            OutOfMemoryIsResourceExhaustedAndRecoverable,
+                            PinnedBytesGoBackToTheirOwner);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_

@@ -1,0 +1,91 @@
+#ifndef GPUCMDD_DRIVER_TYPES_H_
+#define GPUCMDD_DRIVER_TYPES_H_
+
+// Value types shared by every driver and by the server: device and host resources, copy
+// layouts, kernel ids, grid dimensions.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace gpucmd {
+
+// A device address. Every backend's pointers fit: CUdeviceptr, hipDeviceptr_t, and the
+// CPU driver's addresses inside its device-memory mapping.
+using DeviceAddress = uint64_t;
+
+// A resolved, live range of device memory.
+struct DeviceResource {
+  DeviceAddress address = 0;
+  uint64_t size_bytes = 0;
+};
+
+// A resolved, live range of pinned host memory.
+struct HostResource {
+  std::byte* data = nullptr;
+  uint64_t size_bytes = 0;
+};
+
+// The owner of pinned host allocations (the server's pinned pool), as drivers see it.
+class PinnedOwner {
+ public:
+  virtual ~PinnedOwner() = default;
+  // Gives `allocation` back; called once per handed-out Bytes, from any thread.
+  virtual void Release(uint64_t allocation) = 0;
+};
+
+// Names a pinned host allocation: its owner and its number there.
+struct PinnedBinding {
+  PinnedOwner* owner = nullptr;
+  uint64_t allocation = 0;
+};
+
+// Where a copy lands in (or comes from) a device resource: `height` rows of
+// `width_bytes`, consecutive rows `stride_bytes` apart, starting at `offset_bytes`.
+// Host-side data is always packed (width_bytes * height bytes).
+struct CopyLayout {
+  uint64_t offset_bytes = 0;
+  uint64_t width_bytes = 0;
+  uint64_t height = 1;
+  uint64_t stride_bytes = 0;
+
+  static CopyLayout Contiguous(uint64_t offset, uint64_t size) {
+    return {offset, size, 1, size};
+  }
+  static CopyLayout Pitched(uint64_t offset, uint64_t width, uint64_t height,
+                            uint64_t stride) {
+    return {offset, width, height, stride};
+  }
+
+  // Rows are not padded, so one linear copy moves everything.
+  bool is_contiguous() const { return height <= 1 || stride_bytes == width_bytes; }
+  // Bytes on the host side.
+  uint64_t host_bytes() const { return width_bytes * height; }
+  // Bytes of the device resource the copy spans, from offset_bytes.
+  uint64_t device_extent() const {
+    return height == 0 ? 0 : (height - 1) * stride_bytes + width_bytes;
+  }
+};
+
+// Checks `layout` against a resource of `resource_size` bytes: stride at least width,
+// no 64-bit overflow, and the spanned bytes inside the resource. INVALID_ARGUMENT
+// otherwise, naming the numbers.
+absl::Status CheckLayoutBounds(const CopyLayout& layout, uint64_t resource_size);
+
+// Content hash of (source, entry point, options, driver, target architecture), hex.
+struct KernelId {
+  std::string hex;
+  friend bool operator==(const KernelId&, const KernelId&) = default;
+};
+
+struct Dim3 {
+  uint32_t x = 1;
+  uint32_t y = 1;
+  uint32_t z = 1;
+  uint64_t volume() const { return uint64_t{x} * y * z; }
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_TYPES_H_
