@@ -30,15 +30,17 @@
 
 namespace gpucmd {
 
+// When a drop queue asks to be flushed.
+struct DropQueueThresholds {
+  uint64_t max_entries = 1024;
+  uint64_t max_bytes = uint64_t{256} << 20;
+};
+
 template <typename Stream>
 class DropQueue {
  public:
   using Event = typename Stream::Event;
-
-  struct Thresholds {
-    uint64_t max_entries = 1024;
-    uint64_t max_bytes = uint64_t{256} << 20;
-  };
+  using Thresholds = DropQueueThresholds;
 
   explicit DropQueue(Thresholds thresholds) : thresholds_(thresholds) {}
 

@@ -1,0 +1,92 @@
+#ifndef GPUCMDD_SERVER_COMMAND_INTERFACE_H_
+#define GPUCMDD_SERVER_COMMAND_INTERFACE_H_
+
+// What the device thread can be asked to do, independent of the driver underneath.
+// Command<D> implements it; the service layer and the device worker speak only this
+// interface, so nothing above server/command.h is a template over the driver.
+//
+// Thread-safety: every method is called on the owning device thread only.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "driver/bytes.h"
+#include "driver/types.h"
+
+namespace gpucmd {
+
+using SessionId = uint64_t;
+using BufferId = uint64_t;
+using LogicalStream = uint64_t;
+
+// A read whose copy is enqueued: `bytes` are valid once `wait()` returned OK. `wait`
+// blocks, so it is called off the device thread.
+struct PendingRead {
+  Bytes bytes;
+  absl::AnyInvocable<absl::Status()> wait;
+};
+
+struct RelocationReport {
+  uint64_t pages_relocated = 0;
+  uint64_t allocations_moved = 0;
+  uint64_t bytes_moved = 0;
+};
+
+struct SessionUsage {
+  uint64_t memory_used_bytes = 0;
+  uint64_t buffers = 0;
+};
+
+struct DeviceUsage {
+  uint64_t memory_capacity_bytes = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_reserved_bytes = 0;
+  uint64_t drop_queue_bytes = 0;
+  uint64_t drop_queue_entries = 0;
+  uint64_t relocations = 0;
+  uint64_t pinned_outstanding_bytes = 0;
+  absl::flat_hash_map<SessionId, SessionUsage> sessions;
+};
+
+class CommandInterface {
+ public:
+  virtual ~CommandInterface() = default;
+
+  // Allocates `size_bytes` for `session`. RESOURCE_EXHAUSTED names the requested and
+  // available bytes (device or session quota).
+  virtual absl::StatusOr<BufferId> Allocate(SessionId session, uint64_t size_bytes) = 0;
+  // NOT_FOUND for an unknown, foreign or already freed buffer.
+  virtual absl::Status Free(SessionId session, BufferId buffer) = 0;
+  // Enqueues host->device: `data` (exactly layout.host_bytes()) lands per `layout`.
+  virtual absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
+                             const CopyLayout& layout, std::string data) = 0;
+  // Enqueues device->host of `layout`'s region.
+  virtual absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream,
+                                           BufferId buffer, const CopyLayout& layout) = 0;
+  // Enqueues a device->device copy between two of the session's buffers.
+  virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
+                            uint64_t source_offset, BufferId target, uint64_t target_offset,
+                            uint64_t size_bytes) = 0;
+  // Waits for the session's work on `stream` (all its streams when absent); returns the
+  // first asynchronous error.
+  virtual absl::Status Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // Frees everything the session holds; the bytes reclaimed.
+  virtual uint64_t CloseSession(SessionId session) = 0;
+  // Moves live allocations off outdated or fragmented pages.
+  virtual absl::StatusOr<RelocationReport> Relocate() = 0;
+  // Cheap upkeep between commands: frees memory whose last users finished.
+  virtual void ReclaimFinished() = 0;
+  // True when relocation would move something (checked when the device is idle).
+  virtual bool WantsRelocation() const = 0;
+  virtual DeviceUsage Usage() const = 0;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_COMMAND_INTERFACE_H_
