@@ -67,18 +67,14 @@ class DeviceQueue {
       return depth_ > 0 || closed_;
     });
     if (depth_ == 0) return std::nullopt;
-    SessionKey session = ready_sessions_.front();
-    ready_sessions_.pop_front();
-    auto it = sessions_.find(session);
-    Task task = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) {
-      sessions_.erase(it);
-    } else {
-      ready_sessions_.push_back(session);  // back of the line: round-robin
-    }
-    --depth_;
-    return task;
+    return PopLocked();
+  }
+
+  // Takes the next task if one is queued, without waiting.
+  std::optional<Task> TryPop() {
+    MutexLock lock(&mutex_);
+    if (depth_ == 0) return std::nullopt;
+    return PopLocked();
   }
 
   // Refuses further pushes and wakes the consumer; tasks already queued stay poppable.
@@ -100,6 +96,22 @@ class DeviceQueue {
   }
 
  private:
+  // The next session in line gives up its oldest task; requires depth_ > 0.
+  Task PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    SessionKey session = ready_sessions_.front();
+    ready_sessions_.pop_front();
+    auto it = sessions_.find(session);
+    Task task = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) {
+      sessions_.erase(it);
+    } else {
+      ready_sessions_.push_back(session);  // back of the line: round-robin
+    }
+    --depth_;
+    return task;
+  }
+
   const size_t capacity_;
   const size_t per_session_limit_;
   mutable Mutex mutex_;

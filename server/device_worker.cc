@@ -1,0 +1,152 @@
+#include "server/device_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace gpucmd {
+
+DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* metrics)
+    : options_(options),
+      metrics_(metrics),
+      queue_(options.queue_capacity, options.per_session_limit) {
+  completion_thread_ = std::thread([this] { RunCompletions(); });
+  device_thread_ = std::thread([this, factory = std::move(factory)]() mutable {
+    RunDevice(std::move(factory));
+  });
+}
+
+DeviceWorker::~DeviceWorker() { Stop(); }
+
+absl::Status DeviceWorker::Submit(SessionKey session, Task task) {
+  {
+    MutexLock lock(&mutex_);
+    if (!init_status_.ok()) {
+      return absl::UnavailableError(absl::StrCat("device ", options_.ordinal,
+                                                 " is unavailable: ", init_status_.message()));
+    }
+  }
+  absl::Status pushed = queue_.Push(session, std::move(task));
+  metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
+  return pushed;
+}
+
+void DeviceWorker::Complete(absl::AnyInvocable<absl::Status()> wait,
+                            absl::AnyInvocable<void(absl::Status)> done) {
+  metrics_->CommandsInFlight(options_.ordinal).Increment();
+  MutexLock lock(&completion_mutex_);
+  completions_.push_back(Completion{std::move(wait), std::move(done)});
+  completion_ready_.NotifyOne();
+}
+
+bool DeviceWorker::ready() const {
+  MutexLock lock(&mutex_);
+  return initialised_ && init_status_.ok();
+}
+
+absl::Status DeviceWorker::init_status() const {
+  MutexLock lock(&mutex_);
+  return init_status_;
+}
+
+DeviceUsage DeviceWorker::usage() const {
+  MutexLock lock(&mutex_);
+  return usage_;
+}
+
+void DeviceWorker::Stop() {
+  queue_.Close();
+  if (device_thread_.joinable()) device_thread_.join();
+  {
+    MutexLock lock(&completion_mutex_);
+    completions_closed_ = true;
+    completion_ready_.NotifyAll();
+  }
+  if (completion_thread_.joinable()) completion_thread_.join();
+}
+
+void DeviceWorker::RunDevice(Factory factory) {
+  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory();
+  {
+    MutexLock lock(&mutex_);
+    initialised_ = true;
+    init_status_ = created.status();
+  }
+  if (!created.ok()) {
+    spdlog::error("device {} failed to initialise: {}", options_.ordinal,
+                  created.status().ToString());
+    while (queue_.Pop().has_value()) {
+    }
+    return;
+  }
+  std::shared_ptr<CommandInterface> command = *std::move(created);
+  PublishUsage(*command);
+  metrics_->DeviceReady(options_.ordinal).Set(1);
+  spdlog::info("device {} ready", options_.ordinal);
+  while (true) {
+    std::optional<Task> task = queue_.TryPop();
+    if (!task) {
+      // Idle: upkeep before waiting for more work.
+      command->ReclaimFinished();
+      if (command->WantsRelocation()) {
+        absl::StatusOr<RelocationReport> report = command->Relocate();
+        if (report.ok()) {
+          spdlog::info("device {}: relocated {} allocation(s) off {} page(s)", options_.ordinal,
+                       report->allocations_moved, report->pages_relocated);
+        } else {
+          spdlog::warn("device {}: relocation failed: {}", options_.ordinal,
+                       report.status().ToString());
+        }
+      }
+      PublishUsage(*command);
+      task = queue_.Pop();
+      if (!task) break;  // closed and drained
+    }
+    RunTask(*command, *std::move(task));
+  }
+  metrics_->DeviceReady(options_.ordinal).Set(0);
+  // Pending reads hold the command's staging memory: finish them before it goes.
+  MutexLock lock(&completion_mutex_);
+  completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return completions_.empty() && !completion_running_;
+  });
+}
+
+void DeviceWorker::RunTask(CommandInterface& command, Task task) {
+  metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
+  metrics_->CommandsInFlight(options_.ordinal).Increment();
+  command.ReclaimFinished();
+  task(command);
+  metrics_->CommandsInFlight(options_.ordinal).Decrement();
+  PublishUsage(command);
+}
+
+void DeviceWorker::PublishUsage(const CommandInterface& command) {
+  DeviceUsage usage = command.Usage();
+  MutexLock lock(&mutex_);
+  usage_ = std::move(usage);
+}
+
+void DeviceWorker::RunCompletions() {
+  while (true) {
+    Completion completion;
+    {
+      MutexLock lock(&completion_mutex_);
+      completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !completions_.empty() || completions_closed_;
+      });
+      if (completions_.empty()) return;
+      completion = std::move(completions_.front());
+      completions_.pop_front();
+      completion_running_ = true;
+    }
+    absl::Status status = completion.wait();
+    completion.done(status);
+    completion = Completion();  // what it held goes before the command may
+    metrics_->CommandsInFlight(options_.ordinal).Decrement();
+    MutexLock lock(&completion_mutex_);
+    completion_running_ = false;
+    completion_ready_.NotifyAll();
+  }
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,95 @@
+#ifndef GPUCMDD_SERVER_DEVICE_WORKER_H_
+#define GPUCMDD_SERVER_DEVICE_WORKER_H_
+
+// One device's thread. It creates the device's Command (through a factory, on the
+// thread itself), then serves the device queue (Note [Device queue]) one task at a
+// time; when the queue runs dry it does upkeep: frees memory whose users finished and
+// relocates off outdated or fragmented pages. Reads finish off the device thread: a
+// completion thread waits for their fences, in order, and then calls back.
+//
+// Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
+// Tasks run on the device thread only and may call Complete. Callbacks run on the
+// completion thread.
+
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "server/command_interface.h"
+#include "server/device_queue.h"
+#include "server/metrics.h"
+
+namespace gpucmd {
+
+class DeviceWorker {
+ public:
+  using Task = absl::AnyInvocable<void(CommandInterface&)>;
+  using Factory = absl::AnyInvocable<absl::StatusOr<std::shared_ptr<CommandInterface>>()>;
+
+  struct Options {
+    int ordinal = 0;
+    size_t queue_capacity = 4096;
+    size_t per_session_limit = 1024;
+  };
+
+  // Starts the thread; it runs `factory` first. `metrics` must outlive the worker.
+  DeviceWorker(const Options& options, Factory factory, Metrics* metrics);
+  ~DeviceWorker();
+  DeviceWorker(const DeviceWorker&) = delete;
+  DeviceWorker& operator=(const DeviceWorker&) = delete;
+
+  // Queues `task` for the device thread. RESOURCE_EXHAUSTED when the device's queue or
+  // the session's share is full; UNAVAILABLE when the device failed to start or stops.
+  absl::Status Submit(SessionKey session, Task task);
+
+  // Called by tasks: runs `wait` off the device thread, then `done` with its result.
+  void Complete(absl::AnyInvocable<absl::Status()> wait,
+                absl::AnyInvocable<void(absl::Status)> done);
+
+  // True once the device initialised; init_status says why not when it failed.
+  bool ready() const;
+  absl::Status init_status() const;
+  // Figures as of the last task the device thread finished.
+  DeviceUsage usage() const;
+  size_t queue_depth() const { return queue_.depth(); }
+  int ordinal() const { return options_.ordinal; }
+
+  // Refuses new tasks, finishes queued ones and pending completions, joins.
+  void Stop();
+
+ private:
+  struct Completion {
+    absl::AnyInvocable<absl::Status()> wait;
+    absl::AnyInvocable<void(absl::Status)> done;
+  };
+
+  void RunDevice(Factory factory);
+  void RunCompletions();
+  void RunTask(CommandInterface& command, Task task);
+  void PublishUsage(const CommandInterface& command);
+
+  const Options options_;
+  Metrics* const metrics_;
+  DeviceQueue<Task> queue_;
+
+  mutable Mutex mutex_;
+  bool initialised_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
+  DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
+
+  Mutex completion_mutex_;
+  CondVar completion_ready_;
+  std::deque<Completion> completions_ ABSL_GUARDED_BY(completion_mutex_);
+  bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
+  bool completion_running_ ABSL_GUARDED_BY(completion_mutex_) = false;
+
+  std::thread completion_thread_;
+  std::thread device_thread_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_DEVICE_WORKER_H_
