@@ -73,6 +73,16 @@ absl::StatusOr<v1::GetStatsResponse> Client::GetStats(const std::string& session
   return response;
 }
 
+struct Session::Lease {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::KeepAliveRequest, v1::KeepAliveResponse>> stream;
+
+  ~Lease() {
+    context.TryCancel();
+    stream->Finish().IgnoreError();
+  }
+};
+
 absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& client_name) {
   grpc::ClientContext context;
   PrepareContext(&context);
@@ -82,17 +92,32 @@ absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& 
   v1::OpenSessionResponse response;
   grpc::Status status = stub_->OpenSession(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
-  return Session(this, response.session());
+  // The lease: a stream the daemon watches; it breaks when this process goes away.
+  auto lease = std::make_unique<Session::Lease>();
+  lease->stream = stub_->KeepAlive(&lease->context);
+  v1::KeepAliveRequest hello;
+  hello.set_session(response.session());
+  v1::KeepAliveResponse ack;
+  if (!lease->stream->Write(hello) || !lease->stream->Read(&ack)) {
+    return FromGrpcStatus(lease->stream->Finish());
+  }
+  return Session(this, response.session(), std::move(lease));
 }
 
+Session::Session(Client* client, std::string token, std::unique_ptr<Lease> lease)
+    : client_(client), token_(std::move(token)), lease_(std::move(lease)) {}
+
 Session::Session(Session&& other) noexcept
-    : client_(std::exchange(other.client_, nullptr)), token_(std::move(other.token_)) {}
+    : client_(std::exchange(other.client_, nullptr)),
+      token_(std::move(other.token_)),
+      lease_(std::move(other.lease_)) {}
 
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
     Close().IgnoreError();  // the old session goes; nobody is left to hear the outcome
     client_ = std::exchange(other.client_, nullptr);
     token_ = std::move(other.token_);
+    lease_ = std::move(other.lease_);
   }
   return *this;
 }
@@ -107,7 +132,157 @@ absl::Status Session::Close() {
   v1::CloseSessionRequest request;
   request.set_session(token_);
   v1::CloseSessionResponse response;
-  return FromGrpcStatus(client->stub_->CloseSession(&context, request, &response));
+  absl::Status status = FromGrpcStatus(client->stub_->CloseSession(&context, request, &response));
+  lease_.reset();
+  return status;
+}
+
+absl::StatusOr<Buffer> Session::Allocate(uint64_t size_bytes) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::AllocateRequest request;
+  request.set_session(token_);
+  request.set_size_bytes(size_bytes);
+  v1::AllocateResponse response;
+  grpc::Status status = client_->stub_->Allocate(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return Buffer(this, response.buffer(), size_bytes);
+}
+
+absl::Status Session::FreeBuffer(uint64_t id) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::FreeRequest request;
+  request.set_session(token_);
+  request.set_buffer(id);
+  v1::FreeResponse response;
+  return FromGrpcStatus(client_->stub_->Free(&context, request, &response));
+}
+
+absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
+                            uint64_t stream, std::optional<Pitched> pitched) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::WriteResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
+      client_->stub_->Write(&context, &response);
+  v1::WriteRequest request;
+  v1::WriteHeader* header = request.mutable_header();
+  header->set_session(token_);
+  header->set_stream(stream);
+  header->set_buffer(buffer.id());
+  header->set_offset_bytes(offset);
+  header->set_inline_size_bytes(data.size());
+  if (pitched) {
+    header->mutable_pitched()->set_width_bytes(pitched->width_bytes);
+    header->mutable_pitched()->set_height(pitched->height);
+    header->mutable_pitched()->set_stride_bytes(pitched->stride_bytes);
+  }
+  const size_t chunk = static_cast<size_t>(client_->options_.max_message_bytes) - 1024;
+  size_t sent = 0;
+  do {
+    size_t size = std::min(chunk, data.size() - sent);
+    request.set_data(data.data() + sent, size);
+    sent += size;
+    if (!writer->Write(request)) break;  // the server finished early: Finish says why
+    request.clear_header();
+  } while (sent < data.size());
+  writer->WritesDone();
+  return FromGrpcStatus(writer->Finish());
+}
+
+absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
+  request.set_session(token_);
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
+      client_->stub_->Read(&context, request);
+  std::string result;
+  v1::ReadResponse chunk;
+  bool first = true;
+  while (reader->Read(&chunk)) {
+    if (first) result.reserve(chunk.total_bytes());
+    first = false;
+    result.append(chunk.data());
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  return result;
+}
+
+absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,
+                                          uint64_t stream) {
+  v1::ReadRequest request;
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  request.set_size_bytes(size);
+  return ReadRequest(std::move(request));
+}
+
+absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t offset,
+                                                 const Pitched& pitched, uint64_t stream) {
+  v1::ReadRequest request;
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  request.mutable_pitched()->set_width_bytes(pitched.width_bytes);
+  request.mutable_pitched()->set_height(pitched.height);
+  request.mutable_pitched()->set_stride_bytes(pitched.stride_bytes);
+  return ReadRequest(std::move(request));
+}
+
+absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                           uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::CopyRequest request;
+  request.set_session(token_);
+  request.set_stream(stream);
+  request.set_source_buffer(source.id());
+  request.set_source_offset_bytes(source_offset);
+  request.set_target_buffer(target.id());
+  request.set_target_offset_bytes(target_offset);
+  request.set_size_bytes(size_bytes);
+  v1::CopyResponse response;
+  return FromGrpcStatus(client_->stub_->Copy(&context, request, &response));
+}
+
+absl::Status Session::Synchronize(std::optional<uint64_t> stream) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::SynchronizeRequest request;
+  request.set_session(token_);
+  if (stream) request.set_stream(*stream);
+  v1::SynchronizeResponse response;
+  return FromGrpcStatus(client_->stub_->Synchronize(&context, request, &response));
+}
+
+absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return client_->GetStats(token_); }
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : session_(std::exchange(other.session_, nullptr)), id_(other.id_), size_bytes_(other.size_bytes_) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    Free().IgnoreError();
+    session_ = std::exchange(other.session_, nullptr);
+    id_ = other.id_;
+    size_bytes_ = other.size_bytes_;
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { Free().IgnoreError(); }
+
+absl::Status Buffer::Free() {
+  if (session_ == nullptr || session_->client_ == nullptr) return absl::OkStatus();
+  return std::exchange(session_, nullptr)->FreeBuffer(id_);
+}
+
+uint64_t Buffer::Release() {
+  session_ = nullptr;
+  return id_;
 }
 
 }  // namespace gpucmd

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,25 +40,79 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 std::string GrpcTarget(const std::string& target);
 
 class Client;
+class Session;
 
-// An open session; closed (and everything it holds reclaimed) when destroyed.
+// A device buffer of a session; freed when destroyed. The session must outlive it.
+class Buffer {
+ public:
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  ~Buffer();
+
+  uint64_t id() const { return id_; }
+  uint64_t size_bytes() const { return size_bytes_; }
+  // Frees now and reports the outcome; the destructor then does nothing.
+  absl::Status Free();
+  // Gives up ownership: the buffer lives until its session ends.
+  uint64_t Release();
+
+ private:
+  friend class Session;
+  Buffer(Session* session, uint64_t id, uint64_t size) : session_(session), id_(id), size_bytes_(size) {}
+
+  Session* session_;
+  uint64_t id_;
+  uint64_t size_bytes_;
+};
+
+// A pitched region: `height` rows of `width_bytes`, `stride_bytes` apart on the device.
+struct Pitched {
+  uint64_t width_bytes = 0;
+  uint64_t height = 0;
+  uint64_t stride_bytes = 0;
+};
+
+// An open session. It holds a lease stream to the daemon for its whole life, so the
+// daemon reclaims everything if this process dies; closed when destroyed. The Client
+// must outlive it.
 class Session {
  public:
-  Session(Session&& other) noexcept;
-  Session& operator=(Session&& other) noexcept;
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
   ~Session();
 
   const std::string& token() const { return token_; }
+
+  absl::StatusOr<Buffer> Allocate(uint64_t size_bytes);
+  // Host -> device at `offset` (contiguous), or into a pitched region starting there.
+  // Payloads above the message limit are streamed in chunks.
+  absl::Status Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
+                     uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt);
+  absl::StatusOr<std::string> Read(const Buffer& buffer, uint64_t offset, uint64_t size,
+                                   uint64_t stream = 0);
+  // Reads a pitched region into packed rows.
+  absl::StatusOr<std::string> ReadPitched(const Buffer& buffer, uint64_t offset,
+                                          const Pitched& pitched, uint64_t stream = 0);
+  absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                    uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
+  // Waits for the session's work on `stream` (every stream when absent).
+  absl::Status Synchronize(std::optional<uint64_t> stream = std::nullopt);
+  absl::StatusOr<v1::GetStatsResponse> Stats();
 
   // Closes now and reports the outcome; the destructor then does nothing.
   absl::Status Close();
 
  private:
   friend class Client;
-  Session(Client* client, std::string token) : client_(client), token_(std::move(token)) {}
+  friend class Buffer;
+  struct Lease;
+  Session(Client* client, std::string token, std::unique_ptr<Lease> lease);
+  absl::Status FreeBuffer(uint64_t id);
+  absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
 
   Client* client_;
   std::string token_;
+  std::unique_ptr<Lease> lease_;
 };
 
 class Client {
@@ -82,6 +137,7 @@ class Client {
 
  private:
   friend class Session;
+  friend class Buffer;
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
   void PrepareContext(grpc::ClientContext* context) const;
 

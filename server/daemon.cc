@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "driver/cpu/cpu_devices.h"
+#include "driver/cpu/cpu_driver.h"
+#include "server/command_factory.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -49,6 +51,30 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   return grpc::SslServerCredentials(options);
 }
 
+// One worker per configured device, each running a Command over the selected driver.
+std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, Metrics* metrics) {
+  CommandOptions options;
+  options.session_quota_bytes = config.limits().session_memory_quota_bytes();
+  std::vector<std::unique_ptr<DeviceWorker>> workers;
+  for (int ordinal = 0; ordinal < static_cast<int>(config.cpu().device_count()); ++ordinal) {
+    CpuBackend::Options backend{.ordinal = ordinal,
+                                .capacity_bytes = config.cpu().memory_bytes_per_device(),
+                                .stream_count = static_cast<int>(config.cpu().streams_per_device())};
+    workers.push_back(std::make_unique<DeviceWorker>(
+        DeviceWorker::Options{.ordinal = ordinal,
+                              .queue_capacity = config.limits().device_queue_capacity(),
+                              .per_session_limit = config.limits().session_queued_commands()},
+        MakeCommandFactory<CpuDriver>([backend] { return CpuBackend::Create(backend); }, options),
+        metrics));
+  }
+  const v1::LimitsConfig& limits = config.limits();
+  return std::make_unique<ServerCore>(
+      std::move(workers),
+      ServerCore::Options{
+          .idle_timeout = std::chrono::seconds(limits.session_idle_timeout_seconds()),
+          .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds())});
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& config) {
@@ -58,8 +84,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
       static_cast<int>(config.cpu().device_count()), config.cpu().memory_bytes_per_device());
   daemon->device_count_ = static_cast<int>(devices.size());
   daemon->metrics_ = std::make_unique<Metrics>(daemon->device_count_);
-  daemon->service_ =
-      std::make_unique<GpuCommandService>(std::move(devices), daemon->metrics_.get());
+  daemon->core_ = StartCore(config, daemon->metrics_.get());
+  daemon->service_ = std::make_unique<GpuCommandService>(
+      std::move(devices), daemon->core_.get(), daemon->metrics_.get(),
+      config.limits().max_message_bytes());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -114,26 +142,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
 
   ASSIGN_OR_RETURN(HostPort http_address, ParseHostPort(config.http_listen()));
   Metrics* metrics = daemon->metrics_.get();
+  ServerCore* core = daemon->core_.get();
   absl::StatusOr<std::unique_ptr<HttpEndpoint>> http = HttpEndpoint::Start(
-      http_address,
-      {.not_ready_reason =
-           [metrics]() -> std::string {
-             for (int device = 0; device < metrics->device_count(); ++device) {
-               if (metrics->DeviceReady(device).Value() != 1) {
-                 return absl::StrCat("device ", device, " is initialising");
-               }
-             }
-             return "";
-           },
-       .render_metrics = [metrics] { return metrics->Render(); }});
+      http_address, {.not_ready_reason = [core] { return core->NotReadyReason(); },
+                     .render_metrics = [metrics] { return metrics->Render(); }});
   if (!http.ok()) {
     daemon->server_->Shutdown();
     return http.status();
   }
   daemon->http_ = *std::move(http);
-  // CPU devices need no initialisation beyond their description.
+  // Ready means every device finished initialising; one that failed is reported by
+  // /readyz and refuses sessions, the others serve.
   for (int device = 0; device < daemon->device_count_; ++device) {
-    metrics->DeviceReady(device).Set(1);
+    daemon->core_->worker(device).AwaitInitialised();
   }
   return daemon;
 }
@@ -152,6 +173,7 @@ void Daemon::Shutdown() {
                   std::chrono::seconds(config_.drain_timeout_seconds());
   server_->Shutdown(deadline);
   server_->Wait();
+  core_->Stop();
   http_.reset();
   for (const std::string& path : unix_socket_paths_) unlink(path.c_str());
 }

@@ -17,6 +17,7 @@
 #include "grpcpp/server.h"
 #include "server/http_endpoint.h"
 #include "server/metrics.h"
+#include "server/server_core.h"
 #include "server/service.h"
 
 namespace gpucmd {
@@ -43,6 +44,7 @@ class Daemon {
 
   v1::DaemonConfig config_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ServerCore> core_;
   std::unique_ptr<GpuCommandService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpEndpoint> http_;

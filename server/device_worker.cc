@@ -43,6 +43,12 @@ bool DeviceWorker::ready() const {
   return initialised_ && init_status_.ok();
 }
 
+void DeviceWorker::AwaitInitialised() const {
+  MutexLock lock(&mutex_);
+  initialised_changed_.Await(&mutex_,
+                             [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return initialised_; });
+}
+
 absl::Status DeviceWorker::init_status() const {
   MutexLock lock(&mutex_);
   return init_status_;
@@ -66,10 +72,15 @@ void DeviceWorker::Stop() {
 
 void DeviceWorker::RunDevice(Factory factory) {
   absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory();
+  if (created.ok()) {
+    PublishUsage(**created);
+    metrics_->DeviceReady(options_.ordinal).Set(1);
+  }
   {
     MutexLock lock(&mutex_);
     initialised_ = true;
     init_status_ = created.status();
+    initialised_changed_.NotifyAll();
   }
   if (!created.ok()) {
     spdlog::error("device {} failed to initialise: {}", options_.ordinal,
@@ -79,8 +90,6 @@ void DeviceWorker::RunDevice(Factory factory) {
     return;
   }
   std::shared_ptr<CommandInterface> command = *std::move(created);
-  PublishUsage(*command);
-  metrics_->DeviceReady(options_.ordinal).Set(1);
   spdlog::info("device {} ready", options_.ordinal);
   while (true) {
     std::optional<Task> task = queue_.TryPop();

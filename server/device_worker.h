@@ -51,6 +51,8 @@ class DeviceWorker {
 
   // True once the device initialised; init_status says why not when it failed.
   bool ready() const;
+  // Blocks until the device thread finished initialising (successfully or not).
+  void AwaitInitialised() const;
   absl::Status init_status() const;
   // Figures as of the last task the device thread finished.
   DeviceUsage usage() const;
@@ -76,6 +78,7 @@ class DeviceWorker {
   DeviceQueue<Task> queue_;
 
   mutable Mutex mutex_;
+  mutable CondVar initialised_changed_;
   bool initialised_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
   DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);

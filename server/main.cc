@@ -9,6 +9,7 @@
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/version.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
     std::cout << "gpucmdd: configuration is valid\n";
     return 0;
   }
+  // Logs go to stderr; stdout carries only the ready line scripts wait for.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("gpucmdd"));
   spdlog::set_level(spdlog::level::from_str(config.log_level()));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 

@@ -1,13 +1,20 @@
-#include "absl/strings/string_view.h"
 #include "server/service.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "server/grpc_status.h"
 #include "server/request_validation.h"
 #include "server/version.h"
 
 namespace gpucmd {
 namespace {
+
+using Clock = SessionRegistry::Clock;
+
+// Framing and field overhead left free in each streamed chunk.
+constexpr uint64_t kChunkOverheadBytes = 1024;
+// Session key for administrative device work (no client session).
+constexpr SessionKey kAdminSessionKey = 0;
 
 // Finishes a unary call with `status`.
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
@@ -32,6 +39,15 @@ absl::Status NotYet(const absl::Status& validation, absl::string_view capability
       absl::StrCat(capability, " is not implemented in this build of gpucmdd"));
 }
 
+// Why a call should not run any more, or OK.
+absl::Status CallAbandoned(grpc::CallbackServerContext* context) {
+  if (!context->IsCancelled()) return absl::OkStatus();
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError("deadline passed before the device reached the call");
+  }
+  return absl::CancelledError("the client cancelled the call");
+}
+
 v1::DriverKind ToProto(DriverKind kind) {
   switch (kind) {
     case DriverKind::kCpu:
@@ -44,93 +60,420 @@ v1::DriverKind ToProto(DriverKind kind) {
   return v1::DRIVER_KIND_UNSPECIFIED;
 }
 
-constexpr absl::string_view kSessions = "sessions (OpenSession, CloseSession, KeepAlive)";
-constexpr absl::string_view kMemory = "device memory (Allocate, Free, Write, Read, Copy)";
+absl::StatusOr<CopyLayout> ReadLayout(const v1::ReadRequest& request) {
+  if (request.has_pitched()) {
+    const v1::PitchedLayout& pitched = request.pitched();
+    return CopyLayout::Pitched(request.offset_bytes(), pitched.width_bytes(), pitched.height(),
+                               pitched.stride_bytes());
+  }
+  return CopyLayout::Contiguous(request.offset_bytes(), request.size_bytes());
+}
+
 constexpr absl::string_view kKernels = "kernels (Compile, Launch)";
+constexpr absl::string_view kSharedMemory = "shared-memory regions";
 
 }  // namespace
 
-GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, Metrics* metrics)
-    : devices_(std::move(devices)), metrics_(metrics) {}
+GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
+                                     Metrics* metrics, uint64_t max_message_bytes)
+    : devices_(std::move(devices)),
+      core_(core),
+      metrics_(metrics),
+      read_chunk_bytes_(max_message_bytes - kChunkOverheadBytes) {}
+
+template <typename Work>
+grpc::ServerUnaryReactor* GpuCommandService::RunOnDevice(grpc::CallbackServerContext* context,
+                                                         const std::string& token, Work work) {
+  absl::StatusOr<SessionInfo> session = core_->sessions().Touch(token, Clock::now());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  SessionId id = session->id;
+  absl::Status queued = core_->worker(session->device).Submit(
+      id, [reactor, context, id, work = std::move(work)](CommandInterface& command) mutable {
+        absl::Status abandoned = CallAbandoned(context);
+        reactor->Finish(ToGrpcStatus(abandoned.ok() ? work(command, id) : abandoned));
+      });
+  if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
+  return reactor;
+}
+
+// Sessions ------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerContext* context,
+                                                         const v1::OpenSessionRequest* request,
+                                                         v1::OpenSessionResponse* response) {
+  absl::Status valid = ValidateOpenSession(*request, core_->device_count());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  if (!core_->worker(request->device()).ready()) {
+    return FinishUnary(context, absl::UnavailableError(absl::StrCat(
+                                    "device ", request->device(), " is not ready")));
+  }
+  response->set_session(
+      core_->sessions().Open(request->device(), request->client_name(), Clock::now()));
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
+    grpc::CallbackServerContext* context, const v1::CloseSessionRequest* request,
+    v1::CloseSessionResponse* response) {
+  absl::Status valid = ValidateSessionToken(request->session());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  std::optional<SessionInfo> session = core_->sessions().Close(request->session());
+  if (!session) {
+    return FinishUnary(context, absl::NotFoundError("unknown session (closed, expired, or "
+                                                    "never opened)"));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status queued = core_->worker(session->device).Submit(
+      session->id, [reactor, response, id = session->id](CommandInterface& command) {
+        response->set_reclaimed_bytes(command.CloseSession(id));
+        reactor->Finish(grpc::Status::OK);
+      });
+  if (!queued.ok()) {
+    core_->Reclaim(*session);  // the memory is reclaimed later; the session is closed now
+    reactor->Finish(grpc::Status::OK);
+  }
+  return reactor;
+}
+
+// The lease: while this stream is open the session lives; when it breaks the session is
+// reclaimed after the grace period.
+class GpuCommandService::KeepAliveReactor final
+    : public grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse> {
+ public:
+  explicit KeepAliveReactor(SessionRegistry* sessions) : sessions_(sessions) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed or went away
+      EndLease();
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (token_.empty()) {
+      if (request_.session().empty() ||
+          !sessions_->LeaseOpened(request_.session(), Clock::now())) {
+        Finish(ToGrpcStatus(absl::NotFoundError("unknown session")));
+        return;
+      }
+      token_ = request_.session();
+    } else if (request_.session() != token_) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError("a lease stream serves one session")));
+      return;
+    } else if (!sessions_->Touch(token_, Clock::now()).ok()) {
+      token_.clear();  // closed meanwhile: nothing to hold
+      Finish(ToGrpcStatus(absl::NotFoundError("session closed")));
+      return;
+    }
+    StartWrite(&response_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (ok) {
+      StartRead(&request_);
+    } else {
+      EndLease();
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  void OnDone() override {
+    EndLease();
+    delete this;
+  }
+
+ private:
+  void EndLease() {
+    if (!token_.empty()) sessions_->LeaseClosed(token_, Clock::now());
+    token_.clear();
+  }
+
+  SessionRegistry* const sessions_;
+  v1::KeepAliveRequest request_;
+  v1::KeepAliveResponse response_;
+  std::string token_;  // set while this stream holds the session's lease
+};
+
+grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>*
+GpuCommandService::KeepAlive(grpc::CallbackServerContext*) {
+  return new KeepAliveReactor(&core_->sessions());
+}
+
+// Devices -------------------------------------------------------------------------------
 
 grpc::ServerUnaryReactor* GpuCommandService::ListDevices(grpc::CallbackServerContext* context,
                                                          const v1::ListDevicesRequest*,
                                                          v1::ListDevicesResponse* response) {
   for (const DeviceDescription& device : devices_) {
+    const DeviceWorker& worker = core_->worker(device.ordinal);
     v1::DeviceInfo* info = response->add_devices();
     info->set_ordinal(device.ordinal);
     info->set_name(device.name);
     info->set_driver(ToProto(device.driver));
     info->set_architecture(device.architecture);
     info->set_memory_capacity_bytes(device.memory_capacity_bytes);
+    info->set_memory_used_bytes(worker.usage().memory_used_bytes);
     info->set_max_threads_per_block(device.max_threads_per_block);
     info->set_max_shared_memory_per_block_bytes(device.max_shared_memory_per_block_bytes);
-    info->set_ready(true);
+    info->set_ready(worker.ready());
   }
   return FinishUnary(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerContext* context,
-                                                         const v1::OpenSessionRequest* request,
-                                                         v1::OpenSessionResponse*) {
-  return FinishUnary(
-      context, NotYet(ValidateOpenSession(*request, static_cast<int>(devices_.size())),
-                      kSessions));
-}
-
-grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
-    grpc::CallbackServerContext* context, const v1::CloseSessionRequest* request,
-    v1::CloseSessionResponse*) {
-  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSessions));
-}
-
-grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>*
-GpuCommandService::KeepAlive(grpc::CallbackServerContext*) {
-  return new FinishedReactor<grpc::ServerBidiReactor<v1::KeepAliveRequest,
-                                                     v1::KeepAliveResponse>>(
-      NotYet(absl::OkStatus(), kSessions));
-}
+// Memory --------------------------------------------------------------------------------
 
 grpc::ServerUnaryReactor* GpuCommandService::Allocate(grpc::CallbackServerContext* context,
                                                       const v1::AllocateRequest* request,
-                                                      v1::AllocateResponse*) {
-  return FinishUnary(context, NotYet(ValidateAllocate(*request), kMemory));
+                                                      v1::AllocateResponse* response) {
+  absl::Status valid = ValidateAllocate(*request);
+  if (!valid.ok()) return FinishUnary(context, valid);
+  return RunOnDevice(context, request->session(),
+                     [request, response](CommandInterface& command, SessionId session) {
+                       absl::StatusOr<BufferId> id =
+                           command.Allocate(session, request->size_bytes());
+                       if (id.ok()) response->set_buffer(*id);
+                       return id.status();
+                     });
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::Free(grpc::CallbackServerContext* context,
                                                   const v1::FreeRequest* request,
                                                   v1::FreeResponse*) {
-  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kMemory));
+  absl::Status valid = ValidateSessionToken(request->session());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  return RunOnDevice(context, request->session(),
+                     [request](CommandInterface& command, SessionId session) {
+                       return command.Free(session, request->buffer());
+                     });
 }
+
+// Host -> device: collects the header and the inline chunks, then queues the write.
+class GpuCommandService::WriteReactor final : public grpc::ServerReadReactor<v1::WriteRequest> {
+ public:
+  WriteReactor(ServerCore* core, grpc::CallbackServerContext* context,
+               v1::WriteResponse* response)
+      : core_(core), context_(context), response_(response) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Submit();
+      return;
+    }
+    if (!header_) {
+      if (absl::Status accepted = AcceptHeader(); !accepted.ok()) {
+        Finish(ToGrpcStatus(accepted));
+        return;
+      }
+    } else if (request_.has_header()) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError("only the first message has a header")));
+      return;
+    }
+    if (data_.size() + request_.data().size() > header_->inline_size_bytes()) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "write sends more than the ", header_->inline_size_bytes(), " bytes it declared"))));
+      return;
+    }
+    data_.append(request_.data());
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status AcceptHeader() {
+    if (!request_.has_header()) {
+      return absl::InvalidArgumentError("the first write message must carry the header");
+    }
+    header_ = request_.header();
+    RETURN_IF_ERROR(ValidateWriteHeader(*header_));
+    ASSIGN_OR_RETURN(session_, core_->sessions().Touch(header_->session(), Clock::now()));
+    if (header_->has_shared_memory()) {
+      return NotYet(absl::OkStatus(), kSharedMemory);
+    }
+    uint64_t capacity = core_->worker(session_.device).usage().memory_capacity_bytes;
+    if (header_->inline_size_bytes() > capacity) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("write of ", header_->inline_size_bytes(), " bytes exceeds the device's ",
+                       capacity, " bytes"));
+    }
+    if (header_->has_pitched()) {
+      const v1::PitchedLayout& pitched = header_->pitched();
+      layout_ = CopyLayout::Pitched(header_->offset_bytes(), pitched.width_bytes(),
+                                    pitched.height(), pitched.stride_bytes());
+      if (layout_.host_bytes() != header_->inline_size_bytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pitched write declares ", header_->inline_size_bytes(), " bytes but its layout holds ",
+            layout_.host_bytes()));
+      }
+    } else {
+      layout_ = CopyLayout::Contiguous(header_->offset_bytes(), header_->inline_size_bytes());
+    }
+    data_.reserve(header_->inline_size_bytes());
+    return absl::OkStatus();
+  }
+
+  void Submit() {
+    if (!header_) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError("write stream carried no header")));
+      return;
+    }
+    if (data_.size() != header_->inline_size_bytes()) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("write declared ", header_->inline_size_bytes(), " bytes but sent ",
+                       data_.size(), " (client went away?)"))));
+      return;
+    }
+    absl::Status queued = core_->worker(session_.device).Submit(
+        session_.id, [this](CommandInterface& command) {
+          absl::Status status = CallAbandoned(context_);
+          if (status.ok()) {
+            uint64_t size = data_.size();
+            status = command.Write(session_.id, header_->stream(), header_->buffer(), layout_,
+                                   std::move(data_));
+            if (status.ok()) response_->set_bytes_written(size);
+          }
+          Finish(ToGrpcStatus(status));
+        });
+    if (!queued.ok()) Finish(ToGrpcStatus(queued));
+  }
+
+  ServerCore* const core_;
+  grpc::CallbackServerContext* const context_;
+  v1::WriteResponse* const response_;
+  v1::WriteRequest request_;
+  std::optional<v1::WriteHeader> header_;
+  SessionInfo session_;
+  CopyLayout layout_;
+  std::string data_;
+};
 
 grpc::ServerReadReactor<v1::WriteRequest>* GpuCommandService::Write(
-    grpc::CallbackServerContext*, v1::WriteResponse*) {
-  return new FinishedReactor<grpc::ServerReadReactor<v1::WriteRequest>>(
-      NotYet(absl::OkStatus(), kMemory));
+    grpc::CallbackServerContext* context, v1::WriteResponse* response) {
+  return new WriteReactor(core_, context, response);
 }
 
+// Device -> host: queues the read, waits for its fence off the device thread, then
+// streams the bytes in chunks.
+class GpuCommandService::ReadReactor final : public grpc::ServerWriteReactor<v1::ReadResponse> {
+ public:
+  ReadReactor(ServerCore* core, grpc::CallbackServerContext* context,
+              const v1::ReadRequest* request, uint64_t chunk_bytes)
+      : chunk_bytes_(chunk_bytes) {
+    if (absl::Status started = Start(core, context, *request); !started.ok()) {
+      Finish(ToGrpcStatus(started));
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(ToGrpcStatus(absl::CancelledError("the client stopped reading")));
+      return;
+    }
+    WriteNextChunk();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Start(ServerCore* core, grpc::CallbackServerContext* context,
+                     const v1::ReadRequest& request) {
+    RETURN_IF_ERROR(ValidateRead(request));
+    if (request.has_shared_memory()) return NotYet(absl::OkStatus(), kSharedMemory);
+    ASSIGN_OR_RETURN(SessionInfo session, core->sessions().Touch(request.session(), Clock::now()));
+    ASSIGN_OR_RETURN(CopyLayout layout, ReadLayout(request));
+    DeviceWorker* worker = &core->worker(session.device);
+    return worker->Submit(session.id, [this, worker, context, layout, session,
+                                       stream = request.stream(),
+                                       buffer = request.buffer()](CommandInterface& command) {
+      absl::Status abandoned = CallAbandoned(context);
+      if (!abandoned.ok()) {
+        Finish(ToGrpcStatus(abandoned));
+        return;
+      }
+      absl::StatusOr<PendingRead> read = command.Read(session.id, stream, buffer, layout);
+      if (!read.ok()) {
+        Finish(ToGrpcStatus(read.status()));
+        return;
+      }
+      pending_ = *std::move(read);
+      worker->Complete([this] { return pending_.wait(); },
+                       [this](absl::Status status) {
+                         if (status.ok()) {
+                           WriteNextChunk();
+                         } else {
+                           Finish(ToGrpcStatus(status));
+                         }
+                       });
+    });
+  }
+
+  void WriteNextChunk() {
+    const Bytes& bytes = pending_.bytes;
+    if (sent_ == bytes.size() && sent_any_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    uint64_t size = std::min<uint64_t>(chunk_bytes_, bytes.size() - sent_);
+    response_.Clear();
+    if (!sent_any_) response_.set_total_bytes(bytes.size());
+    response_.set_data(reinterpret_cast<const char*>(bytes.data()) + sent_, size);
+    sent_ += size;
+    sent_any_ = true;
+    StartWrite(&response_);
+  }
+
+  const uint64_t chunk_bytes_;
+  PendingRead pending_;
+  v1::ReadResponse response_;
+  uint64_t sent_ = 0;
+  bool sent_any_ = false;
+};
+
 grpc::ServerWriteReactor<v1::ReadResponse>* GpuCommandService::Read(
-    grpc::CallbackServerContext*, const v1::ReadRequest* request) {
-  return new FinishedReactor<grpc::ServerWriteReactor<v1::ReadResponse>>(
-      NotYet(ValidateRead(*request), kMemory));
+    grpc::CallbackServerContext* context, const v1::ReadRequest* request) {
+  return new ReadReactor(core_, context, request, read_chunk_bytes_);
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* context,
                                                   const v1::CopyRequest* request,
                                                   v1::CopyResponse*) {
-  return FinishUnary(context, NotYet(ValidateCopy(*request), kMemory));
+  absl::Status valid = ValidateCopy(*request);
+  if (!valid.ok()) return FinishUnary(context, valid);
+  return RunOnDevice(context, request->session(),
+                     [request](CommandInterface& command, SessionId session) {
+                       return command.Copy(session, request->stream(), request->source_buffer(),
+                                           request->source_offset_bytes(),
+                                           request->target_buffer(),
+                                           request->target_offset_bytes(), request->size_bytes());
+                     });
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerContext* context,
                                                         const v1::DefragmentRequest* request,
-                                                        v1::DefragmentResponse*) {
-  absl::Status validation = absl::OkStatus();
-  if (request->device() >= devices_.size()) {
-    validation = absl::InvalidArgumentError(
-        absl::StrCat("device ", request->device(), " does not exist"));
+                                                        v1::DefragmentResponse* response) {
+  if (request->device() >= static_cast<uint32_t>(core_->device_count())) {
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "device ", request->device(), " does not exist")));
   }
-  return FinishUnary(context, NotYet(validation, "relocation (Defragment)"));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status queued = core_->worker(request->device()).Submit(
+      kAdminSessionKey, [reactor, response](CommandInterface& command) {
+        absl::StatusOr<RelocationReport> report = command.Relocate();
+        if (report.ok()) {
+          response->set_pages_relocated(report->pages_relocated);
+          response->set_allocations_moved(report->allocations_moved);
+          response->set_bytes_moved(report->bytes_moved);
+        }
+        reactor->Finish(ToGrpcStatus(report.status()));
+      });
+  if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
+  return reactor;
 }
+
+// Kernels -------------------------------------------------------------------------------
 
 grpc::ServerUnaryReactor* GpuCommandService::Compile(grpc::CallbackServerContext* context,
                                                      const v1::CompileRequest* request,
@@ -144,11 +487,19 @@ grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext*
   return FinishUnary(context, NotYet(ValidateLaunch(*request), kKernels));
 }
 
+// Ordering ------------------------------------------------------------------------------
+
 grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerContext* context,
                                                          const v1::SynchronizeRequest* request,
                                                          v1::SynchronizeResponse*) {
-  return FinishUnary(context,
-                     NotYet(ValidateSessionToken(request->session()), "Synchronize"));
+  absl::Status valid = ValidateSessionToken(request->session());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  std::optional<LogicalStream> stream;
+  if (request->has_stream()) stream = request->stream();
+  return RunOnDevice(context, request->session(),
+                     [stream](CommandInterface& command, SessionId session) {
+                       return command.Synchronize(session, stream);
+                     });
 }
 
 grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandService::Submit(
@@ -157,35 +508,55 @@ grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandServic
       NotYet(absl::OkStatus(), "command batches (Submit)"));
 }
 
+// Shared memory -------------------------------------------------------------------------
+
 grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
     v1::RegisterSharedMemoryResponse*) {
-  return FinishUnary(
-      context, NotYet(ValidateSessionToken(request->session()), "shared-memory regions"));
+  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
     v1::UnregisterSharedMemoryResponse*) {
-  return FinishUnary(
-      context, NotYet(ValidateSessionToken(request->session()), "shared-memory regions"));
+  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
 }
+
+// Observability -------------------------------------------------------------------------
 
 grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContext* context,
                                                       const v1::GetStatsRequest* request,
                                                       v1::GetStatsResponse* response) {
   if (!request->session().empty()) {
-    return FinishUnary(context, NotYet(absl::OkStatus(), "per-session statistics"));
+    absl::StatusOr<SessionInfo> session =
+        core_->sessions().Touch(request->session(), Clock::now());
+    if (!session.ok()) return FinishUnary(context, session.status());
+    DeviceUsage usage = core_->worker(session->device).usage();
+    SessionUsage mine = usage.sessions.contains(session->id) ? usage.sessions[session->id]
+                                                             : SessionUsage();
+    v1::SessionStats* stats = response->mutable_session();
+    stats->set_client_name(session->client_name);
+    stats->set_device(session->device);
+    stats->set_memory_used_bytes(mine.memory_used_bytes);
+    stats->set_buffers(mine.buffers);
   }
-  for (const DeviceDescription& device : devices_) {
+  for (int device = 0; device < core_->device_count(); ++device) {
+    const DeviceWorker& worker = core_->worker(device);
+    DeviceUsage usage = worker.usage();
     v1::DeviceStats* stats = response->add_devices();
-    stats->set_device(device.ordinal);
-    stats->set_memory_capacity_bytes(device.memory_capacity_bytes);
-    stats->set_queue_depth(
-        static_cast<uint64_t>(metrics_->QueueDepth(device.ordinal).Value()));
+    stats->set_device(device);
+    stats->set_memory_capacity_bytes(usage.memory_capacity_bytes);
+    stats->set_memory_used_bytes(usage.memory_used_bytes);
+    stats->set_memory_reserved_bytes(usage.memory_reserved_bytes);
+    stats->set_queue_depth(worker.queue_depth());
     stats->set_commands_in_flight(
-        static_cast<uint64_t>(metrics_->CommandsInFlight(device.ordinal).Value()));
+        static_cast<uint64_t>(metrics_->CommandsInFlight(device).Value()));
+    stats->set_drop_queue_bytes(usage.drop_queue_bytes);
+    stats->set_drop_queue_entries(usage.drop_queue_entries);
+    stats->set_relocations(usage.relocations);
+    stats->set_sessions(usage.sessions.size());
   }
+  response->set_sessions_open(core_->sessions().size());
   response->set_uptime_seconds(static_cast<uint64_t>(metrics_->UptimeSeconds()));
   response->set_version(kVersion);
   return FinishUnary(context, absl::OkStatus());

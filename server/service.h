@@ -3,26 +3,33 @@
 
 // gpucmd.v1.GpuCommand over gRPC's callback API.
 //
-// Every handler validates the request's shape first (request_validation.h). RPCs whose
-// behaviour this build lacks finish with UNIMPLEMENTED and a message naming what is
-// missing. Handlers never block a reactor thread on device work and hold no lock across
-// reactor callbacks.
+// Every handler validates the request's shape first (request_validation.h), then
+// resolves the session token, then queues the work on the session's device thread
+// (ServerCore); the device thread finishes the call. Reads finish off the device
+// thread, streaming their bytes in chunks below the message limit. Handlers never block
+// a reactor thread on device work and hold no lock across reactor callbacks. A call
+// whose client cancelled or whose deadline passed before the device reached it is not
+// run. RPCs whose behaviour this build lacks finish with UNIMPLEMENTED and a message
+// naming what is missing.
 //
 // Thread-safety: handlers run concurrently on gRPC's threads; the service's own state
-// is immutable after construction.
+// is immutable after construction; ServerCore is thread-safe.
 
 #include <vector>
 
 #include "driver/device_description.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/metrics.h"
+#include "server/server_core.h"
 
 namespace gpucmd {
 
 class GpuCommandService final : public v1::GpuCommand::CallbackService {
  public:
-  // `metrics` must outlive the service.
-  GpuCommandService(std::vector<DeviceDescription> devices, Metrics* metrics);
+  // `core` and `metrics` must outlive the service. Read replies are cut into chunks of
+  // at most `max_message_bytes` (minus framing).
+  GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core, Metrics* metrics,
+                    uint64_t max_message_bytes);
 
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const v1::ListDevicesRequest* request,
@@ -73,8 +80,20 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
                                      v1::GetStatsResponse* response) override;
 
  private:
+  class WriteReactor;
+  class ReadReactor;
+  class KeepAliveReactor;
+
+  // Resolves `token` and queues `work(command, session)` on the session's device; the
+  // call finishes with the status `work` returns.
+  template <typename Work>
+  grpc::ServerUnaryReactor* RunOnDevice(grpc::CallbackServerContext* context,
+                                        const std::string& token, Work work);
+
   const std::vector<DeviceDescription> devices_;
+  ServerCore* const core_;
   Metrics* const metrics_;
+  const uint64_t read_chunk_bytes_;
 };
 
 }  // namespace gpucmd

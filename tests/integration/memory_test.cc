@@ -1,0 +1,319 @@
+// Device memory through the real daemon: sessions, allocate/free, staged writes and
+// reads (chunked beyond the message limit, pitched), copies, synchronization, stats,
+// and every kind of bad input a client can send.
+
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::CommandResult;
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kDeviceBytes = 64 * kMiB;
+constexpr int kMaxMessageBytes = 1 << 20;
+
+std::string RandomData(size_t size, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::string data(size, '\0');
+  for (char& c : data) c = static_cast<char>(random());
+  return data;
+}
+
+class MemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string directory = ShortTempDir();
+    std::string config = directory + "/gpucmdd.textproto";
+    std::ofstream(config) << "cpu { memory_bytes_per_device: " << kDeviceBytes << " }\n"
+                          << "limits { max_message_bytes: " << kMaxMessageBytes
+                          << " session_lease_grace_seconds: 1 }\n";
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
+                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    ClientOptions options;
+    options.max_message_bytes = kMaxMessageBytes;
+    absl::StatusOr<std::unique_ptr<Client>> client =
+        Client::Connect(daemon_->grpc_target(), options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    absl::StatusOr<Session> session = client_->OpenSession(0, "memory-test");
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_.emplace(*std::move(session));
+  }
+
+  void TearDown() override {
+    session_.reset();
+    client_.reset();
+  }
+
+  Buffer MustAllocate(uint64_t size) {
+    absl::StatusOr<Buffer> buffer = session_->Allocate(size);
+    EXPECT_TRUE(buffer.ok()) << buffer.status();
+    return *std::move(buffer);
+  }
+
+  uint64_t DeviceUsedBytes() {
+    absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats->devices(0).memory_used_bytes();
+  }
+
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> session_;
+};
+
+TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
+  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123}) {
+    Buffer buffer = MustAllocate(size);
+    std::string data = RandomData(size, static_cast<uint32_t>(size));
+    ASSERT_TRUE(session_->Write(buffer, 0, data).ok());
+    absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(*read, data) << size << " bytes";
+  }
+}
+
+TEST_F(MemoryTest, PitchedWriteAndRead) {
+  Buffer buffer = MustAllocate(4096);
+  ASSERT_TRUE(session_->Write(buffer, 0, std::string(4096, '.')).ok());
+  Pitched pitched{.width_bytes = 100, .height = 10, .stride_bytes = 256};
+  std::string rows = RandomData(1000, 11);
+  ASSERT_TRUE(session_->Write(buffer, 64, rows, 0, pitched).ok());
+  EXPECT_EQ(session_->ReadPitched(buffer, 64, pitched).value(), rows);
+  std::string whole = session_->Read(buffer, 0, 4096).value();
+  EXPECT_EQ(whole.substr(0, 64), std::string(64, '.'));
+  EXPECT_EQ(whole.substr(64 + 100, 156), std::string(156, '.')) << "padding was overwritten";
+  EXPECT_EQ(whole.substr(64 + 256, 100), rows.substr(100, 100));
+}
+
+TEST_F(MemoryTest, CrossStreamWriteThenReadAndCopy) {
+  Buffer a = MustAllocate(2 * kMiB);
+  Buffer b = MustAllocate(2 * kMiB);
+  std::string data = RandomData(2 * kMiB, 5);
+  ASSERT_TRUE(session_->Write(a, 0, data, /*stream=*/1).ok());
+  ASSERT_TRUE(session_->Copy(a, 0, b, 0, 2 * kMiB, /*stream=*/2).ok());
+  EXPECT_EQ(session_->Read(b, 0, 2 * kMiB, /*stream=*/3).value(), data);
+  EXPECT_TRUE(session_->Synchronize().ok());
+  EXPECT_TRUE(session_->Synchronize(2).ok());
+}
+
+TEST_F(MemoryTest, StatsShowTheSessionAndDevice) {
+  Buffer buffer = MustAllocate(3 * kMiB);
+  absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->session().client_name(), "memory-test");
+  EXPECT_EQ(stats->session().buffers(), 1u);
+  EXPECT_GE(stats->session().memory_used_bytes(), 3 * kMiB);
+  EXPECT_GE(stats->devices(0).memory_used_bytes(), 3 * kMiB);
+  EXPECT_GE(stats->devices(0).memory_reserved_bytes(), stats->devices(0).memory_used_bytes());
+  EXPECT_EQ(stats->sessions_open(), 1u);
+
+  CommandResult ctl = RunCommand({RunfilePath("client/gpucmdctl"),
+                                  "--target=" + daemon_->grpc_target(), "stats"});
+  EXPECT_EQ(ctl.exit_code, 0) << ctl.stderr_text;
+  EXPECT_THAT(ctl.stdout_text, HasSubstr("1 session(s) open"));
+  EXPECT_THAT(ctl.stdout_text, HasSubstr("64.0 MiB"));
+}
+
+TEST_F(MemoryTest, DefragmentKeepsBuffersIntact) {
+  std::vector<Buffer> buffers;
+  std::vector<std::string> data;
+  for (int i = 0; i < 300; ++i) buffers.push_back(MustAllocate(4096));
+  for (int i = 0; i < 300; i += 30) {
+    data.push_back(RandomData(4096, i));
+    ASSERT_TRUE(session_->Write(buffers[i], 0, data.back()).ok());
+  }
+  for (int i = 0; i < 300; ++i) {
+    if (i % 30 != 0) {
+      ASSERT_TRUE(buffers[i].Free().ok());
+    }
+  }
+  grpc::ClientContext context;
+  v1::DefragmentRequest request;
+  v1::DefragmentResponse response;
+  ASSERT_TRUE(client_->stub().Defragment(&context, request, &response).ok());
+  for (int i = 0, k = 0; i < 300; i += 30, ++k) {
+    EXPECT_EQ(session_->Read(buffers[i], 0, 4096).value(), data[k]) << "buffer " << i;
+  }
+}
+
+TEST_F(MemoryTest, BadInputGetsTheRightStatusAndTheDaemonServesOn) {
+  Buffer buffer = MustAllocate(1000);
+  // Out of bounds: offset, size, and a pitched extent.
+  EXPECT_EQ(session_->Write(buffer, 999, "ab").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Read(buffer, 1001, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Read(buffer, 0, 1001).status().code(), absl::StatusCode::kInvalidArgument);
+  // Rows at stride 300 from offset 1 end one byte past the buffer.
+  EXPECT_EQ(session_->Write(buffer, 1, std::string(400, 'x'), 0,
+                            Pitched{.width_bytes = 100, .height = 4, .stride_bytes = 300})
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // A stride smaller than the width.
+  absl::Status stride = session_->Write(buffer, 0, std::string(200, 'x'), 0,
+                                        Pitched{.width_bytes = 100, .height = 2, .stride_bytes = 50});
+  EXPECT_EQ(stride.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(stride.message()), HasSubstr("smaller than width_bytes"));
+  // Zero sizes: allocating nothing is an error, moving nothing is a no-op.
+  EXPECT_EQ(session_->Allocate(0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(session_->Write(buffer, 1000, "").ok());
+  EXPECT_EQ(session_->Read(buffer, 1000, 0).value(), "");
+  // Unknown and foreign handles.
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> theirs = other->Allocate(64);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(session_->Read(*theirs, 0, 8).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(session_->Write(*theirs, 0, "x").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(session_->Copy(buffer, 0, *theirs, 0, 8).code(), absl::StatusCode::kNotFound);
+  // Freeing twice.
+  uint64_t id = buffer.id();
+  ASSERT_TRUE(buffer.Free().ok());
+  grpc::ClientContext free_context;
+  v1::FreeRequest free_again;
+  free_again.set_session(session_->token());
+  free_again.set_buffer(id);
+  v1::FreeResponse freed;
+  EXPECT_EQ(client_->stub().Free(&free_context, free_again, &freed).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // An unknown session.
+  grpc::ClientContext allocate_context;
+  v1::AllocateRequest allocate;
+  allocate.set_session("0123456789abcdef0123456789abcdef");
+  allocate.set_size_bytes(8);
+  v1::AllocateResponse allocated;
+  EXPECT_EQ(client_->stub().Allocate(&allocate_context, allocate, &allocated).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // More than the device holds: RESOURCE_EXHAUSTED naming requested and available.
+  absl::Status too_big = session_->Allocate(kDeviceBytes + 1).status();
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("requested 67108865 bytes"));
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("available"));
+  // Still serving, data intact.
+  Buffer fine = MustAllocate(16);
+  ASSERT_TRUE(session_->Write(fine, 0, "0123456789abcdef").ok());
+  EXPECT_EQ(session_->Read(fine, 0, 16).value(), "0123456789abcdef");
+}
+
+TEST_F(MemoryTest, FillingTheDeviceIsResourceExhaustedThenRecovers) {
+  std::vector<Buffer> held;
+  absl::Status full;
+  while (full.ok()) {
+    absl::StatusOr<Buffer> buffer = session_->Allocate(4 * kMiB);
+    if (buffer.ok()) {
+      held.push_back(*std::move(buffer));
+    } else {
+      full = buffer.status();
+    }
+    ASSERT_LE(held.size(), kDeviceBytes / (4 * kMiB));
+  }
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(full.message()), HasSubstr("out of device memory"));
+  held.clear();
+  EXPECT_TRUE(session_->Allocate(32 * kMiB).ok());
+}
+
+TEST_F(MemoryTest, ClosingASessionReturnsItsMemory) {
+  uint64_t baseline = DeviceUsedBytes();
+  absl::StatusOr<Session> other = client_->OpenSession(0, "short-lived");
+  ASSERT_TRUE(other.ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(other->Allocate(kMiB).value().Release() > 0);
+  EXPECT_GE(DeviceUsedBytes(), baseline + 4 * kMiB);
+  ASSERT_TRUE(other->Close().ok());
+  EXPECT_EQ(DeviceUsedBytes(), baseline);
+}
+
+TEST_F(MemoryTest, ClientThatDisconnectsMidStreamGetsItsMemoryReclaimed) {
+  uint64_t baseline = DeviceUsedBytes();
+  {
+    // A client on its own connection, using the raw stubs so it can die abruptly.
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
+        GrpcTarget(daemon_->grpc_target()), grpc::InsecureChannelCredentials());
+    std::unique_ptr<v1::GpuCommand::Stub> stub = v1::GpuCommand::NewStub(channel);
+    grpc::ClientContext open_context;
+    v1::OpenSessionRequest open;
+    v1::OpenSessionResponse opened;
+    ASSERT_TRUE(stub->OpenSession(&open_context, open, &opened).ok());
+
+    grpc::ClientContext lease_context;
+    auto lease = stub->KeepAlive(&lease_context);
+    v1::KeepAliveRequest hello;
+    hello.set_session(opened.session());
+    v1::KeepAliveResponse ack;
+    ASSERT_TRUE(lease->Write(hello) && lease->Read(&ack));
+
+    grpc::ClientContext allocate_context;
+    v1::AllocateRequest allocate;
+    allocate.set_session(opened.session());
+    allocate.set_size_bytes(8 * kMiB);
+    v1::AllocateResponse allocated;
+    ASSERT_TRUE(stub->Allocate(&allocate_context, allocate, &allocated).ok());
+    EXPECT_GE(DeviceUsedBytes(), baseline + 8 * kMiB);
+
+    // Half of a declared write, then the client vanishes.
+    grpc::ClientContext write_context;
+    v1::WriteResponse written;
+    auto writer = stub->Write(&write_context, &written);
+    v1::WriteRequest first;
+    first.mutable_header()->set_session(opened.session());
+    first.mutable_header()->set_buffer(allocated.buffer());
+    first.mutable_header()->set_inline_size_bytes(2 * kMiB);
+    first.set_data(std::string(kMiB / 2, 'x'));
+    ASSERT_TRUE(writer->Write(first));
+    write_context.TryCancel();
+    lease_context.TryCancel();
+  }
+  // The lease broke: after its grace (1 s here) the session's memory comes back.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (DeviceUsedBytes() != baseline && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(DeviceUsedBytes(), baseline);
+  EXPECT_EQ(client_->GetStats()->sessions_open(), 1u) << "only this test's session is left";
+  EXPECT_TRUE(session_->Allocate(16).ok()) << "the daemon serves on";
+}
+
+TEST_F(MemoryTest, ManySessionsConcurrently) {
+  constexpr int kClients = 6;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      absl::StatusOr<Session> session = client_->OpenSession(0, "worker");
+      if (!session.ok()) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < 10; ++i) {
+        uint64_t size = 10000 + 1000 * i + c;
+        absl::StatusOr<Buffer> buffer = session->Allocate(size);
+        std::string data = RandomData(size, c * 100 + i);
+        if (!buffer.ok() || !session->Write(*buffer, 0, data, i % 3).ok() ||
+            session->Read(*buffer, 0, size, (i + 1) % 3).value_or("") != data) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures, 0);
+}
+
+}  // namespace
+}  // namespace gpucmd
