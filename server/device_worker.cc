@@ -131,6 +131,11 @@ void DeviceWorker::RunTask(CommandInterface& command, Task task) {
 
 void DeviceWorker::PublishUsage(const CommandInterface& command) {
   DeviceUsage usage = command.Usage();
+  int device = options_.ordinal;
+  metrics_->MemoryUsed(device).Set(static_cast<double>(usage.memory_used_bytes));
+  metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
+  metrics_->DropQueueBytes(device).Set(static_cast<double>(usage.drop_queue_bytes));
+  metrics_->RelocatedPages(device).Set(static_cast<double>(usage.relocations));
   MutexLock lock(&mutex_);
   usage_ = std::move(usage);
 }

@@ -45,7 +45,18 @@ Metrics::Metrics(int device_count)
                                          device_count)),
       device_ready_(GaugePerDevice(*registry_, "gpucmd_device_ready",
                                    "1 once the device is initialised and serving.",
-                                   device_count)) {}
+                                   device_count)),
+      memory_used_(GaugePerDevice(*registry_, "gpucmd_memory_used_bytes",
+                                  "Device memory handed to buffers.", device_count)),
+      memory_reserved_(GaugePerDevice(*registry_, "gpucmd_memory_reserved_bytes",
+                                      "Device memory held in pages (used plus free slices).",
+                                      device_count)),
+      drop_queue_bytes_(GaugePerDevice(*registry_, "gpucmd_drop_queue_bytes",
+                                       "Staged host bytes kept until their copies complete.",
+                                       device_count)),
+      relocated_pages_(GaugePerDevice(*registry_, "gpucmd_relocated_pages",
+                                      "Pages evacuated by relocation since start.",
+                                      device_count)) {}
 
 void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, double seconds) {
   // Latency buckets from 50 us to 10 s.

@@ -35,6 +35,13 @@ class Metrics {
   prometheus::Gauge& CommandsInFlight(int device) { return *commands_in_flight_[device]; }
   // 1 once the device is initialised (gpucmd_device_ready{device}).
   prometheus::Gauge& DeviceReady(int device) { return *device_ready_[device]; }
+  // Device memory handed to buffers / held in pages (gpucmd_memory_{used,reserved}_bytes).
+  prometheus::Gauge& MemoryUsed(int device) { return *memory_used_[device]; }
+  prometheus::Gauge& MemoryReserved(int device) { return *memory_reserved_[device]; }
+  // Staged host bytes waiting for their copies (gpucmd_drop_queue_bytes).
+  prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
+  // Pages evacuated by relocation so far (gpucmd_relocated_pages).
+  prometheus::Gauge& RelocatedPages(int device) { return *relocated_pages_[device]; }
   // RPCs currently being served (gpucmd_rpcs_in_flight).
   prometheus::Gauge& RpcsInFlight() { return *rpcs_in_flight_; }
 
@@ -59,6 +66,10 @@ class Metrics {
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;
   std::vector<prometheus::Gauge*> device_ready_;
+  std::vector<prometheus::Gauge*> memory_used_;
+  std::vector<prometheus::Gauge*> memory_reserved_;
+  std::vector<prometheus::Gauge*> drop_queue_bytes_;
+  std::vector<prometheus::Gauge*> relocated_pages_;
 };
 
 }  // namespace gpucmd

@@ -130,6 +130,13 @@ TEST_F(MemoryTest, StatsShowTheSessionAndDevice) {
   EXPECT_EQ(ctl.exit_code, 0) << ctl.stderr_text;
   EXPECT_THAT(ctl.stdout_text, HasSubstr("1 session(s) open"));
   EXPECT_THAT(ctl.stdout_text, HasSubstr("64.0 MiB"));
+
+  absl::StatusOr<testing::HttpResponse> metrics =
+      testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_memory_used_bytes{device=\"0\"} 3145728"))
+      << "a 3 MiB buffer gets a page of its own, exactly 3 MiB";
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_memory_reserved_bytes{device=\"0\"}"));
 }
 
 TEST_F(MemoryTest, DefragmentKeepsBuffersIntact) {

@@ -55,8 +55,18 @@ int ExitCode(int wait_status) {
 }  // namespace
 
 std::string RunfilePath(const std::string& workspace_relative) {
+  // Tests get TEST_SRCDIR; other binaries (benchmarks) find their runfiles tree next to
+  // the executable.
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir == nullptr ? "." : srcdir, "/gpucmdd/", workspace_relative);
+  std::string root;
+  if (srcdir != nullptr) {
+    root = srcdir;
+  } else {
+    char self[4096];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    root = absl::StrCat(std::string(self, std::max<ssize_t>(length, 0)), ".runfiles");
+  }
+  return absl::StrCat(root, "/gpucmdd/", workspace_relative);
 }
 
 std::string ShortTempDir() {
