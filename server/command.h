@@ -224,7 +224,10 @@ class Command final : public CommandInterface {
   absl::StatusOr<RelocationReport> Relocate() override {
     RelocationReport report;
     std::vector<uint64_t> pages = pool_.PagesToEvacuate();
-    if (pages.empty()) return report;
+    if (pages.empty()) {
+      pool_.CleanUp();  // an explicit request at least returns empty pages
+      return report;
+    }
     // Nothing may read or write the memory being moved: wait for every stream and for
     // device work outside them.
     for (int i = 0; i < backend_.stream_count(); ++i) {
