@@ -1,0 +1,120 @@
+#include "driver/cpu/cpu_compiler.h"
+
+#include <dlfcn.h>
+
+#include "driver/cpu/kernel_abi.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string OutputPath(const std::string& name) {
+  return std::string(getenv("TEST_TMPDIR")) + "/" + name + ".so";
+}
+
+constexpr char kVectorAdd[] = R"(
+  __device__ float twice(float x) { return 2.0f * x; }
+  extern "C" __global__ void vector_add(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + twice(b[i]) * SCALE;
+  }
+)";
+
+TEST(CpuCompilerTest, BuildsAModuleThatRunsAsTheAbiSays) {
+  std::string path = OutputPath("vector_add");
+  absl::StatusOr<CompileOutput> output =
+      CompileCpuKernel(kVectorAdd, "vector_add", {"-DSCALE=3"}, path, {});
+  ASSERT_TRUE(output.ok()) << output.status();
+  ASSERT_EQ(output->params.size(), 4u);
+  EXPECT_EQ(output->params[2].kind, ParamKind::kBuffer);
+
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(module, nullptr) << dlerror();
+  EXPECT_EQ(*static_cast<const int*>(dlsym(module, "gpucmd_abi_version")), kKernelAbiVersion);
+  EXPECT_EQ(*static_cast<const int*>(dlsym(module, "gpucmd_uses_barrier")), 0);
+  auto bind = reinterpret_cast<void (*)(KernelThreadContext*)>(dlsym(module, "gpucmd_bind"));
+  auto entry = reinterpret_cast<void (*)(void**)>(dlsym(module, "gpucmd_entry"));
+  ASSERT_TRUE(bind && entry);
+
+  float a[5] = {1, 2, 3, 4, 5}, b[5] = {1, 1, 1, 1, 1}, out[5] = {};
+  uint64_t slots[4] = {reinterpret_cast<uint64_t>(a), reinterpret_cast<uint64_t>(b),
+                       reinterpret_cast<uint64_t>(out), 5};
+  void* args[4] = {&slots[0], &slots[1], &slots[2], &slots[3]};
+  KernelThreadContext context{};
+  context.block_dim = {4, 1, 1};
+  context.grid_dim = {2, 1, 1};
+  for (unsigned block = 0; block < 2; ++block) {
+    for (unsigned thread = 0; thread < 4; ++thread) {
+      context.block_idx = {block, 0, 0};
+      context.thread_idx = {thread, 0, 0};
+      bind(&context);
+      entry(args);
+    }
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out[i], a[i] + 6.0f) << i;
+  dlclose(module);
+}
+
+TEST(CpuCompilerTest, CompileErrorsReturnTheLog) {
+  absl::Status status =
+      CompileCpuKernel("extern \"C\" __global__ void k(int n) { undeclared_thing(n); }", "k", {},
+                       OutputPath("broken"), {})
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("undeclared_thing"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("kernel.cu:1"));
+}
+
+TEST(CpuCompilerTest, UnsupportedFeaturesAreNamed) {
+  struct Case {
+    const char* body;
+    const char* feature;
+  };
+  for (const Case& c : {Case{"int v = __shfl_down_sync(0xffffffff, n, 1);", "warp shuffles"},
+                        Case{"bool b = __ballot_sync(~0u, n > 0);", "warp votes"},
+                        Case{"asm volatile(\"membar.gl;\");", "inline PTX"},
+                        Case{"float t = tex2D<float>(0, 0, 0);", "textures"}}) {
+    std::string source = std::string("extern \"C\" __global__ void k(int n) { ") + c.body + " }";
+    absl::Status status = CompileCpuKernel(source, "k", {}, OutputPath("unsupported"), {}).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.body;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.feature));
+  }
+}
+
+TEST(CpuCompilerTest, OptionsAreCheckedAndBarrierKernelsFlagged) {
+  EXPECT_EQ(TranslateCpuCompileOptions({"-arch=sm_90"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TranslateCpuCompileOptions({"-DX=1", "-O3", "--use_fast_math"})->back(),
+            "-ffast-math");
+  std::string path = OutputPath("barrier");
+  ASSERT_TRUE(CompileCpuKernel(R"(
+      extern "C" __global__ void k(float* data) {
+        extern __shared__ float scratch[];
+        __shared__ int flag;
+        scratch[threadIdx.x] = data[threadIdx.x];
+        __syncthreads();
+        data[threadIdx.x] = scratch[blockDim.x - 1 - threadIdx.x] + flag * 0;
+      })",
+                               "k", {}, path, {})
+                  .ok());
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(module, nullptr) << dlerror();
+  EXPECT_EQ(*static_cast<const int*>(dlsym(module, "gpucmd_uses_barrier")), 1);
+  dlclose(module);
+}
+
+TEST(CpuCompilerTest, MissingCompilerIsAClearError) {
+  CpuCompilerOptions options;
+  options.compiler = "no-such-compiler-gpucmd";
+  absl::Status status =
+      CompileCpuKernel("extern \"C\" __global__ void k() {}", "k", {}, OutputPath("none"), options)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("install g++"));
+}
+
+}  // namespace
+}  // namespace gpucmd
