@@ -26,6 +26,8 @@
 //   Launch(ctx, s, kernel, grid, args)     enqueue an already compiled kernel. Always a
 //                                          compiled one: the server compiles before its
 //                                          write scope and stops a skipped launch first.
+//                                          The driver sets args' LaunchOutcome when the
+//                                          kernel has run (or could not).
 //   WaitOutsideStreams(ctx)                wait for device work enqueued outside the
 //                                          command's streams (collectives) before a
 //                                          relocation; DriverDefaults makes it a no-op.
@@ -96,6 +98,9 @@ concept Driver =
              const KernelId& kernel, Dim3 grid, typename D::LaunchArgs& args) {
       typename D::Context;
       typename D::LaunchArgs;
+      // The server resolves a launch into a LaunchSpec; the backend says what its
+      // kernels are handed.
+      requires std::constructible_from<typename D::LaunchArgs, LaunchSpec>;
       { backend.context() } -> std::same_as<typename D::Context&>;
       { D::PinnedBytes(binding, host, size) } -> std::same_as<Bytes>;
       { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;

@@ -25,6 +25,12 @@ struct KernelParam {
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
 
+// What a driver's compiler reports for a kernel it built.
+struct CompileOutput {
+  std::vector<KernelParam> params;
+  std::string log;  // warnings of a successful compile
+};
+
 // Bytes a scalar occupies in a launch's argument slot.
 size_t ScalarSize(ScalarKind kind);
 

@@ -21,11 +21,6 @@ struct CpuCompilerOptions {
   size_t max_log_bytes = 64 << 10;
 };
 
-struct CompileOutput {
-  std::vector<KernelParam> params;
-  std::string log;  // warnings of a successful compile
-};
-
 // Translates client options: -DNAME[=VALUE], -UNAME, -O0..-O3 and --use_fast_math are
 // accepted; anything else is INVALID_ARGUMENT naming it.
 absl::StatusOr<std::vector<std::string>> TranslateCpuCompileOptions(

@@ -12,6 +12,10 @@
 namespace gpucmd {
 namespace {
 
+constexpr uint64_t kAddressBase = uint64_t{1} << 44;       // 16 TiB
+constexpr uint64_t kAddressSlotBytes = uint64_t{1} << 40;  // 1 TiB per device
+constexpr uint64_t kAddressSlots = 64;
+
 uint64_t RoundUp(uint64_t value, uint64_t granularity) {
   return (value + granularity - 1) / granularity * granularity;
 }
@@ -21,6 +25,10 @@ uint64_t RoundUp(uint64_t value, uint64_t granularity) {
 absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> CpuDeviceMemory::Create(
     uint64_t capacity_bytes, int ordinal) {
   uint64_t capacity = RoundUp(capacity_bytes, kGranularityBytes);
+  if (capacity > kAddressSlotBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device memory of ", capacity_bytes, " bytes exceeds the 1 TiB limit"));
+  }
   std::string name = absl::StrCat("gpucmd-device-", ordinal);
   int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
@@ -29,7 +37,19 @@ absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> CpuDeviceMemory::Create(
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot size device memory to ", capacity, " bytes: ", strerror(errno)));
   }
-  void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  // A fixed address range, so the kernel executor process can map the memory at the
+  // same addresses and kernels see valid device pointers. Slots are 1 TiB apart.
+  void* base = MAP_FAILED;
+  for (uint64_t slot = static_cast<uint64_t>(ordinal); slot < kAddressSlots && base == MAP_FAILED;
+       ++slot) {
+    void* wanted = reinterpret_cast<void*>(kAddressBase + slot * kAddressSlotBytes);
+    base = mmap(wanted, capacity, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, fd, 0);
+    if (base != MAP_FAILED && base != wanted) {  // kernels older than 4.17 ignore the flag
+      munmap(base, capacity);
+      base = MAP_FAILED;
+    }
+  }
   if (base == MAP_FAILED) {
     close(fd);
     return absl::ResourceExhaustedError(

@@ -41,6 +41,17 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
   for (int i = 0; i < options.stream_count; ++i) {
     backend->streams_.push_back(std::make_unique<CpuStream>(i));
   }
+  backend->context_.module_directory = options.module_directory;
+  if (!options.executor_path.empty()) {
+    const CpuDeviceMemory& device_memory = *backend->memory_;
+    backend->context_.executor = std::make_unique<KernelExecutor>(KernelExecutor::Options{
+        .executor_path = options.executor_path,
+        .memfd = device_memory.memfd(),
+        .base = reinterpret_cast<uint64_t>(device_memory.base()),
+        .size_bytes = device_memory.capacity_bytes(),
+        .workers = options.executor_workers,
+        .kernel_timeout = options.kernel_timeout});
+  }
   return backend;
 }
 
@@ -101,11 +112,23 @@ absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
   return absl::OkStatus();
 }
 
-absl::Status CpuDriver::Launch(Context&, Stream&, const KernelId& kernel, Dim3,
-                               LaunchArgs&) {
-  return absl::UnimplementedError(
-      absl::StrCat("kernel ", kernel.hex, ": kernel execution is not built into the CPU "
-                   "driver yet"));
+absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
+                               Dim3 grid, LaunchArgs& args) {
+  if (context.executor == nullptr) {
+    return absl::FailedPreconditionError("this CPU device runs no kernels (no executor)");
+  }
+  KernelExecutor* executor = context.executor.get();
+  std::string module = absl::StrCat(context.module_directory, "/", kernel.hex, ".so");
+  KernelDim3 grid_dim{grid.x, grid.y, grid.z};
+  KernelDim3 block_dim{args.spec.block.x, args.spec.block.y, args.spec.block.z};
+  stream.Enqueue([executor, module, grid_dim, block_dim,
+                  shared = args.spec.dynamic_shared_memory_bytes, slots = args.spec.slots,
+                  outcome = args.spec.outcome] {
+    absl::Status status = executor->Launch(module, grid_dim, block_dim, shared, slots);
+    if (outcome != nullptr) outcome->Set(status);
+    return status;
+  });
+  return absl::OkStatus();
 }
 
 }  // namespace gpucmd

@@ -15,20 +15,24 @@
 #include "absl/status/statusor.h"
 #include "driver/cpu/cpu_device_memory.h"
 #include "driver/cpu/cpu_stream.h"
+#include "driver/cpu/kernel_executor.h"
 #include "driver/driver.h"
 
 namespace gpucmd {
 
-// What a CPU launch hands a kernel. Filled in with the kernel executor.
+// What a CPU launch hands a kernel: the resolved argument slots (buffer addresses and
+// scalars) and the launch shape.
 struct CpuLaunchArgs {
-  Dim3 block;
-  uint32_t dynamic_shared_memory_bytes = 0;
-  std::vector<uint64_t> values;  // buffer addresses and scalars, one slot each
+  explicit CpuLaunchArgs(LaunchSpec spec) : spec(std::move(spec)) {}
+  LaunchSpec spec;
 };
 
-// Whatever launching needs on the CPU device.
+// Whatever launching needs on the CPU device: where compiled modules live
+// (<module_directory>/<kernel id>.so) and the executor process that runs them.
 struct CpuContext {
   int ordinal = 0;
+  std::string module_directory;
+  std::unique_ptr<KernelExecutor> executor;  // null: this backend runs no kernels
 };
 
 class CpuBackend {
@@ -39,6 +43,11 @@ class CpuBackend {
     int ordinal = 0;
     uint64_t capacity_bytes = uint64_t{4} << 30;
     int stream_count = 4;
+    // Kernels: empty executor_path means this backend runs none.
+    std::string executor_path;
+    std::string module_directory;
+    int executor_workers = 2;
+    std::chrono::milliseconds kernel_timeout{60'000};
   };
 
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const Options& options);

@@ -1,0 +1,152 @@
+#include "driver/cpu/kernel_executor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "driver/cpu/executor_protocol.h"
+
+extern char** environ;
+
+namespace gpucmd {
+namespace {
+
+constexpr int kChildMemfd = 3;
+constexpr int kChildSocket = 4;
+
+}  // namespace
+
+KernelExecutor::~KernelExecutor() {
+  MutexLock lock(&mutex_);
+  StopLocked(/*kill_now=*/false);
+}
+
+int KernelExecutor::starts() const {
+  MutexLock lock(&mutex_);
+  return starts_;
+}
+
+absl::Status KernelExecutor::StartLocked() {
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
+    return absl::UnavailableError(absl::StrCat("socketpair: ", strerror(errno)));
+  }
+  std::vector<std::string> argv = {options_.executor_path, std::to_string(kChildMemfd),
+                                   std::to_string(kChildSocket),
+                                   absl::StrCat(options_.base), absl::StrCat(options_.size_bytes),
+                                   std::to_string(options_.workers)};
+  std::vector<char*> raw;
+  for (std::string& arg : argv) raw.push_back(arg.data());
+  raw.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, options_.memfd, kChildMemfd);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], kChildSocket);
+  pid_t pid = -1;
+  int error = posix_spawn(&pid, options_.executor_path.c_str(), &actions, nullptr, raw.data(),
+                          environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(sockets[1]);
+  if (error != 0) {
+    close(sockets[0]);
+    return absl::UnavailableError(absl::StrCat("cannot start the kernel executor ",
+                                               options_.executor_path, ": ", strerror(error)));
+  }
+  pid_ = pid;
+  socket_ = sockets[0];
+  ++starts_;
+  return absl::OkStatus();
+}
+
+std::string KernelExecutor::StopLocked(bool kill_now) {
+  if (pid_ < 0) return "not running";
+  close(socket_);
+  socket_ = -1;
+  if (kill_now) kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 50 && (reaped = waitpid(pid_, &status, WNOHANG)) == 0; ++i) usleep(1000);
+  if (reaped == 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  }
+  return absl::StrCat("exit status ", WEXITSTATUS(status));
+}
+
+absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 grid,
+                                    KernelDim3 block, uint32_t dynamic_shared_memory_bytes,
+                                    absl::Span<const uint64_t> args) {
+  if (args.size() > kMaxKernelArgs) {
+    return absl::InvalidArgumentError(absl::StrCat("a kernel takes at most ", kMaxKernelArgs,
+                                                   " arguments"));
+  }
+  if (module_path.size() >= kMaxModulePathBytes) {
+    return absl::InvalidArgumentError("kernel module path too long");
+  }
+  LaunchMessage message{};
+  message.magic = kExecutorMagic;
+  message.arg_count = static_cast<uint32_t>(args.size());
+  message.grid = grid;
+  message.block = block;
+  message.dynamic_shared_memory_bytes = dynamic_shared_memory_bytes;
+  std::memcpy(message.module_path, module_path.c_str(), module_path.size() + 1);
+  std::copy(args.begin(), args.end(), message.args);
+
+  MutexLock lock(&mutex_);
+  if (pid_ < 0) {
+    if (absl::Status started = StartLocked(); !started.ok()) return started;
+  }
+  if (send(socket_, &message, sizeof(message), MSG_NOSIGNAL) != sizeof(message)) {
+    return absl::UnavailableError(
+        absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
+  }
+  pollfd ready{socket_, POLLIN, 0};
+  int polled = poll(&ready, 1, static_cast<int>(options_.kernel_timeout.count()));
+  if (polled == 0) {
+    StopLocked(/*kill_now=*/true);
+    return absl::UnavailableError(absl::StrCat(
+        "kernel ran past the ", options_.kernel_timeout.count(),
+        " ms time limit; its executor was killed and restarts for the next launch"));
+  }
+  LaunchReply reply{};
+  if (polled < 0 || recv(socket_, &reply, sizeof(reply), 0) != sizeof(reply) ||
+      reply.magic != kExecutorMagic) {
+    return absl::UnavailableError(absl::StrCat(
+        "the kernel executor died during the launch: ", StopLocked(/*kill_now=*/false),
+        "; it restarts for the next launch"));
+  }
+  reply.message[sizeof(reply.message) - 1] = '\0';
+  return absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message);
+}
+
+absl::StatusOr<std::string> FindKernelExecutor(const std::string& daemon_path) {
+  namespace fs = std::filesystem;
+  fs::path daemon(daemon_path);
+  std::vector<fs::path> candidates = {
+      daemon.parent_path() / "gpucmd-kernel-executor",
+      daemon.parent_path() / ".." / "driver" / "cpu" / "gpucmd-kernel-executor",
+      fs::path(daemon_path + ".runfiles") / "gpucmdd" / "driver" / "cpu" /
+          "gpucmd-kernel-executor",
+  };
+  std::vector<std::string> tried;
+  for (const fs::path& candidate : candidates) {
+    if (access(candidate.c_str(), X_OK) == 0) return fs::weakly_canonical(candidate).string();
+    tried.push_back(candidate.string());
+  }
+  return absl::NotFoundError(absl::StrCat("gpucmd-kernel-executor not found (tried ",
+                                          absl::StrJoin(tried, ", "), ")"));
+}
+
+}  // namespace gpucmd

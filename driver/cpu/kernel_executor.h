@@ -1,0 +1,69 @@
+#ifndef GPUCMDD_DRIVER_CPU_KERNEL_EXECUTOR_H_
+#define GPUCMDD_DRIVER_CPU_KERNEL_EXECUTOR_H_
+
+// The daemon's side of a CPU device's kernel executor process
+// (gpucmd-kernel-executor): client kernels run there, over the device memory the
+// daemon shares with it, so a kernel that faults or hangs kills only that process. The
+// executor is started on the first launch and again after it dies.
+//
+// Thread-safety: Launch may be called from any thread (the device's stream workers);
+// launches run one at a time.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "base/mutex.h"
+#include "driver/cpu/kernel_abi.h"
+
+namespace gpucmd {
+
+class KernelExecutor {
+ public:
+  struct Options {
+    std::string executor_path;
+    int memfd = -1;           // the device memory, mapped by the executor at `base`
+    uint64_t base = 0;
+    uint64_t size_bytes = 0;
+    int workers = 2;          // threads running blocks
+    std::chrono::milliseconds kernel_timeout{60'000};
+  };
+
+  explicit KernelExecutor(Options options) : options_(std::move(options)) {}
+  ~KernelExecutor();
+  KernelExecutor(const KernelExecutor&) = delete;
+  KernelExecutor& operator=(const KernelExecutor&) = delete;
+
+  // Runs `module_path`'s kernel over `grid` x `block` and waits for it. UNAVAILABLE
+  // naming the signal when the executor dies, or the time limit when the kernel runs
+  // past it (the executor is killed); the next launch starts a fresh executor.
+  absl::Status Launch(const std::string& module_path, KernelDim3 grid, KernelDim3 block,
+                      uint32_t dynamic_shared_memory_bytes, absl::Span<const uint64_t> args);
+
+  // Executors started so far (1 after the first launch; more after deaths).
+  int starts() const;
+
+ private:
+  absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Reaps the executor (killing it first when `kill_now`, else after a short grace in
+  // which a dying one reports its own cause); returns how it ended.
+  std::string StopLocked(bool kill_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const Options options_;
+  mutable Mutex mutex_;
+  pid_t pid_ ABSL_GUARDED_BY(mutex_) = -1;
+  int socket_ ABSL_GUARDED_BY(mutex_) = -1;
+  int starts_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
+// Where gpucmd-kernel-executor is: next to `daemon_path`, in a Bazel output tree beside
+// it, or in its runfiles. NOT_FOUND naming the places tried.
+absl::StatusOr<std::string> FindKernelExecutor(const std::string& daemon_path);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_CPU_KERNEL_EXECUTOR_H_

@@ -1,0 +1,259 @@
+// gpucmd-kernel-executor: runs client kernels for one CPU device, in a process of its
+// own, so a kernel that faults or hangs takes down only this process.
+//
+//   gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS
+//
+// It maps the device's memory (the memfd) at the daemon's addresses, then serves
+// LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
+// one block per thread at a time. A kernel without barriers runs a block's threads as a
+// loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
+// on its worker thread, switching at each barrier.
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "boost/context/fiber.hpp"
+#include "boost/context/fixedsize_stack.hpp"
+#include "driver/cpu/executor_protocol.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr size_t kFiberStackBytes = 256 << 10;
+
+struct Module {
+  void* handle = nullptr;
+  bool uses_barrier = false;
+  void (*bind)(KernelThreadContext*) = nullptr;
+  void (*entry)(void**) = nullptr;
+};
+
+struct Launch {
+  const Module* module;
+  KernelDim3 grid;
+  KernelDim3 block;
+  uint32_t dynamic_shared_bytes;
+  void* args[kMaxKernelArgs];
+};
+
+// One GPU thread running as a fiber.
+struct FiberThread {
+  KernelThreadContext context;
+  boost::context::fiber continuation;  // the fiber while suspended, or the scheduler
+  bool done = false;
+};
+
+void SwitchToScheduler(KernelThreadContext* context) {
+  auto* thread = static_cast<FiberThread*>(context->scheduler);
+  thread->continuation = std::move(thread->continuation).resume();
+}
+
+KernelDim3 Unflatten(uint64_t index, const KernelDim3& extent) {
+  return {static_cast<unsigned>(index % extent.x),
+          static_cast<unsigned>(index / extent.x % extent.y),
+          static_cast<unsigned>(index / (uint64_t{extent.x} * extent.y))};
+}
+
+void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
+  KernelThreadContext context{};
+  context.block_idx = block_idx;
+  context.block_dim = launch.block;
+  context.grid_dim = launch.grid;
+  context.dynamic_shared = shared;
+  launch.module->bind(&context);
+  uint64_t threads = uint64_t{launch.block.x} * launch.block.y * launch.block.z;
+  for (uint64_t t = 0; t < threads; ++t) {
+    context.thread_idx = Unflatten(t, launch.block);
+    launch.module->entry(const_cast<void**>(launch.args));
+  }
+}
+
+void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
+                      std::vector<FiberThread>& threads) {
+  uint64_t count = uint64_t{launch.block.x} * launch.block.y * launch.block.z;
+  threads.clear();
+  threads.resize(count);
+  std::vector<boost::context::fiber> fibers;
+  fibers.reserve(count);
+  for (uint64_t t = 0; t < count; ++t) {
+    FiberThread& thread = threads[t];
+    thread.context.thread_idx = Unflatten(t, launch.block);
+    thread.context.block_idx = block_idx;
+    thread.context.block_dim = launch.block;
+    thread.context.grid_dim = launch.grid;
+    thread.context.dynamic_shared = shared;
+    thread.context.sync = &SwitchToScheduler;
+    thread.context.scheduler = &thread;
+    fibers.emplace_back(std::allocator_arg, boost::context::fixedsize_stack(kFiberStackBytes),
+                        [&launch, &thread](boost::context::fiber&& scheduler) {
+                          thread.continuation = std::move(scheduler);
+                          launch.module->entry(const_cast<void**>(launch.args));
+                          thread.done = true;
+                          return std::move(thread.continuation);
+                        });
+  }
+  // Rounds: every unfinished thread runs to its next barrier (or its end).
+  for (bool running = true; running;) {
+    running = false;
+    for (uint64_t t = 0; t < count; ++t) {
+      if (threads[t].done) continue;
+      launch.module->bind(&threads[t].context);
+      fibers[t] = std::move(fibers[t]).resume();
+      running = running || !threads[t].done;
+    }
+  }
+}
+
+// Worker threads that stay alive between launches.
+class BlockPool {
+ public:
+  explicit BlockPool(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+
+  void Run(const Launch& launch) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    launch_ = &launch;
+    next_block_ = 0;
+    total_blocks_ = uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+    busy_ = threads_.size();
+    ++generation_;
+    start_.notify_all();
+    done_.wait(lock, [this] { return busy_ == 0; });
+  }
+
+ private:
+  void Work() {
+    uint64_t seen = 0;
+    std::vector<unsigned char> shared;
+    std::vector<FiberThread> fiber_threads;
+    while (true) {
+      const Launch* launch;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        start_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        launch = launch_;
+      }
+      shared.assign(launch->dynamic_shared_bytes + 16, 0);
+      for (uint64_t block; (block = next_block_.fetch_add(1)) < total_blocks_;) {
+        KernelDim3 block_idx = Unflatten(block, launch->grid);
+        if (launch->module->uses_barrier) {
+          RunBlockAsFibers(*launch, block_idx, shared.data(), fiber_threads);
+        } else {
+          RunBlockAsLoop(*launch, block_idx, shared.data());
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--busy_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const Launch* launch_ = nullptr;
+  uint64_t generation_ = 0;
+  size_t busy_ = 0;
+  std::atomic<uint64_t> next_block_{0};
+  uint64_t total_blocks_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+LaunchReply Reply(int code, const std::string& message) {
+  LaunchReply reply{};
+  reply.magic = kExecutorMagic;
+  reply.code = code;
+  std::snprintf(reply.message, sizeof(reply.message), "%s", message.c_str());
+  return reply;
+}
+
+const Module* LoadModule(std::map<std::string, Module>& modules, const std::string& path,
+                         std::string* error) {
+  auto it = modules.find(path);
+  if (it != modules.end()) return &it->second;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    *error = std::string("cannot load kernel module: ") + dlerror();
+    return nullptr;
+  }
+  auto* version = static_cast<const int*>(dlsym(handle, "gpucmd_abi_version"));
+  auto* barrier = static_cast<const int*>(dlsym(handle, "gpucmd_uses_barrier"));
+  Module module{handle, barrier != nullptr && *barrier != 0,
+                reinterpret_cast<void (*)(KernelThreadContext*)>(dlsym(handle, "gpucmd_bind")),
+                reinterpret_cast<void (*)(void**)>(dlsym(handle, "gpucmd_entry"))};
+  if (version == nullptr || *version != kKernelAbiVersion || module.bind == nullptr ||
+      module.entry == nullptr) {
+    dlclose(handle);
+    *error = "kernel module does not match this executor's ABI";
+    return nullptr;
+  }
+  return &modules.emplace(path, module).first->second;
+}
+
+int Serve(int socket_fd, int workers) {
+  BlockPool pool(workers);
+  std::map<std::string, Module> modules;
+  LaunchMessage message;
+  while (true) {
+    ssize_t received = recv(socket_fd, &message, sizeof(message), 0);
+    if (received == 0) return 0;  // the daemon closed the socket
+    if (received != sizeof(message) || message.magic != kExecutorMagic) {
+      std::fprintf(stderr, "gpucmd-kernel-executor: malformed request\n");
+      return 1;
+    }
+    message.module_path[kMaxModulePathBytes - 1] = '\0';
+    std::string error;
+    const Module* module = LoadModule(modules, message.module_path, &error);
+    LaunchReply reply = Reply(0, "");
+    if (module == nullptr) {
+      reply = Reply(9 /* FAILED_PRECONDITION */, error);
+    } else {
+      Launch launch{module, message.grid, message.block, message.dynamic_shared_memory_bytes, {}};
+      for (uint32_t i = 0; i < message.arg_count && i < kMaxKernelArgs; ++i) {
+        launch.args[i] = &message.args[i];
+      }
+      pool.Run(launch);
+    }
+    if (send(socket_fd, &reply, sizeof(reply), MSG_NOSIGNAL) != sizeof(reply)) return 1;
+  }
+}
+
+}  // namespace
+}  // namespace gpucmd
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr,
+                 "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS\n");
+    return 2;
+  }
+  int memfd = std::atoi(argv[1]);
+  int socket_fd = std::atoi(argv[2]);
+  uint64_t base = std::strtoull(argv[3], nullptr, 0);
+  uint64_t size = std::strtoull(argv[4], nullptr, 0);
+  int workers = std::max(1, std::atoi(argv[5]));
+  void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, memfd, 0);
+  if (mapped != reinterpret_cast<void*>(base)) {
+    std::fprintf(stderr, "gpucmd-kernel-executor: cannot map device memory at %#lx: %s\n",
+                 static_cast<unsigned long>(base), std::strerror(errno));
+    return 1;
+  }
+  close(memfd);
+  return gpucmd::Serve(socket_fd, workers);
+}
