@@ -260,6 +260,98 @@ absl::Status Session::Synchronize(std::optional<uint64_t> stream) {
 
 absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return client_->GetStats(token_); }
 
+absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
+                                                     const std::string& entry_point,
+                                                     const std::vector<std::string>& options) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::CompileRequest request;
+  request.set_session(token_);
+  request.set_source(source);
+  request.set_entry_point(entry_point);
+  for (const std::string& option : options) request.add_options(option);
+  v1::CompileResponse response;
+  grpc::Status status = client_->stub_->Compile(&context, request, &response);
+  if (!status.ok()) {
+    absl::Status failure = FromGrpcStatus(status);
+    const auto& trailers = context.GetServerTrailingMetadata();
+    if (auto it = trailers.find("gpucmd-kernel-id"); it != trailers.end()) {
+      failure.SetPayload(kKernelIdPayload, absl::Cord(std::string(it->second.data(),
+                                                                   it->second.size())));
+    }
+    return failure;
+  }
+  return response;
+}
+
+absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& shape,
+                             const std::vector<v1::KernelArg>& args, uint64_t stream) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::LaunchRequest request;
+  request.set_session(token_);
+  request.set_stream(stream);
+  request.set_kernel_id(kernel_id);
+  *request.mutable_grid() = shape.grid;
+  *request.mutable_block() = shape.block;
+  request.set_dynamic_shared_memory_bytes(shape.dynamic_shared_memory_bytes);
+  for (const v1::KernelArg& arg : args) *request.add_args() = arg;
+  v1::LaunchResponse response;
+  return FromGrpcStatus(client_->stub_->Launch(&context, request, &response));
+}
+
+v1::Dim3 MakeDim3(uint32_t x, uint32_t y, uint32_t z) {
+  v1::Dim3 dim;
+  dim.set_x(x);
+  dim.set_y(y);
+  dim.set_z(z);
+  return dim;
+}
+
+v1::KernelArg BufferArgument(const Buffer& buffer, v1::Access access, uint64_t offset_bytes) {
+  v1::KernelArg arg;
+  arg.mutable_buffer()->set_buffer(buffer.id());
+  arg.mutable_buffer()->set_access(access);
+  arg.mutable_buffer()->set_offset_bytes(offset_bytes);
+  return arg;
+}
+
+v1::KernelArg Int32Argument(int32_t value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_i32(value);
+  return arg;
+}
+
+v1::KernelArg UInt32Argument(uint32_t value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_u32(value);
+  return arg;
+}
+
+v1::KernelArg Int64Argument(int64_t value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_i64(value);
+  return arg;
+}
+
+v1::KernelArg UInt64Argument(uint64_t value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_u64(value);
+  return arg;
+}
+
+v1::KernelArg FloatArgument(float value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_f32(value);
+  return arg;
+}
+
+v1::KernelArg DoubleArgument(double value) {
+  v1::KernelArg arg;
+  arg.mutable_scalar()->set_f64(value);
+  return arg;
+}
+
 Buffer::Buffer(Buffer&& other) noexcept
     : session_(std::exchange(other.session_, nullptr)), id_(other.id_), size_bytes_(other.size_bytes_) {}
 

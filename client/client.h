@@ -33,6 +33,9 @@ struct ClientOptions {
   int max_message_bytes = 16 << 20;
 };
 
+// The payload URL under which a failed Compile's status carries the kernel id.
+inline constexpr char kKernelIdPayload[] = "gpucmd.v1/kernel_id";
+
 // Converts a gRPC status to an absl::Status (same codes, same message).
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
@@ -72,6 +75,23 @@ struct Pitched {
   uint64_t stride_bytes = 0;
 };
 
+// Launch arguments.
+v1::KernelArg BufferArgument(const Buffer& buffer, v1::Access access, uint64_t offset_bytes = 0);
+v1::KernelArg Int32Argument(int32_t value);
+v1::KernelArg UInt32Argument(uint32_t value);
+v1::KernelArg Int64Argument(int64_t value);
+v1::KernelArg UInt64Argument(uint64_t value);
+v1::KernelArg FloatArgument(float value);
+v1::KernelArg DoubleArgument(double value);
+
+// A launch's shape.
+struct LaunchShape {
+  v1::Dim3 grid;
+  v1::Dim3 block;
+  uint32_t dynamic_shared_memory_bytes = 0;
+};
+v1::Dim3 MakeDim3(uint32_t x, uint32_t y = 1, uint32_t z = 1);
+
 // An open session. It holds a lease stream to the daemon for its whole life, so the
 // daemon reclaims everything if this process dies; closed when destroyed. The Client
 // must outlive it.
@@ -95,6 +115,15 @@ class Session {
                                           const Pitched& pitched, uint64_t stream = 0);
   absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                     uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
+  // Compiles `entry_point` of `source`; the response names the KernelId. A compile error
+  // is INVALID_ARGUMENT carrying the compiler's log, with the kernel's id as the
+  // kKernelIdPayload payload (launching it is then skipped and taints its outputs).
+  absl::StatusOr<v1::CompileResponse> Compile(const std::string& source,
+                                              const std::string& entry_point,
+                                              const std::vector<std::string>& options = {});
+  // Enqueues a compiled kernel on `stream`.
+  absl::Status Launch(const std::string& kernel_id, const LaunchShape& shape,
+                      const std::vector<v1::KernelArg>& args, uint64_t stream = 0);
   // Waits for the session's work on `stream` (every stream when absent).
   absl::Status Synchronize(std::optional<uint64_t> stream = std::nullopt);
   absl::StatusOr<v1::GetStatsResponse> Stats();

@@ -55,6 +55,9 @@ struct CommandOptions {
   uint64_t max_cached_pinned_bytes = uint64_t{64} << 20;
   // 0: no per-session limit.
   uint64_t session_quota_bytes = 0;
+  // The device's launch limits.
+  uint32_t max_threads_per_block = 1024;
+  uint32_t max_dynamic_shared_memory_bytes = 48 << 10;
   MemoryPool::Options memory;  // capacity_bytes is taken from the backend
   DropQueueThresholds drop_queue;
 };
@@ -138,6 +141,11 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
                                     staged.const_span(), stream));
     MarkWritten(*buffer, index);
+    if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
+        layout.is_contiguous()) {
+      buffer->taint = absl::OkStatus();  // every byte is fresh data now
+      buffer->producer.reset();
+    }
     drop_queues_[index].Push(std::move(staged));
     if (drop_queues_[index].ShouldFlush()) RETURN_IF_ERROR(drop_queues_[index].Flush(stream));
     return absl::OkStatus();
@@ -147,6 +155,7 @@ class Command final : public CommandInterface {
                                    const CopyLayout& layout) override {
     ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
     RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
+    RETURN_IF_ERROR(CheckNotTainted(id, *buffer));
     if (layout.host_bytes() == 0) {
       return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
     }
@@ -158,7 +167,10 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
     Event done = stream.RecordEvent();
     MarkRead(*buffer, index, done);
-    return PendingRead{std::move(out), [done] { return done.Wait(); }};
+    return PendingRead{std::move(out), [done, id, producer = buffer->producer] {
+                         RETURN_IF_ERROR(done.Wait());
+                         return ProducerStatus(id, producer.get());
+                       }};
   }
 
   absl::Status Copy(SessionId session, LogicalStream logical, BufferId source_id,
@@ -166,6 +178,7 @@ class Command final : public CommandInterface {
                     uint64_t size_bytes) override {
     ASSIGN_OR_RETURN(Buffer * source, Lookup(session, source_id));
     ASSIGN_OR_RETURN(Buffer * target, Lookup(session, target_id));
+    RETURN_IF_ERROR(CheckNotTainted(source_id, *source));
     RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(source_offset, size_bytes),
                                       source->size_bytes));
     RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(target_offset, size_bytes),
@@ -189,6 +202,74 @@ class Command final : public CommandInterface {
     Event done = stream.RecordEvent();
     if (source_id != target_id) MarkRead(*source, index, done);
     MarkWritten(*target, index, done);
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(SessionId session, LogicalStream logical,
+                      const KernelLaunch& launch) override {
+    // The rule: a launch always runs a compiled kernel. One whose compile failed is
+    // skipped before any resource is resolved, and its outputs are tainted with the cause.
+    if (!launch.params.ok()) {
+      absl::Status cause = absl::FailedPreconditionError(
+          absl::StrCat("launch of kernel ", launch.kernel.hex,
+                       " skipped: its compile failed: ", launch.params.status().message()));
+      TaintOutputs(session, launch, cause);
+      return cause;
+    }
+    RETURN_IF_ERROR(CheckArguments(*launch.params, launch.args));
+    RETURN_IF_ERROR(CheckLaunchShape(launch));
+    if (launch.grid.volume() == 0) return absl::OkStatus();
+
+    LaunchSpec spec;
+    spec.block = launch.block;
+    spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
+    spec.outcome = std::make_shared<LaunchOutcome>();
+    std::vector<std::pair<Buffer*, BufferAccess>> touched;
+    for (size_t i = 0; i < launch.args.size(); ++i) {
+      const LaunchArgument& arg = launch.args[i];
+      if (arg.kind == ParamKind::kScalar) {
+        spec.slots.push_back(arg.bits);
+        continue;
+      }
+      if (arg.kind == ParamKind::kTensorMap) {
+        return absl::UnimplementedError(
+            absl::StrCat("argument ", i, ": tensor maps are not supported by this driver"));
+      }
+      ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, arg.buffer));
+      if (arg.offset_bytes > buffer->size_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": offset ",
+                                                       arg.offset_bytes, " is past the end of a ",
+                                                       buffer->size_bytes, "-byte buffer"));
+      }
+      if (arg.access != BufferAccess::kWrite) RETURN_IF_ERROR(CheckNotTainted(arg.buffer, *buffer));
+      ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, arg.buffer));
+      spec.slots.push_back(resource.address + arg.offset_bytes);
+      touched.emplace_back(buffer, arg.access);
+    }
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    for (const auto& [buffer, access] : touched) {
+      RETURN_IF_ERROR(access == BufferAccess::kRead ? AwaitBeforeRead(*buffer, index)
+                                                    : AwaitBeforeWrite(*buffer, index));
+    }
+    std::shared_ptr<LaunchOutcome> outcome = spec.outcome;
+    typename D::LaunchArgs args(std::move(spec));
+    if (absl::Status launched =
+            D::Launch(backend_.context(), stream, launch.kernel, launch.grid, args);
+        !launched.ok()) {
+      TaintOutputs(session, launch, launched);
+      return launched;
+    }
+    Event done = stream.RecordEvent();
+    for (const auto& [buffer, access] : touched) {
+      if (access == BufferAccess::kRead) {
+        MarkRead(*buffer, index, done);
+      } else {
+        MarkWritten(*buffer, index, done);
+        buffer->taint = absl::OkStatus();
+        buffer->producer = outcome;
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -330,6 +411,10 @@ class Command final : public CommandInterface {
     SliceLocation location;
     std::optional<Access> last_write;
     std::vector<Access> reads;  // at most one per stream
+    // Why the contents are not valid data (a skipped launch wrote nothing); OK if valid.
+    absl::Status taint;
+    // The launch that last wrote the buffer; its outcome says whether it really did.
+    std::shared_ptr<LaunchOutcome> producer;
   };
 
   struct SessionState {
@@ -353,6 +438,68 @@ class Command final : public CommandInterface {
   static CopyLayout NormalizedLayout(const CopyLayout& layout) {
     if (!layout.is_contiguous() || layout.height <= 1) return layout;
     return CopyLayout::Contiguous(layout.offset_bytes, layout.host_bytes());
+  }
+
+  static absl::Status CheckNotTainted(BufferId id, const Buffer& buffer) {
+    if (buffer.taint.ok()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("buffer ", id, " holds no valid data: ", buffer.taint.message()));
+  }
+
+  // After the read that follows it completed: did the buffer's last launch succeed?
+  static absl::Status ProducerStatus(BufferId id, const LaunchOutcome* producer) {
+    if (producer == nullptr) return absl::OkStatus();
+    absl::Status status = producer->status();
+    if (status.ok()) return status;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "buffer ", id, " holds no valid data: the launch that wrote it failed: ",
+        status.message()));
+  }
+
+  static absl::Status CheckArguments(const std::vector<KernelParam>& params,
+                                     const std::vector<LaunchArgument>& args) {
+    if (args.size() != params.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the kernel takes ", params.size(),
+                                                     " arguments, the launch passes ",
+                                                     args.size()));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].kind != params[i].kind ||
+          (args[i].kind == ParamKind::kScalar && args[i].scalar != params[i].scalar)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "argument ", i, " does not match the kernel's parameter \"", params[i].declared_type,
+            "\""));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckLaunchShape(const KernelLaunch& launch) const {
+    const Dim3& block = launch.block;
+    if (launch.grid.volume() != 0 &&
+        (block.volume() == 0 || block.volume() > options_.max_threads_per_block ||
+         block.z > 64)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block (", block.x, ",", block.y, ",", block.z, ") has ", block.volume(),
+          " threads; the device allows 1..", options_.max_threads_per_block,
+          " (and z at most 64)"));
+    }
+    if (launch.dynamic_shared_memory_bytes > options_.max_dynamic_shared_memory_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dynamic shared memory of ", launch.dynamic_shared_memory_bytes,
+          " bytes exceeds the device's ", options_.max_dynamic_shared_memory_bytes));
+    }
+    return absl::OkStatus();
+  }
+
+  // Marks the launch's write and read-write buffers (those of the session) as holding
+  // no valid data because of `cause`.
+  void TaintOutputs(SessionId session, const KernelLaunch& launch, const absl::Status& cause) {
+    for (const LaunchArgument& arg : launch.args) {
+      if (arg.kind != ParamKind::kBuffer || arg.access == BufferAccess::kRead) continue;
+      absl::StatusOr<Buffer*> buffer = Lookup(session, arg.buffer);
+      if (buffer.ok()) (*buffer)->taint = cause;
+    }
   }
 
   absl::StatusOr<Buffer*> Lookup(SessionId session, BufferId id) {

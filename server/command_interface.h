@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "driver/bytes.h"
+#include "driver/kernel_signature.h"
 #include "driver/types.h"
 
 namespace gpucmd {
@@ -30,6 +31,30 @@ using LogicalStream = uint64_t;
 struct PendingRead {
   Bytes bytes;
   absl::AnyInvocable<absl::Status()> wait;
+};
+
+enum class BufferAccess { kRead, kWrite, kReadWrite };
+
+// One argument of a launch, handles not yet resolved.
+struct LaunchArgument {
+  ParamKind kind = ParamKind::kScalar;
+  // kBuffer: the kernel gets the buffer's device address plus `offset_bytes`.
+  BufferId buffer = 0;
+  uint64_t offset_bytes = 0;
+  BufferAccess access = BufferAccess::kReadWrite;
+  // kScalar: the value's bits in the low bytes of `bits`.
+  ScalarKind scalar = ScalarKind::kNone;
+  uint64_t bits = 0;
+};
+
+struct KernelLaunch {
+  KernelId kernel;
+  // The compiled kernel's parameters, or why it has none (its compile failed).
+  absl::StatusOr<std::vector<KernelParam>> params;
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamic_shared_memory_bytes = 0;
+  std::vector<LaunchArgument> args;
 };
 
 struct RelocationReport {
@@ -73,6 +98,12 @@ class CommandInterface {
   virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
                             uint64_t source_offset, BufferId target, uint64_t target_offset,
                             uint64_t size_bytes) = 0;
+  // Enqueues a compiled kernel. Arguments are checked against its parameters first
+  // (INVALID_ARGUMENT); a kernel whose compile failed is skipped before anything is
+  // resolved and its output buffers are tainted (FAILED_PRECONDITION); a zero grid does
+  // nothing.
+  virtual absl::Status Launch(SessionId session, LogicalStream stream,
+                              const KernelLaunch& launch) = 0;
   // Waits for the session's work on `stream` (all its streams when absent); returns the
   // first asynchronous error.
   virtual absl::Status Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;

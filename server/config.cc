@@ -2,6 +2,8 @@
 #include "server/config.h"
 
 #include <cerrno>
+#include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -45,6 +47,17 @@ class ParseErrorCollector : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors_;
 };
 
+// $XDG_CACHE_HOME/gpucmdd, else ~/.cache/gpucmdd, else /tmp/gpucmdd-cache.
+std::string DefaultCacheDirectory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return absl::StrCat(xdg, "/gpucmdd");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.cache/gpucmdd");
+  }
+  return "/tmp/gpucmdd-cache";
+}
+
 absl::Status FieldError(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("field ", field, ": ", problem));
 }
@@ -86,6 +99,11 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     cpu->set_memory_bytes_per_device(kDefaultDeviceMemoryBytes);
   }
   if (!cpu->has_streams_per_device()) cpu->set_streams_per_device(4);
+  if (!cpu->has_kernel_timeout_seconds()) cpu->set_kernel_timeout_seconds(60);
+  if (!cpu->has_executor_workers()) {
+    cpu->set_executor_workers(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (cpu->host_compiler().empty()) cpu->set_host_compiler("g++");
 
   v1::LimitsConfig* limits = config->mutable_limits();
   if (!limits->has_max_message_bytes()) limits->set_max_message_bytes(kDefaultMaxMessageBytes);
@@ -98,6 +116,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!limits->has_session_lease_grace_seconds()) limits->set_session_lease_grace_seconds(5);
 
   v1::CompileConfig* compile = config->mutable_compile();
+  if (compile->cache_dir().empty()) compile->set_cache_dir(DefaultCacheDirectory());
   if (!compile->has_timeout_seconds()) compile->set_timeout_seconds(60);
   if (!compile->has_max_log_bytes()) compile->set_max_log_bytes(64 << 10);
   if (!compile->has_workers()) compile->set_workers(2);
@@ -135,6 +154,12 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   if (cpu.streams_per_device() < 1 || cpu.streams_per_device() > 64) {
     return FieldError("cpu.streams_per_device",
                       absl::StrCat(cpu.streams_per_device(), " is outside 1..64"));
+  }
+  if (cpu.memory_bytes_per_device() > (uint64_t{1} << 40)) {
+    return FieldError("cpu.memory_bytes_per_device", "is above the 1 TiB limit");
+  }
+  if (cpu.kernel_timeout_seconds() == 0) {
+    return FieldError("cpu.kernel_timeout_seconds", "must be positive");
   }
   const v1::LimitsConfig& limits = config.limits();
   if (limits.max_message_bytes() < kMinMaxMessageBytes ||

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "gpucmd/v1/config.pb.h"
 #include "grpcpp/server.h"
+#include "server/compile_cache.h"
 #include "server/http_endpoint.h"
 #include "server/metrics.h"
 #include "server/server_core.h"
@@ -44,6 +45,7 @@ class Daemon {
 
   v1::DaemonConfig config_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<CompileCache> compiler_;
   std::unique_ptr<ServerCore> core_;
   std::unique_ptr<GpuCommandService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/grpc_status.h"
@@ -10,6 +12,8 @@ namespace gpucmd {
 namespace {
 
 using Clock = SessionRegistry::Clock;
+
+constexpr absl::string_view kKernelIdTrailer = "gpucmd-kernel-id";
 
 // Framing and field overhead left free in each streamed chunk.
 constexpr uint64_t kChunkOverheadBytes = 1024;
@@ -69,15 +73,118 @@ absl::StatusOr<CopyLayout> ReadLayout(const v1::ReadRequest& request) {
   return CopyLayout::Contiguous(request.offset_bytes(), request.size_bytes());
 }
 
-constexpr absl::string_view kKernels = "kernels (Compile, Launch)";
+v1::ArgKind ToProto(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::kBuffer:
+      return v1::ARG_KIND_BUFFER;
+    case ParamKind::kScalar:
+      return v1::ARG_KIND_SCALAR;
+    case ParamKind::kTensorMap:
+      return v1::ARG_KIND_TENSOR_MAP;
+  }
+  return v1::ARG_KIND_UNSPECIFIED;
+}
+
+v1::ScalarType ToProto(ScalarKind kind) {
+  switch (kind) {
+    case ScalarKind::kI32:
+      return v1::SCALAR_TYPE_I32;
+    case ScalarKind::kU32:
+      return v1::SCALAR_TYPE_U32;
+    case ScalarKind::kI64:
+      return v1::SCALAR_TYPE_I64;
+    case ScalarKind::kU64:
+      return v1::SCALAR_TYPE_U64;
+    case ScalarKind::kF32:
+      return v1::SCALAR_TYPE_F32;
+    case ScalarKind::kF64:
+      return v1::SCALAR_TYPE_F64;
+    case ScalarKind::kNone:
+      break;
+  }
+  return v1::SCALAR_TYPE_UNSPECIFIED;
+}
+
+Dim3 ToDim3(const v1::Dim3& dim) { return Dim3{dim.x(), dim.y(), dim.z()}; }
+
+BufferAccess ToAccess(v1::Access access) {
+  switch (access) {
+    case v1::ACCESS_READ:
+      return BufferAccess::kRead;
+    case v1::ACCESS_WRITE:
+      return BufferAccess::kWrite;
+    default:
+      return BufferAccess::kReadWrite;  // unspecified: the safe assumption
+  }
+}
+
+// The value's bits in the low bytes of a 64-bit slot.
+template <typename T>
+uint64_t SlotBits(T value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(value));
+  return bits;
+}
+
+LaunchArgument ToLaunchArgument(const v1::KernelArg& arg) {
+  LaunchArgument out;
+  switch (arg.arg_case()) {
+    case v1::KernelArg::kBuffer:
+      out.kind = ParamKind::kBuffer;
+      out.buffer = arg.buffer().buffer();
+      out.offset_bytes = arg.buffer().offset_bytes();
+      out.access = ToAccess(arg.buffer().access());
+      break;
+    case v1::KernelArg::kTensorMap:
+      out.kind = ParamKind::kTensorMap;
+      out.buffer = arg.tensor_map().buffer().buffer();
+      break;
+    case v1::KernelArg::kScalar:
+    case v1::KernelArg::ARG_NOT_SET:
+      out.kind = ParamKind::kScalar;
+      switch (arg.scalar().value_case()) {
+        case v1::ScalarArg::kI32:
+          out.scalar = ScalarKind::kI32;
+          out.bits = SlotBits(arg.scalar().i32());
+          break;
+        case v1::ScalarArg::kU32:
+          out.scalar = ScalarKind::kU32;
+          out.bits = SlotBits(arg.scalar().u32());
+          break;
+        case v1::ScalarArg::kI64:
+          out.scalar = ScalarKind::kI64;
+          out.bits = SlotBits(arg.scalar().i64());
+          break;
+        case v1::ScalarArg::kU64:
+          out.scalar = ScalarKind::kU64;
+          out.bits = SlotBits(arg.scalar().u64());
+          break;
+        case v1::ScalarArg::kF32:
+          out.scalar = ScalarKind::kF32;
+          out.bits = SlotBits(arg.scalar().f32());
+          break;
+        case v1::ScalarArg::kF64:
+          out.scalar = ScalarKind::kF64;
+          out.bits = SlotBits(arg.scalar().f64());
+          break;
+        case v1::ScalarArg::VALUE_NOT_SET:
+          break;
+      }
+      break;
+  }
+  return out;
+}
+
 constexpr absl::string_view kSharedMemory = "shared-memory regions";
 
 }  // namespace
 
 GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
-                                     Metrics* metrics, uint64_t max_message_bytes)
+                                     CompileCache* compiler, Metrics* metrics,
+                                     uint64_t max_message_bytes)
     : devices_(std::move(devices)),
       core_(core),
+      compiler_(compiler),
       metrics_(metrics),
       read_chunk_bytes_(max_message_bytes - kChunkOverheadBytes) {}
 
@@ -477,14 +584,59 @@ grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* GpuCommandService::Compile(grpc::CallbackServerContext* context,
                                                      const v1::CompileRequest* request,
-                                                     v1::CompileResponse*) {
-  return FinishUnary(context, NotYet(ValidateCompile(*request), kKernels));
+                                                     v1::CompileResponse* response) {
+  absl::Status valid = ValidateCompile(*request);
+  if (!valid.ok()) return FinishUnary(context, valid);
+  absl::StatusOr<SessionInfo> session = core_->sessions().Touch(request->session(), Clock::now());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  KernelSource kernel{request->source(), request->entry_point(),
+                      {request->options().begin(), request->options().end()}};
+  // A failed compile is remembered under its id: clients get it in trailing metadata so
+  // a launch of it can be skipped and taint its outputs.
+  context->AddTrailingMetadata(std::string(kKernelIdTrailer), compiler_->IdFor(kernel).hex);
+  compiler_->Compile(std::move(kernel), [reactor, response](
+                                            absl::StatusOr<CompileCache::Result> result) {
+    if (result.ok()) {
+      response->set_kernel_id(result->kernel.id.hex);
+      response->set_cache_hit(result->cache_hit);
+      response->set_log(result->kernel.log);
+      for (const KernelParam& param : result->kernel.params) {
+        v1::KernelParam* out = response->add_params();
+        out->set_kind(ToProto(param.kind));
+        out->set_scalar_type(ToProto(param.scalar));
+        out->set_declared_type(param.declared_type);
+      }
+    }
+    reactor->Finish(ToGrpcStatus(result.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext* context,
                                                     const v1::LaunchRequest* request,
                                                     v1::LaunchResponse*) {
-  return FinishUnary(context, NotYet(ValidateLaunch(*request), kKernels));
+  absl::Status valid = ValidateLaunch(*request);
+  if (!valid.ok()) return FinishUnary(context, valid);
+  KernelLaunch launch;
+  launch.kernel = KernelId{request->kernel_id()};
+  absl::StatusOr<CompiledKernel> compiled = compiler_->Lookup(launch.kernel);
+  if (absl::IsNotFound(compiled.status())) {
+    return FinishUnary(context, absl::FailedPreconditionError(absl::StrCat(
+                                    "kernel ", request->kernel_id(),
+                                    " is not compiled: call Compile first")));
+  }
+  launch.params = compiled.ok() ? absl::StatusOr<std::vector<KernelParam>>(compiled->params)
+                                : absl::StatusOr<std::vector<KernelParam>>(compiled.status());
+  launch.grid = ToDim3(request->grid());
+  launch.block = ToDim3(request->block());
+  launch.dynamic_shared_memory_bytes = request->dynamic_shared_memory_bytes();
+  for (const v1::KernelArg& arg : request->args()) launch.args.push_back(ToLaunchArgument(arg));
+  return RunOnDevice(context, request->session(),
+                     [launch = std::move(launch), stream = request->stream()](
+                         CommandInterface& command, SessionId session) {
+                       return command.Launch(session, stream, launch);
+                     });
 }
 
 // Ordering ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 
 #include "driver/device_description.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/compile_cache.h"
 #include "server/metrics.h"
 #include "server/server_core.h"
 
@@ -28,8 +29,8 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
  public:
   // `core` and `metrics` must outlive the service. Read replies are cut into chunks of
   // at most `max_message_bytes` (minus framing).
-  GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core, Metrics* metrics,
-                    uint64_t max_message_bytes);
+  GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
+                    CompileCache* compiler, Metrics* metrics, uint64_t max_message_bytes);
 
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const v1::ListDevicesRequest* request,
@@ -92,6 +93,7 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
 
   const std::vector<DeviceDescription> devices_;
   ServerCore* const core_;
+  CompileCache* const compiler_;
   Metrics* const metrics_;
   const uint64_t read_chunk_bytes_;
 };

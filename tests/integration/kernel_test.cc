@@ -1,0 +1,460 @@
+// Real CUDA C++ kernels through the real daemon on the CPU driver: each is compiled,
+// launched on random inputs and compared with a reference computed here. Plus the
+// compile and launch rules (errors with logs, skipped launches tainting their outputs,
+// argument and shape checks, the disk cache across restarts) and fault isolation: a
+// kernel that crashes or hangs takes down only the device's executor process.
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+template <typename T>
+std::string ToBytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> FromBytes(const std::string& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+std::vector<float> RandomFloats(size_t count, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& value : values) value = uniform(random);
+  return values;
+}
+
+void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expected,
+                float tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], tolerance) << "at index " << i;
+  }
+}
+
+class KernelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cache_dir_ = new std::string(ShortTempDir() + "/cache"); }
+
+  void SetUp() override { StartDaemon(); }
+
+  void StartDaemon() {
+    session_.reset();
+    client_.reset();
+    daemon_.reset();
+    std::string directory = ShortTempDir();
+    std::string config = directory + "/gpucmdd.textproto";
+    std::ofstream(config) << "cpu { memory_bytes_per_device: " << (256 << 20)
+                          << " kernel_timeout_seconds: 2 executor_workers: 2 }\n"
+                          << "compile { cache_dir: \"" << *cache_dir_ << "\" }\n";
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
+                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    absl::StatusOr<Session> session = client_->OpenSession(0, "kernel-test");
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_.emplace(*std::move(session));
+  }
+
+  std::string MustCompile(const std::string& source, const std::string& entry) {
+    absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(source, entry);
+    EXPECT_TRUE(compiled.ok()) << compiled.status();
+    return compiled.ok() ? compiled->kernel_id() : "";
+  }
+
+  template <typename T>
+  Buffer Upload(const std::vector<T>& values) {
+    absl::StatusOr<Buffer> buffer = session_->Allocate(values.size() * sizeof(T));
+    EXPECT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_TRUE(session_->Write(*buffer, 0, ToBytes(values)).ok());
+    return *std::move(buffer);
+  }
+
+  Buffer Zeros(size_t bytes) {
+    absl::StatusOr<Buffer> buffer = session_->Allocate(bytes);
+    EXPECT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_TRUE(session_->Write(*buffer, 0, std::string(bytes, '\0')).ok());
+    return *std::move(buffer);
+  }
+
+  template <typename T>
+  std::vector<T> Download(const Buffer& buffer) {
+    absl::StatusOr<std::string> bytes = session_->Read(buffer, 0, buffer.size_bytes());
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    return FromBytes<T>(bytes.value_or(""));
+  }
+
+  static std::string* cache_dir_;
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> session_;
+};
+
+std::string* KernelTest::cache_dir_ = nullptr;
+
+constexpr char kVectorAdd[] = R"(
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+TEST_F(KernelTest, VectorAdd) {
+  constexpr int kN = 10000;
+  std::vector<float> a = RandomFloats(kN, 1), b = RandomFloats(kN, 2), expected(kN);
+  for (int i = 0; i < kN; ++i) expected[i] = a[i] + b[i];
+  std::string id = MustCompile(kVectorAdd, "vector_add");
+  Buffer da = Upload(a), db = Upload(b), dc = Zeros(kN * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + 255) / 256), MakeDim3(256)},
+                               {BufferArgument(da, v1::ACCESS_READ),
+                                BufferArgument(db, v1::ACCESS_READ),
+                                BufferArgument(dc, v1::ACCESS_WRITE), Int32Argument(kN)})
+                  .ok());
+  ExpectNear(Download<float>(dc), expected, 0.0f);
+}
+
+TEST_F(KernelTest, Saxpy) {
+  constexpr int kN = 5000;
+  const float alpha = 2.5f;
+  std::vector<float> x = RandomFloats(kN, 3), y = RandomFloats(kN, 4), expected(kN);
+  for (int i = 0; i < kN; ++i) expected[i] = alpha * x[i] + y[i];
+  std::string id = MustCompile(R"(
+    extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y) {
+      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = a * x[i] + y[i];
+    })", "saxpy");
+  Buffer dx = Upload(x), dy = Upload(y);
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(8), MakeDim3(128)},
+                               {Int32Argument(kN), FloatArgument(alpha),
+                                BufferArgument(dx, v1::ACCESS_READ),
+                                BufferArgument(dy, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  ExpectNear(Download<float>(dy), expected, 1e-6f);
+}
+
+TEST_F(KernelTest, TiledMatrixMultiplyWithSharedMemoryAndBarriers) {
+  constexpr int kM = 48, kK = 40, kN = 36, kTile = 16;
+  std::vector<float> a = RandomFloats(kM * kK, 5), b = RandomFloats(kK * kN, 6);
+  std::vector<float> expected(kM * kN, 0.0f);
+  for (int i = 0; i < kM; ++i)
+    for (int j = 0; j < kN; ++j)
+      for (int k = 0; k < kK; ++k) expected[i * kN + j] += a[i * kK + k] * b[k * kN + j];
+  std::string id = MustCompile(R"(
+    #define TILE 16
+    extern "C" __global__ void matmul(const float* A, const float* B, float* C,
+                                      int M, int K, int N) {
+      __shared__ float As[TILE][TILE];
+      __shared__ float Bs[TILE][TILE];
+      int row = blockIdx.y * TILE + threadIdx.y;
+      int col = blockIdx.x * TILE + threadIdx.x;
+      float sum = 0.0f;
+      for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        int ak = t * TILE + threadIdx.x, bk = t * TILE + threadIdx.y;
+        As[threadIdx.y][threadIdx.x] = (row < M && ak < K) ? A[row * K + ak] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (bk < K && col < N) ? B[bk * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) sum += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+      }
+      if (row < M && col < N) C[row * N + col] = sum;
+    })", "matmul");
+  Buffer da = Upload(a), db = Upload(b), dc = Zeros(kM * kN * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id,
+                               {MakeDim3((kN + kTile - 1) / kTile, (kM + kTile - 1) / kTile),
+                                MakeDim3(kTile, kTile)},
+                               {BufferArgument(da, v1::ACCESS_READ),
+                                BufferArgument(db, v1::ACCESS_READ),
+                                BufferArgument(dc, v1::ACCESS_WRITE), Int32Argument(kM),
+                                Int32Argument(kK), Int32Argument(kN)})
+                  .ok());
+  ExpectNear(Download<float>(dc), expected, 1e-4f);
+}
+
+TEST_F(KernelTest, BlockReductionWithSharedMemoryAndAGlobalAtomic) {
+  constexpr int kN = 100000;
+  std::vector<int> values(kN);
+  std::mt19937 random(7);
+  long long expected = 0;
+  for (int& value : values) {
+    value = static_cast<int>(random() % 1000) - 500;
+    expected += value;
+  }
+  std::string id = MustCompile(R"(
+    extern "C" __global__ void reduce_sum(const int* in, int n, unsigned long long* total) {
+      extern __shared__ int partial[];
+      int tid = threadIdx.x;
+      int i = blockIdx.x * blockDim.x * 2 + threadIdx.x;
+      int sum = 0;
+      if (i < n) sum += in[i];
+      if (i + blockDim.x < n) sum += in[i + blockDim.x];
+      partial[tid] = sum;
+      __syncthreads();
+      for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) partial[tid] += partial[tid + s];
+        __syncthreads();
+      }
+      if (tid == 0) atomicAdd(total, (unsigned long long)(long long)partial[0]);
+    })", "reduce_sum");
+  Buffer in = Upload(values), total = Zeros(sizeof(uint64_t));
+  constexpr int kBlock = 256;
+  ASSERT_TRUE(session_->Launch(id,
+                               {MakeDim3((kN + 2 * kBlock - 1) / (2 * kBlock)), MakeDim3(kBlock),
+                                kBlock * sizeof(int)},
+                               {BufferArgument(in, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(total, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  EXPECT_EQ(static_cast<long long>(Download<uint64_t>(total)[0]), expected);
+}
+
+TEST_F(KernelTest, InclusiveScan) {
+  constexpr int kN = 1024;  // one block, Hillis-Steele with double buffering
+  std::vector<float> values = RandomFloats(kN, 8), expected(kN);
+  double running = 0;
+  for (int i = 0; i < kN; ++i) expected[i] = static_cast<float>(running += values[i]);
+  std::string id = MustCompile(R"(
+    extern "C" __global__ void inclusive_scan(const float* in, float* out, int n) {
+      extern __shared__ float buffer[];
+      int tid = threadIdx.x;
+      int from = 0, to = 1;
+      buffer[tid] = tid < n ? in[tid] : 0.0f;
+      __syncthreads();
+      for (int offset = 1; offset < n; offset <<= 1) {
+        float value = buffer[from * n + tid];
+        if (tid >= offset) value += buffer[from * n + tid - offset];
+        buffer[to * n + tid] = value;
+        __syncthreads();
+        from = 1 - from;
+        to = 1 - to;
+      }
+      if (tid < n) out[tid] = buffer[from * n + tid];
+    })", "inclusive_scan");
+  Buffer in = Upload(values), out = Zeros(kN * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(kN), 2 * kN * sizeof(float)},
+                               {BufferArgument(in, v1::ACCESS_READ),
+                                BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(kN)})
+                  .ok());
+  ExpectNear(Download<float>(out), expected, 1e-3f);
+}
+
+TEST_F(KernelTest, HistogramWithSharedAndGlobalAtomics) {
+  constexpr int kN = 200000;
+  std::vector<unsigned char> data(kN);
+  std::mt19937 random(9);
+  std::vector<unsigned> expected(256, 0);
+  for (unsigned char& byte : data) {
+    byte = static_cast<unsigned char>(random() % 256);
+    ++expected[byte];
+  }
+  std::string id = MustCompile(R"(
+    extern "C" __global__ void histogram(const unsigned char* data, int n, unsigned* bins) {
+      __shared__ unsigned local[256];
+      for (int b = threadIdx.x; b < 256; b += blockDim.x) local[b] = 0;
+      __syncthreads();
+      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        atomicAdd(&local[data[i]], 1u);
+      __syncthreads();
+      for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], local[b]);
+    })", "histogram");
+  Buffer in = Upload(data), bins = Zeros(256 * sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(16), MakeDim3(128)},
+                               {BufferArgument(in, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(bins, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<unsigned>(bins), expected);
+}
+
+TEST_F(KernelTest, FivePointStencilOnAPitchedBuffer) {
+  constexpr int kWidth = 50, kHeight = 30, kPitchFloats = 64;
+  std::vector<float> grid = RandomFloats(kWidth * kHeight, 10);
+  std::vector<float> expected(kWidth * kHeight, 0.0f);
+  for (int y = 1; y < kHeight - 1; ++y)
+    for (int x = 1; x < kWidth - 1; ++x)
+      expected[y * kWidth + x] = 0.5f * grid[y * kWidth + x] +
+                                 0.125f * (grid[(y - 1) * kWidth + x] + grid[(y + 1) * kWidth + x] +
+                                           grid[y * kWidth + x - 1] + grid[y * kWidth + x + 1]);
+  std::string id = MustCompile(R"(
+    extern "C" __global__ void stencil(const float* in, float* out, int width, int height,
+                                       unsigned long long pitch_bytes) {
+      int x = blockIdx.x * blockDim.x + threadIdx.x;
+      int y = blockIdx.y * blockDim.y + threadIdx.y;
+      if (x < 1 || y < 1 || x >= width - 1 || y >= height - 1) return;
+      const float* row = (const float*)((const char*)in + y * pitch_bytes);
+      const float* up = (const float*)((const char*)in + (y - 1) * pitch_bytes);
+      const float* down = (const float*)((const char*)in + (y + 1) * pitch_bytes);
+      float* target = (float*)((char*)out + y * pitch_bytes);
+      target[x] = 0.5f * row[x] + 0.125f * (up[x] + down[x] + row[x - 1] + row[x + 1]);
+    })", "stencil");
+  constexpr uint64_t kPitchBytes = kPitchFloats * sizeof(float);
+  Pitched pitched{.width_bytes = kWidth * sizeof(float), .height = kHeight,
+                  .stride_bytes = kPitchBytes};
+  Buffer in = Zeros(kPitchBytes * kHeight), out = Zeros(kPitchBytes * kHeight);
+  ASSERT_TRUE(session_->Write(in, 0, ToBytes(grid), 0, pitched).ok());
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kWidth + 15) / 16, (kHeight + 15) / 16),
+                                    MakeDim3(16, 16)},
+                               {BufferArgument(in, v1::ACCESS_READ),
+                                BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(kWidth),
+                                Int32Argument(kHeight), UInt64Argument(kPitchBytes)})
+                  .ok());
+  absl::StatusOr<std::string> result = session_->ReadPitched(out, 0, pitched);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectNear(FromBytes<float>(*result), expected, 1e-6f);
+}
+
+TEST_F(KernelTest, CompileErrorReturnsTheLog) {
+  absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(
+      "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }", "broken");
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(compiled.status().message()), HasSubstr("undefined_name"));
+  absl::Status unsupported =
+      session_->Compile("extern \"C\" __global__ void k(int* x) { x[0] = __shfl_sync(~0u, 1, 0); }",
+                        "k")
+          .status();
+  EXPECT_EQ(unsupported.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unsupported.message()), HasSubstr("warp shuffles"));
+}
+
+TEST_F(KernelTest, SkippedLaunchTaintsItsOutputsWithTheCompileError) {
+  absl::Status failed = session_->Compile(
+      "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }", "broken")
+                            .status();
+  ASSERT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
+  absl::optional<absl::Cord> id = failed.GetPayload(kKernelIdPayload);
+  ASSERT_TRUE(id.has_value()) << "a failed compile names its kernel id";
+  Buffer out = Upload(std::vector<float>{1, 2, 3});
+  Buffer in = Upload(std::vector<float>{4, 5, 6});
+  absl::Status skipped =
+      session_->Launch(std::string(*id), {MakeDim3(1), MakeDim3(1)},
+                       {BufferArgument(out, v1::ACCESS_WRITE)});
+  EXPECT_EQ(skipped.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(skipped.message()), HasSubstr("undefined_name"));
+  // A later read reports the root cause instead of returning the stale {1, 2, 3}.
+  absl::Status read = session_->Read(out, 0, 12).status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(read.message()), HasSubstr("undefined_name"));
+  // Untouched buffers are fine; rewriting the whole output clears the taint.
+  EXPECT_EQ(Download<float>(in), (std::vector<float>{4, 5, 6}));
+  ASSERT_TRUE(session_->Write(out, 0, ToBytes(std::vector<float>{7, 8, 9})).ok());
+  EXPECT_EQ(Download<float>(out), (std::vector<float>{7, 8, 9}));
+}
+
+TEST_F(KernelTest, LaunchChecksArgumentsAndShapeBeforeRunning) {
+  std::string id = MustCompile(kVectorAdd, "vector_add");
+  Buffer a = Upload(std::vector<float>(4, 1.0f));
+  absl::Status wrong_count =
+      session_->Launch(id, {MakeDim3(1), MakeDim3(4)}, {BufferArgument(a, v1::ACCESS_READ)});
+  EXPECT_EQ(wrong_count.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong_count.message()), HasSubstr("takes 4 arguments"));
+  absl::Status wrong_kind = session_->Launch(
+      id, {MakeDim3(1), MakeDim3(4)},
+      {BufferArgument(a, v1::ACCESS_READ), BufferArgument(a, v1::ACCESS_READ),
+       BufferArgument(a, v1::ACCESS_WRITE), FloatArgument(4.0f)});
+  EXPECT_EQ(wrong_kind.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong_kind.message()), HasSubstr("int n"));
+  std::vector<v1::KernelArg> args = {BufferArgument(a, v1::ACCESS_READ),
+                                     BufferArgument(a, v1::ACCESS_READ),
+                                     BufferArgument(a, v1::ACCESS_WRITE), Int32Argument(4)};
+  absl::Status too_big = session_->Launch(id, {MakeDim3(1), MakeDim3(2048)}, args);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("2048 threads"));
+  EXPECT_EQ(session_->Launch(id, {MakeDim3(1), MakeDim3(4), 1 << 20}, args).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Launch(std::string(64, 'f'), {MakeDim3(1), MakeDim3(4)}, args).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A zero grid does nothing, not even check the buffers' contents.
+  EXPECT_TRUE(session_->Launch(id, {MakeDim3(0, 0, 0), MakeDim3(4)}, args).ok());
+  EXPECT_EQ(Download<float>(a), std::vector<float>(4, 1.0f));
+}
+
+TEST_F(KernelTest, CompiledKernelsSurviveARestartInTheDiskCache) {
+  const std::string source = std::string(kVectorAdd) + "\n// restart test\n";
+  absl::StatusOr<v1::CompileResponse> first = session_->Compile(source, "vector_add");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->cache_hit());
+  StartDaemon();
+  absl::StatusOr<v1::CompileResponse> second = session_->Compile(source, "vector_add");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->cache_hit());
+  EXPECT_EQ(second->kernel_id(), first->kernel_id());
+  // And it runs without being compiled again.
+  Buffer a = Upload(std::vector<float>{1, 2}), b = Upload(std::vector<float>{10, 20});
+  Buffer c = Zeros(2 * sizeof(float));
+  ASSERT_TRUE(session_->Launch(second->kernel_id(), {MakeDim3(1), MakeDim3(2)},
+                               {BufferArgument(a, v1::ACCESS_READ),
+                                BufferArgument(b, v1::ACCESS_READ),
+                                BufferArgument(c, v1::ACCESS_WRITE), Int32Argument(2)})
+                  .ok());
+  EXPECT_EQ(Download<float>(c), (std::vector<float>{11, 22}));
+}
+
+TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions) {
+  absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> kept = other->Allocate(16);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(other->Write(*kept, 0, "bystander-bytes!").ok());
+
+  std::string wild = MustCompile(R"(
+    extern "C" __global__ void wild(float* out) {
+      float* p = (float*)0x10;
+      out[0] = *p;
+    })", "wild");
+  std::string spin = MustCompile(R"(
+    extern "C" __global__ void spin(int* out) {
+      volatile int forever = 1;
+      while (forever) {}
+      out[0] = 1;
+    })", "spin");
+  Buffer out = Zeros(16);
+  ASSERT_TRUE(session_->Launch(wild, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  absl::Status faulted = session_->Synchronize();
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(faulted.message()), HasSubstr("Segmentation fault"));
+  absl::Status tainted = session_->Read(out, 0, 16).status();
+  EXPECT_EQ(tainted.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(tainted.message()), HasSubstr("Segmentation fault"));
+
+  ASSERT_TRUE(session_->Launch(spin, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  absl::Status hung = session_->Synchronize();
+  EXPECT_EQ(hung.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(hung.message()), HasSubstr("time limit"));
+
+  // The other session's memory is intact, and kernels run again on a new executor.
+  EXPECT_EQ(other->Read(*kept, 0, 16).value(), "bystander-bytes!");
+  std::string add = MustCompile(kVectorAdd, "vector_add");
+  Buffer a = Upload(std::vector<float>{1}), b = Upload(std::vector<float>{2});
+  ASSERT_TRUE(session_->Launch(add, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(a, v1::ACCESS_READ),
+                                BufferArgument(b, v1::ACCESS_READ),
+                                BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(1)})
+                  .ok());
+  EXPECT_EQ(Download<float>(out)[0], 3.0f);
+}
+
+}  // namespace
+}  // namespace gpucmd
