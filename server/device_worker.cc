@@ -30,6 +30,10 @@ absl::Status DeviceWorker::Submit(SessionKey session, Task task) {
   return pushed;
 }
 
+void DeviceWorker::Defer(absl::AnyInvocable<void()> action) {
+  deferred_.push_back(std::move(action));
+}
+
 void DeviceWorker::Complete(absl::AnyInvocable<absl::Status()> wait,
                             absl::AnyInvocable<void(absl::Status)> done) {
   metrics_->CommandsInFlight(options_.ordinal).Increment();
@@ -127,6 +131,8 @@ void DeviceWorker::RunTask(CommandInterface& command, Task task) {
   task(command);
   metrics_->CommandsInFlight(options_.ordinal).Decrement();
   PublishUsage(command);
+  for (absl::AnyInvocable<void()>& action : deferred_) action();
+  deferred_.clear();
 }
 
 void DeviceWorker::PublishUsage(const CommandInterface& command) {

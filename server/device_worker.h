@@ -12,6 +12,7 @@
 // completion thread.
 
 #include <deque>
+#include <vector>
 #include <memory>
 #include <thread>
 
@@ -44,6 +45,11 @@ class DeviceWorker {
   // Queues `task` for the device thread. RESOURCE_EXHAUSTED when the device's queue or
   // the session's share is full; UNAVAILABLE when the device failed to start or stops.
   absl::Status Submit(SessionKey session, Task task);
+
+  // Called by tasks (device thread only): runs `action` once the task has finished and
+  // the usage figures include its effects, so a reply sent there is never ahead of
+  // GetStats.
+  void Defer(absl::AnyInvocable<void()> action);
 
   // Called by tasks: runs `wait` off the device thread, then `done` with its result.
   void Complete(absl::AnyInvocable<absl::Status()> wait,
@@ -88,6 +94,9 @@ class DeviceWorker {
   std::deque<Completion> completions_ ABSL_GUARDED_BY(completion_mutex_);
   bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
   bool completion_running_ ABSL_GUARDED_BY(completion_mutex_) = false;
+
+  // Actions of the running task, run after it (device thread only; no lock).
+  std::vector<absl::AnyInvocable<void()>> deferred_;
 
   std::thread completion_thread_;
   std::thread device_thread_;

@@ -195,10 +195,12 @@ grpc::ServerUnaryReactor* GpuCommandService::RunOnDevice(grpc::CallbackServerCon
   if (!session.ok()) return FinishUnary(context, session.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   SessionId id = session->id;
-  absl::Status queued = core_->worker(session->device).Submit(
-      id, [reactor, context, id, work = std::move(work)](CommandInterface& command) mutable {
+  DeviceWorker* worker = &core_->worker(session->device);
+  absl::Status queued = worker->Submit(
+      id, [reactor, context, id, worker, work = std::move(work)](CommandInterface& command) mutable {
         absl::Status abandoned = CallAbandoned(context);
-        reactor->Finish(ToGrpcStatus(abandoned.ok() ? work(command, id) : abandoned));
+        grpc::Status status = ToGrpcStatus(abandoned.ok() ? work(command, id) : abandoned);
+        worker->Defer([reactor, status] { reactor->Finish(status); });
       });
   if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
   return reactor;
@@ -231,10 +233,11 @@ grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
                                                     "never opened)"));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status queued = core_->worker(session->device).Submit(
-      session->id, [reactor, response, id = session->id](CommandInterface& command) {
+  DeviceWorker* worker = &core_->worker(session->device);
+  absl::Status queued = worker->Submit(
+      session->id, [reactor, response, worker, id = session->id](CommandInterface& command) {
         response->set_reclaimed_bytes(command.CloseSession(id));
-        reactor->Finish(grpc::Status::OK);
+        worker->Defer([reactor] { reactor->Finish(grpc::Status::OK); });
       });
   if (!queued.ok()) {
     core_->Reclaim(*session);  // the memory is reclaimed later; the session is closed now
@@ -433,17 +436,17 @@ class GpuCommandService::WriteReactor final : public grpc::ServerReadReactor<v1:
                        data_.size(), " (client went away?)"))));
       return;
     }
-    absl::Status queued = core_->worker(session_.device).Submit(
-        session_.id, [this](CommandInterface& command) {
-          absl::Status status = CallAbandoned(context_);
-          if (status.ok()) {
-            uint64_t size = data_.size();
-            status = command.Write(session_.id, header_->stream(), header_->buffer(), layout_,
-                                   std::move(data_));
-            if (status.ok()) response_->set_bytes_written(size);
-          }
-          Finish(ToGrpcStatus(status));
-        });
+    DeviceWorker* worker = &core_->worker(session_.device);
+    absl::Status queued = worker->Submit(session_.id, [this, worker](CommandInterface& command) {
+      absl::Status status = CallAbandoned(context_);
+      if (status.ok()) {
+        uint64_t size = data_.size();
+        status = command.Write(session_.id, header_->stream(), header_->buffer(), layout_,
+                               std::move(data_));
+        if (status.ok()) response_->set_bytes_written(size);
+      }
+      worker->Defer([this, status] { Finish(ToGrpcStatus(status)); });
+    });
     if (!queued.ok()) Finish(ToGrpcStatus(queued));
   }
 
@@ -566,15 +569,18 @@ grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerCont
                                     "device ", request->device(), " does not exist")));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status queued = core_->worker(request->device()).Submit(
-      kAdminSessionKey, [reactor, response](CommandInterface& command) {
+  DeviceWorker* worker = &core_->worker(request->device());
+  absl::Status queued = worker->Submit(
+      kAdminSessionKey, [reactor, response, worker](CommandInterface& command) {
         absl::StatusOr<RelocationReport> report = command.Relocate();
         if (report.ok()) {
           response->set_pages_relocated(report->pages_relocated);
           response->set_allocations_moved(report->allocations_moved);
           response->set_bytes_moved(report->bytes_moved);
         }
-        reactor->Finish(ToGrpcStatus(report.status()));
+        worker->Defer([reactor, status = ToGrpcStatus(report.status())] {
+          reactor->Finish(status);
+        });
       });
   if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
   return reactor;

@@ -201,14 +201,12 @@ TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {
 
 TEST_F(DaemonTest, UnbuiltCapabilitiesAreUnimplementedWithAReason) {
   grpc::ClientContext context;
-  v1::CompileRequest compile;
-  compile.set_session("s");
-  compile.set_source("extern \"C\" __global__ void k() {}");
-  compile.set_entry_point("k");
-  v1::CompileResponse compiled;
-  grpc::Status status = client_->stub().Compile(&context, compile, &compiled);
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session("s");
+  v1::RegisterSharedMemoryResponse response;
+  grpc::Status status = client_->stub().RegisterSharedMemory(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("kernels"));
+  EXPECT_THAT(status.error_message(), HasSubstr("shared-memory regions"));
 }
 
 TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
