@@ -28,14 +28,6 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// A streaming reactor that finishes at once with a fixed status and frees itself.
-template <typename Reactor>
-class FinishedReactor final : public Reactor {
- public:
-  explicit FinishedReactor(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
-};
-
 // UNIMPLEMENTED naming the missing capability, after the request's shape is checked.
 absl::Status NotYet(const absl::Status& validation, absl::string_view capability) {
   if (!validation.ok()) return validation;
@@ -176,6 +168,42 @@ LaunchArgument ToLaunchArgument(const v1::KernelArg& arg) {
 }
 
 constexpr absl::string_view kSharedMemory = "shared-memory regions";
+
+// The device-thread half of each command, shared by the unary RPCs and Submit.
+
+absl::Status RunAllocate(CommandInterface& command, SessionId session,
+                         const v1::AllocateRequest& request, v1::AllocateResponse* response) {
+  absl::StatusOr<BufferId> id = command.Allocate(session, request.size_bytes());
+  if (id.ok()) response->set_buffer(*id);
+  return id.status();
+}
+
+absl::Status RunCopy(CommandInterface& command, SessionId session,
+                     const v1::CopyRequest& request) {
+  return command.Copy(session, request.stream(), request.source_buffer(),
+                      request.source_offset_bytes(), request.target_buffer(),
+                      request.target_offset_bytes(), request.size_bytes());
+}
+
+absl::Status RunSynchronize(CommandInterface& command, SessionId session,
+                            const v1::SynchronizeRequest& request) {
+  std::optional<LogicalStream> stream;
+  if (request.has_stream()) stream = request.stream();
+  return command.Synchronize(session, stream);
+}
+
+absl::StatusOr<CopyLayout> WriteLayout(const v1::WriteHeader& header, uint64_t size) {
+  if (!header.has_pitched()) return CopyLayout::Contiguous(header.offset_bytes(), size);
+  const v1::PitchedLayout& pitched = header.pitched();
+  CopyLayout layout = CopyLayout::Pitched(header.offset_bytes(), pitched.width_bytes(),
+                                          pitched.height(), pitched.stride_bytes());
+  if (layout.host_bytes() != size) {
+    return absl::InvalidArgumentError(absl::StrCat("pitched write carries ", size,
+                                                   " bytes but its layout holds ",
+                                                   layout.host_bytes()));
+  }
+  return layout;
+}
 
 }  // namespace
 
@@ -340,10 +368,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Allocate(grpc::CallbackServerContex
   if (!valid.ok()) return FinishUnary(context, valid);
   return RunOnDevice(context, request->session(),
                      [request, response](CommandInterface& command, SessionId session) {
-                       absl::StatusOr<BufferId> id =
-                           command.Allocate(session, request->size_bytes());
-                       if (id.ok()) response->set_buffer(*id);
-                       return id.status();
+                       return RunAllocate(command, session, *request, response);
                      });
 }
 
@@ -409,18 +434,7 @@ class GpuCommandService::WriteReactor final : public grpc::ServerReadReactor<v1:
           absl::StrCat("write of ", header_->inline_size_bytes(), " bytes exceeds the device's ",
                        capacity, " bytes"));
     }
-    if (header_->has_pitched()) {
-      const v1::PitchedLayout& pitched = header_->pitched();
-      layout_ = CopyLayout::Pitched(header_->offset_bytes(), pitched.width_bytes(),
-                                    pitched.height(), pitched.stride_bytes());
-      if (layout_.host_bytes() != header_->inline_size_bytes()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "pitched write declares ", header_->inline_size_bytes(), " bytes but its layout holds ",
-            layout_.host_bytes()));
-      }
-    } else {
-      layout_ = CopyLayout::Contiguous(header_->offset_bytes(), header_->inline_size_bytes());
-    }
+    ASSIGN_OR_RETURN(layout_, WriteLayout(*header_, header_->inline_size_bytes()));
     data_.reserve(header_->inline_size_bytes());
     return absl::OkStatus();
   }
@@ -554,10 +568,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* c
   if (!valid.ok()) return FinishUnary(context, valid);
   return RunOnDevice(context, request->session(),
                      [request](CommandInterface& command, SessionId session) {
-                       return command.Copy(session, request->stream(), request->source_buffer(),
-                                           request->source_offset_bytes(),
-                                           request->target_buffer(),
-                                           request->target_offset_bytes(), request->size_bytes());
+                       return RunCopy(command, session, *request);
                      });
 }
 
@@ -624,25 +635,34 @@ grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext*
                                                     v1::LaunchResponse*) {
   absl::Status valid = ValidateLaunch(*request);
   if (!valid.ok()) return FinishUnary(context, valid);
-  KernelLaunch launch;
-  launch.kernel = KernelId{request->kernel_id()};
-  absl::StatusOr<CompiledKernel> compiled = compiler_->Lookup(launch.kernel);
-  if (absl::IsNotFound(compiled.status())) {
-    return FinishUnary(context, absl::FailedPreconditionError(absl::StrCat(
-                                    "kernel ", request->kernel_id(),
-                                    " is not compiled: call Compile first")));
-  }
-  launch.params = compiled.ok() ? absl::StatusOr<std::vector<KernelParam>>(compiled->params)
-                                : absl::StatusOr<std::vector<KernelParam>>(compiled.status());
-  launch.grid = ToDim3(request->grid());
-  launch.block = ToDim3(request->block());
-  launch.dynamic_shared_memory_bytes = request->dynamic_shared_memory_bytes();
-  for (const v1::KernelArg& arg : request->args()) launch.args.push_back(ToLaunchArgument(arg));
+  absl::StatusOr<KernelLaunch> launch = PrepareLaunch(*request);
+  if (!launch.ok()) return FinishUnary(context, launch.status());
   return RunOnDevice(context, request->session(),
-                     [launch = std::move(launch), stream = request->stream()](
+                     [launch = *std::move(launch), stream = request->stream()](
                          CommandInterface& command, SessionId session) {
                        return command.Launch(session, stream, launch);
                      });
+}
+
+absl::StatusOr<KernelLaunch> GpuCommandService::PrepareLaunch(
+    const v1::LaunchRequest& request) const {
+  KernelLaunch launch;
+  launch.kernel = KernelId{request.kernel_id()};
+  absl::StatusOr<CompiledKernel> compiled = compiler_->Lookup(launch.kernel);
+  if (absl::IsNotFound(compiled.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "kernel ", request.kernel_id(), " is not compiled: call Compile first"));
+  }
+  if (compiled.ok()) {
+    launch.params = compiled->params;
+  } else {
+    launch.params = compiled.status();  // the launch is skipped; its outputs tainted
+  }
+  launch.grid = ToDim3(request.grid());
+  launch.block = ToDim3(request.block());
+  launch.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes();
+  for (const v1::KernelArg& arg : request.args()) launch.args.push_back(ToLaunchArgument(arg));
+  return launch;
 }
 
 // Ordering ------------------------------------------------------------------------------
@@ -652,18 +672,255 @@ grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerCon
                                                          v1::SynchronizeResponse*) {
   absl::Status valid = ValidateSessionToken(request->session());
   if (!valid.ok()) return FinishUnary(context, valid);
-  std::optional<LogicalStream> stream;
-  if (request->has_stream()) stream = request->stream();
   return RunOnDevice(context, request->session(),
-                     [stream](CommandInterface& command, SessionId session) {
-                       return command.Synchronize(session, stream);
+                     [request](CommandInterface& command, SessionId session) {
+                       return RunSynchronize(command, session, *request);
                      });
 }
 
+// Batches of commands on one stream. A batch runs in order and is answered as a whole:
+// consecutive commands of one session run as one device task (one queue hop for the
+// lot); a compile runs on the compile pool between them; reads finish off the device
+// thread. One batch is in flight per stream.
+class GpuCommandService::SubmitReactor final
+    : public grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse> {
+ public:
+  SubmitReactor(GpuCommandService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    response_.Clear();
+    for (const v1::Command& command : request_.commands()) {
+      response_.add_replies()->set_sequence(command.sequence());
+    }
+    next_ = 0;
+    RunNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(ToGrpcStatus(absl::CancelledError("the client stopped reading replies")));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  static void SetStatus(v1::CommandReply* reply, const absl::Status& status) {
+    reply->mutable_status()->set_code(static_cast<int>(status.code()));
+    reply->mutable_status()->set_message(std::string(status.message()));
+  }
+
+  static const std::string& SessionOf(const v1::Command& command) {
+    switch (command.command_case()) {
+      case v1::Command::kAllocate:
+        return command.allocate().session();
+      case v1::Command::kFree:
+        return command.free().session();
+      case v1::Command::kWrite:
+        return command.write().header().session();
+      case v1::Command::kRead:
+        return command.read().session();
+      case v1::Command::kCopy:
+        return command.copy().session();
+      case v1::Command::kCompile:
+        return command.compile().session();
+      case v1::Command::kLaunch:
+        return command.launch().session();
+      case v1::Command::kSynchronize:
+        return command.synchronize().session();
+      case v1::Command::COMMAND_NOT_SET:
+        break;
+    }
+    static const std::string* const kNone = new std::string();
+    return *kNone;
+  }
+
+  // Runs the batch from `next_`; writes the replies after the last command.
+  void RunNext() {
+    const int count = request_.commands_size();
+    if (next_ >= count) {
+      StartWrite(&response_);
+      return;
+    }
+    const v1::Command& first = request_.commands(next_);
+    v1::CommandReply* reply = response_.mutable_replies(next_);
+    absl::Status abandoned = CallAbandoned(context_);
+    absl::StatusOr<SessionInfo> session =
+        abandoned.ok() ? service_->core_->sessions().Touch(SessionOf(first), Clock::now())
+                       : absl::StatusOr<SessionInfo>(abandoned);
+    if (first.command_case() == v1::Command::COMMAND_NOT_SET) {
+      session = absl::InvalidArgumentError("empty command");
+    }
+    if (!session.ok()) {
+      SetStatus(reply, session.status());
+      ++next_;
+      RunNext();
+      return;
+    }
+    if (first.command_case() == v1::Command::kCompile) {
+      RunCompile(first.compile(), reply);
+      return;
+    }
+    int end = next_;
+    while (end < count && request_.commands(end).command_case() != v1::Command::kCompile &&
+           request_.commands(end).command_case() != v1::Command::COMMAND_NOT_SET &&
+           SessionOf(request_.commands(end)) == SessionOf(first)) {
+      ++end;
+    }
+    RunOnDevice(*session, next_, end);
+  }
+
+  void RunCompile(const v1::CompileRequest& request, v1::CommandReply* reply) {
+    absl::Status valid = ValidateCompile(request);
+    if (!valid.ok()) {
+      SetStatus(reply, valid);
+      ++next_;
+      RunNext();
+      return;
+    }
+    KernelSource kernel{request.source(), request.entry_point(),
+                        {request.options().begin(), request.options().end()}};
+    service_->compiler_->Compile(
+        std::move(kernel), [this, reply](absl::StatusOr<CompileCache::Result> result) {
+          if (result.ok()) {
+            v1::CompileResponse* compiled = reply->mutable_compile();
+            compiled->set_kernel_id(result->kernel.id.hex);
+            compiled->set_cache_hit(result->cache_hit);
+            compiled->set_log(result->kernel.log);
+          }
+          SetStatus(reply, result.status());
+          ++next_;
+          RunNext();
+        });
+  }
+
+  // Commands [begin, end) of one session, in one device task.
+  void RunOnDevice(const SessionInfo& session, int begin, int end) {
+    // Launches are resolved against the compile cache first, off the device thread.
+    std::vector<absl::StatusOr<KernelLaunch>> launches(end - begin,
+                                                       absl::UnknownError("not a launch"));
+    for (int i = begin; i < end; ++i) {
+      const v1::Command& command = request_.commands(i);
+      if (command.has_launch()) {
+        absl::Status valid = ValidateLaunch(command.launch());
+        launches[i - begin] = valid.ok() ? service_->PrepareLaunch(command.launch())
+                                         : absl::StatusOr<KernelLaunch>(valid);
+      }
+    }
+    DeviceWorker* worker = &service_->core_->worker(session.device);
+    absl::Status queued = worker->Submit(
+        session.id, [this, worker, session, begin, end,
+                     launches = std::move(launches)](CommandInterface& command) mutable {
+          auto reads = std::make_shared<std::vector<std::pair<int, PendingRead>>>();
+          for (int i = begin; i < end; ++i) {
+            absl::StatusOr<PendingRead> read = absl::UnknownError("not a read");
+            absl::Status status =
+                Execute(command, session.id, request_.commands(i), launches[i - begin], &read,
+                        response_.mutable_replies(i));
+            if (request_.commands(i).has_read() && status.ok()) {
+              reads->emplace_back(i, *std::move(read));
+            }
+            SetStatus(response_.mutable_replies(i), status);
+          }
+          worker->Complete(
+              [reads] {
+                for (auto& [index, read] : *reads) read.wait().IgnoreError();
+                return absl::OkStatus();
+              },
+              [this, reads, end](absl::Status) {
+                for (auto& [index, read] : *reads) {
+                  v1::CommandReply* reply = response_.mutable_replies(index);
+                  absl::Status status = read.wait();  // complete: returns at once
+                  if (status.ok()) {
+                    reply->mutable_read()->set_total_bytes(read.bytes.size());
+                    reply->mutable_read()->set_data(
+                        reinterpret_cast<const char*>(read.bytes.data()), read.bytes.size());
+                  }
+                  SetStatus(reply, status);
+                }
+                reads->clear();
+                next_ = end;
+                RunNext();
+              });
+        });
+    if (!queued.ok()) {
+      for (int i = begin; i < end; ++i) SetStatus(response_.mutable_replies(i), queued);
+      next_ = end;
+      RunNext();
+    }
+  }
+
+  // One command on the device thread. Reads only enqueue; their bytes come later.
+  static absl::Status Execute(CommandInterface& command, SessionId session,
+                              const v1::Command& request,
+                              const absl::StatusOr<KernelLaunch>& launch,
+                              absl::StatusOr<PendingRead>* read, v1::CommandReply* reply) {
+    switch (request.command_case()) {
+      case v1::Command::kAllocate: {
+        RETURN_IF_ERROR(ValidateAllocate(request.allocate()));
+        return RunAllocate(command, session, request.allocate(), reply->mutable_allocate());
+      }
+      case v1::Command::kFree:
+        reply->mutable_free();
+        return command.Free(session, request.free().buffer());
+      case v1::Command::kWrite: {
+        const v1::WriteRequest& write = request.write();
+        if (write.header().has_shared_memory()) return NotYet(absl::OkStatus(), kSharedMemory);
+        RETURN_IF_ERROR(ValidatePitchedLayoutIfAny(write.header()));
+        ASSIGN_OR_RETURN(CopyLayout layout, WriteLayout(write.header(), write.data().size()));
+        RETURN_IF_ERROR(command.Write(session, write.header().stream(), write.header().buffer(),
+                                      layout, write.data()));
+        reply->mutable_write()->set_bytes_written(write.data().size());
+        return absl::OkStatus();
+      }
+      case v1::Command::kRead: {
+        RETURN_IF_ERROR(ValidateRead(request.read()));
+        if (request.read().has_shared_memory()) return NotYet(absl::OkStatus(), kSharedMemory);
+        ASSIGN_OR_RETURN(CopyLayout layout, ReadLayout(request.read()));
+        *read = command.Read(session, request.read().stream(), request.read().buffer(), layout);
+        return read->status();
+      }
+      case v1::Command::kCopy:
+        RETURN_IF_ERROR(ValidateCopy(request.copy()));
+        reply->mutable_copy();
+        return RunCopy(command, session, request.copy());
+      case v1::Command::kLaunch:
+        RETURN_IF_ERROR(launch.status());
+        reply->mutable_launch();
+        return command.Launch(session, request.launch().stream(), *launch);
+      case v1::Command::kSynchronize:
+        reply->mutable_synchronize();
+        return RunSynchronize(command, session, request.synchronize());
+      case v1::Command::kCompile:
+      case v1::Command::COMMAND_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError("unexpected command in a device batch");
+  }
+
+  static absl::Status ValidatePitchedLayoutIfAny(const v1::WriteHeader& header) {
+    return header.has_pitched() ? ValidatePitchedLayout(header.pitched()) : absl::OkStatus();
+  }
+
+  GpuCommandService* const service_;
+  grpc::CallbackServerContext* const context_;
+  v1::SubmitRequest request_;
+  v1::SubmitResponse response_;
+  int next_ = 0;
+};
+
 grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandService::Submit(
-    grpc::CallbackServerContext*) {
-  return new FinishedReactor<grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>>(
-      NotYet(absl::OkStatus(), "command batches (Submit)"));
+    grpc::CallbackServerContext* context) {
+  return new SubmitReactor(this, context);
 }
 
 // Shared memory -------------------------------------------------------------------------

@@ -84,6 +84,11 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
   class WriteReactor;
   class ReadReactor;
   class KeepAliveReactor;
+  class SubmitReactor;
+
+  // A launch with its kernel's parameters looked up (or the reason it will be skipped).
+  // FAILED_PRECONDITION when the kernel was never compiled.
+  absl::StatusOr<KernelLaunch> PrepareLaunch(const v1::LaunchRequest& request) const;
 
   // Resolves `token` and queues `work(command, session)` on the session's device; the
   // call finishes with the status `work` returns.

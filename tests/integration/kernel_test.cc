@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
@@ -454,6 +455,78 @@ TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions
                                 BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(1)})
                   .ok());
   EXPECT_EQ(Download<float>(out)[0], 3.0f);
+}
+
+TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  const std::string token = session_->token();
+  v1::SubmitRequest first;
+  uint64_t sequence = 100;
+  auto add = [&](v1::SubmitRequest& batch) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(sequence++);
+    return command;
+  };
+  v1::CompileRequest* compile = add(first)->mutable_compile();
+  compile->set_session(token);
+  compile->set_source(std::string(kVectorAdd) + "// batch\n");
+  compile->set_entry_point("vector_add");
+  for (int i = 0; i < 3; ++i) {
+    v1::AllocateRequest* allocate = add(first)->mutable_allocate();
+    allocate->set_session(token);
+    allocate->set_size_bytes(4 * sizeof(float));
+  }
+  ASSERT_TRUE(stream->Write(first));
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(replies.replies(i).sequence(), 100u + i);
+    EXPECT_EQ(replies.replies(i).status().code(), 0) << replies.replies(i).status().message();
+  }
+  std::string kernel = replies.replies(0).compile().kernel_id();
+  uint64_t a = replies.replies(1).allocate().buffer();
+  uint64_t b = replies.replies(2).allocate().buffer();
+  uint64_t c = replies.replies(3).allocate().buffer();
+
+  v1::SubmitRequest second;
+  for (auto [buffer, values] : {std::pair{a, std::vector<float>{1, 2, 3, 4}},
+                                std::pair{b, std::vector<float>{10, 20, 30, 40}}}) {
+    v1::WriteRequest* write = add(second)->mutable_write();
+    write->mutable_header()->set_session(token);
+    write->mutable_header()->set_buffer(buffer);
+    write->mutable_header()->set_inline_size_bytes(16);
+    write->set_data(ToBytes(values));
+  }
+  v1::LaunchRequest* launch = add(second)->mutable_launch();
+  launch->set_session(token);
+  launch->set_kernel_id(kernel);
+  *launch->mutable_grid() = MakeDim3(1);
+  *launch->mutable_block() = MakeDim3(4);
+  launch->mutable_args()->Add()->mutable_buffer()->set_buffer(a);
+  launch->mutable_args()->Add()->mutable_buffer()->set_buffer(b);
+  launch->mutable_args()->Add()->mutable_buffer()->set_buffer(c);
+  launch->mutable_args()->Add()->mutable_scalar()->set_i32(4);
+  v1::ReadRequest* read = add(second)->mutable_read();
+  read->set_session(token);
+  read->set_buffer(c);
+  read->set_size_bytes(16);
+  v1::FreeRequest* bogus = add(second)->mutable_free();
+  bogus->set_session(token);
+  bogus->set_buffer(987654);
+  ASSERT_TRUE(stream->Write(second));
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), 5);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(replies.replies(i).status().code(), 0) << i << ": "
+                                                     << replies.replies(i).status().message();
+  }
+  EXPECT_EQ(FromBytes<float>(replies.replies(3).read().data()),
+            (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ(replies.replies(4).status().code(), static_cast<int>(absl::StatusCode::kNotFound));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace
