@@ -316,5 +316,87 @@ TEST_F(CommandTest, ClosingASessionReclaimsEverything) {
   EXPECT_EQ(after.memory_used_bytes, 4096u);
 }
 
+// Launch rules that hold before any kernel runs (this backend has no executor).
+class CommandLaunchTest : public CommandTest {
+ protected:
+  static KernelLaunch VectorAdd(absl::StatusOr<std::vector<KernelParam>> params, BufferId a,
+                                BufferId b, BufferId out) {
+    KernelLaunch launch;
+    launch.kernel = KernelId{"feedface"};
+    launch.params = std::move(params);
+    launch.grid = {1, 1, 1};
+    launch.block = {4, 1, 1};
+    launch.args = {{.kind = ParamKind::kBuffer, .buffer = a, .access = BufferAccess::kRead},
+                   {.kind = ParamKind::kBuffer, .buffer = b, .access = BufferAccess::kRead},
+                   {.kind = ParamKind::kBuffer, .buffer = out, .access = BufferAccess::kWrite},
+                   {.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32, .bits = 4}};
+    return launch;
+  }
+
+  static std::vector<KernelParam> VectorAddParams() {
+    return {{ParamKind::kBuffer, ScalarKind::kNone, "const float* a"},
+            {ParamKind::kBuffer, ScalarKind::kNone, "const float* b"},
+            {ParamKind::kBuffer, ScalarKind::kNone, "float* out"},
+            {ParamKind::kScalar, ScalarKind::kI32, "int n"}};
+  }
+};
+
+TEST_F(CommandLaunchTest, FailedCompileIsSkippedAndTaintsOnlyItsOutputs) {
+  BufferId a = MustAllocate(16), b = MustAllocate(16), out = MustAllocate(16);
+  ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, 16), "aaaaaaaaaaaaaaaa").ok());
+  absl::Status skipped = command_->Launch(
+      kSession, 0,
+      VectorAdd(absl::FailedPreconditionError("kernel.cu:3: error: 'y' was not declared"), a, b,
+                out));
+  EXPECT_EQ(skipped.code(), absl::StatusCode::kFailedPrecondition);
+  absl::Status read = ReadAll(out, 16).status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(read.message()), HasSubstr("'y' was not declared"));
+  EXPECT_EQ(ReadAll(a, 16).value(), "aaaaaaaaaaaaaaaa") << "inputs stay valid";
+  // A copy from the tainted buffer is refused too; rewriting it whole clears the taint.
+  EXPECT_EQ(command_->Copy(kSession, 0, out, 0, b, 0, 16).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(command_->Write(kSession, 0, out, CopyLayout::Contiguous(0, 16), "bbbbbbbbbbbbbbbb").ok());
+  EXPECT_EQ(ReadAll(out, 16).value(), "bbbbbbbbbbbbbbbb");
+}
+
+TEST_F(CommandLaunchTest, ArgumentsAreCheckedBeforeAnythingIsResolved) {
+  // Unknown buffers: a mismatch must be reported before any lookup would fail.
+  KernelLaunch launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args.pop_back();
+  absl::Status count = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(count.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(count.message()), HasSubstr("takes 4 arguments, the launch passes 3"));
+  launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args[3].scalar = ScalarKind::kF32;
+  EXPECT_THAT(std::string(command_->Launch(kSession, 0, launch).message()), HasSubstr("int n"));
+  launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args[0].kind = ParamKind::kScalar;
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  // With the right shape, the unknown buffers are what is wrong.
+  EXPECT_EQ(command_->Launch(kSession, 0, VectorAdd(VectorAddParams(), 901, 902, 903)).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(CommandLaunchTest, ShapeLimitsAndZeroGrid) {
+  BufferId a = MustAllocate(16), b = MustAllocate(16), out = MustAllocate(16);
+  KernelLaunch launch = VectorAdd(VectorAddParams(), a, b, out);
+  launch.block = {32, 64, 1};  // 2048 threads
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  launch.block = {4, 1, 1};
+  launch.dynamic_shared_memory_bytes = 1 << 20;
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  launch.dynamic_shared_memory_bytes = 0;
+  launch.grid = {0, 0, 0};
+  // This backend has no executor: reaching the driver would fail, so OK proves the
+  // zero grid returned first.
+  EXPECT_TRUE(command_->Launch(kSession, 0, launch).ok());
+  launch.grid = {1, 1, 1};
+  absl::Status refused = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadAll(out, 16).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "a launch the driver refused taints its outputs";
+}
+
 }  // namespace
 }  // namespace gpucmd

@@ -1,0 +1,123 @@
+// Runs real kernel modules in the real executor process over a device-memory mapping,
+// from several threads at once, including kernels that crash or hang.
+
+#include "driver/cpu/kernel_executor.h"
+
+#include <cstring>
+#include <thread>
+
+#include "driver/cpu/cpu_compiler.h"
+#include "driver/cpu/cpu_device_memory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ExecutorPath() {
+  return std::string(getenv("TEST_SRCDIR")) + "/gpucmdd/driver/cpu/gpucmd-kernel-executor";
+}
+
+std::string Build(const std::string& name, const std::string& source) {
+  std::string path = std::string(getenv("TEST_TMPDIR")) + "/" + name + ".so";
+  absl::StatusOr<CompileOutput> output = CompileCpuKernel(source, name, {}, path, {});
+  EXPECT_TRUE(output.ok()) << output.status();
+  return path;
+}
+
+class KernelExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto memory = CpuDeviceMemory::Create(16 << 20, 0);
+    ASSERT_TRUE(memory.ok()) << memory.status();
+    memory_ = *std::move(memory);
+    executor_ = std::make_unique<KernelExecutor>(KernelExecutor::Options{
+        .executor_path = ExecutorPath(),
+        .memfd = memory_->memfd(),
+        .base = reinterpret_cast<uint64_t>(memory_->base()),
+        .size_bytes = memory_->capacity_bytes(),
+        .workers = 2,
+        .kernel_timeout = std::chrono::milliseconds(1500)});
+  }
+
+  std::unique_ptr<CpuDeviceMemory> memory_;
+  std::unique_ptr<KernelExecutor> executor_;
+};
+
+constexpr char kFill[] = R"(
+  extern "C" __global__ void fill(int* out, int value) {
+    out[blockIdx.x * blockDim.x + threadIdx.x] = value + blockIdx.x;
+  })";
+
+constexpr char kReverse[] = R"(
+  extern "C" __global__ void reverse(int* data) {
+    __shared__ int tile[256];
+    int t = threadIdx.x;
+    tile[t] = data[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    data[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
+  })";
+
+TEST_F(KernelExecutorTest, RunsLoopAndBarrierKernelsOverDeviceMemory) {
+  DeviceResource buffer = *memory_->Allocate(4 * 256 * sizeof(int));
+  int* data = reinterpret_cast<int*>(buffer.address);
+  ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {4, 1, 1}, {256, 1, 1}, 0,
+                                {buffer.address, 7})
+                  .ok());
+  for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], 7 + i / 256) << i;
+  for (int i = 0; i < 1024; ++i) data[i] = i;
+  ASSERT_TRUE(executor_->Launch(Build("reverse", kReverse), {4, 1, 1}, {256, 1, 1}, 0,
+                                {buffer.address})
+                  .ok());
+  for (int block = 0; block < 4; ++block) {
+    for (int t = 0; t < 256; ++t) ASSERT_EQ(data[block * 256 + t], block * 256 + 255 - t);
+  }
+  EXPECT_EQ(executor_->starts(), 1);
+}
+
+TEST_F(KernelExecutorTest, ConcurrentLaunchersAreServedOneAtATime) {
+  std::string module = Build("fill", kFill);
+  DeviceResource buffer = *memory_->Allocate(8 * 64 * sizeof(int));
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < 4; ++t) {
+    launchers.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        uint64_t slice = buffer.address + t * 2 * 64 * sizeof(int);
+        EXPECT_TRUE(executor_->Launch(module, {2, 1, 1}, {64, 1, 1}, 0, {slice, 100u * t}).ok());
+      }
+    });
+  }
+  for (std::thread& launcher : launchers) launcher.join();
+  int* data = reinterpret_cast<int*>(buffer.address);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(data[t * 128 + 64], 100 * t + 1);
+}
+
+TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  absl::Status crashed = executor_->Launch(
+      Build("crash", "extern \"C\" __global__ void crash(int* p) { *(volatile int*)0 = 1; }"),
+      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address});
+  EXPECT_EQ(crashed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(crashed.message()), HasSubstr("Segmentation fault"));
+  absl::Status hung = executor_->Launch(
+      Build("hang", "extern \"C\" __global__ void hang(int* p) { volatile int f = 1; while (f) {} }"),
+      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address});
+  EXPECT_EQ(hung.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(hung.message()), HasSubstr("time limit"));
+  ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {1, 1, 1}, {4, 1, 1}, 0,
+                                {buffer.address, 5})
+                  .ok());
+  EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
+  EXPECT_EQ(executor_->starts(), 3);
+}
+
+TEST_F(KernelExecutorTest, MissingModuleIsAnError) {
+  absl::Status status = executor_->Launch("/nonexistent/module.so", {1, 1, 1}, {1, 1, 1}, 0, {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cannot load"));
+}
+
+}  // namespace
+}  // namespace gpucmd
