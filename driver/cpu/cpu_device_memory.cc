@@ -6,15 +6,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace gpucmd {
 namespace {
 
-constexpr uint64_t kAddressBase = uint64_t{1} << 44;       // 16 TiB
-constexpr uint64_t kAddressSlotBytes = uint64_t{1} << 40;  // 1 TiB per device
-constexpr uint64_t kAddressSlots = 64;
+constexpr uint64_t kLowRangeBegin = uint64_t{128} << 30;  // 128 GiB
+constexpr uint64_t kLowRangeEnd = uint64_t{512} << 30;
+constexpr uint64_t kLowRangeStep = uint64_t{16} << 30;
+constexpr uint64_t kHighRangeBegin = uint64_t{1} << 44;  // 16 TiB
+constexpr uint64_t kHighSlotBytes = uint64_t{1} << 40;   // 1 TiB
+constexpr uint64_t kHighSlots = 64;
 
 uint64_t RoundUp(uint64_t value, uint64_t granularity) {
   return (value + granularity - 1) / granularity * granularity;
@@ -25,7 +29,7 @@ uint64_t RoundUp(uint64_t value, uint64_t granularity) {
 absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> CpuDeviceMemory::Create(
     uint64_t capacity_bytes, int ordinal) {
   uint64_t capacity = RoundUp(capacity_bytes, kGranularityBytes);
-  if (capacity > kAddressSlotBytes) {
+  if (capacity > kHighSlotBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("device memory of ", capacity_bytes, " bytes exceeds the 1 TiB limit"));
   }
@@ -38,11 +42,19 @@ absl::StatusOr<std::unique_ptr<CpuDeviceMemory>> CpuDeviceMemory::Create(
         absl::StrCat("cannot size device memory to ", capacity, " bytes: ", strerror(errno)));
   }
   // A fixed address range, so the kernel executor process can map the memory at the
-  // same addresses and kernels see valid device pointers. Slots are 1 TiB apart.
+  // same addresses and kernels see valid device pointers. Low ranges first (where
+  // sanitizers allow application mappings), then 1 TiB slots from 16 TiB.
+  std::vector<uint64_t> candidates;
+  for (uint64_t address = kLowRangeBegin; address + capacity <= kLowRangeEnd;
+       address += kLowRangeStep) {
+    candidates.push_back(address);
+  }
+  for (uint64_t slot = 0; slot < kHighSlots; ++slot) {
+    candidates.push_back(kHighRangeBegin + slot * kHighSlotBytes);
+  }
   void* base = MAP_FAILED;
-  for (uint64_t slot = static_cast<uint64_t>(ordinal); slot < kAddressSlots && base == MAP_FAILED;
-       ++slot) {
-    void* wanted = reinterpret_cast<void*>(kAddressBase + slot * kAddressSlotBytes);
+  for (size_t i = 0; i < candidates.size() && base == MAP_FAILED; ++i) {
+    void* wanted = reinterpret_cast<void*>(candidates[i]);
     base = mmap(wanted, capacity, PROT_READ | PROT_WRITE,
                 MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, fd, 0);
     if (base != MAP_FAILED && base != wanted) {  // kernels older than 4.17 ignore the flag

@@ -27,13 +27,14 @@
 #include <vector>
 
 #include "boost/context/fiber.hpp"
-#include "boost/context/fixedsize_stack.hpp"
+#include "boost/context/pooled_fixedsize_stack.hpp"
 #include "driver/cpu/executor_protocol.h"
 
 namespace gpucmd {
 namespace {
 
-constexpr size_t kFiberStackBytes = 256 << 10;
+// CUDA gives a thread 1 KiB of stack by default; 64 KiB leaves room for host code.
+constexpr size_t kFiberStackBytes = 64 << 10;
 
 struct Module {
   void* handle = nullptr;
@@ -83,7 +84,8 @@ void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
 }
 
 void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
-                      std::vector<FiberThread>& threads) {
+                      std::vector<FiberThread>& threads,
+                      boost::context::pooled_fixedsize_stack& stacks) {
   uint64_t count = uint64_t{launch.block.x} * launch.block.y * launch.block.z;
   threads.clear();
   threads.resize(count);
@@ -98,7 +100,7 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
     thread.context.dynamic_shared = shared;
     thread.context.sync = &SwitchToScheduler;
     thread.context.scheduler = &thread;
-    fibers.emplace_back(std::allocator_arg, boost::context::fixedsize_stack(kFiberStackBytes),
+    fibers.emplace_back(std::allocator_arg, stacks,
                         [&launch, &thread](boost::context::fiber&& scheduler) {
                           thread.continuation = std::move(scheduler);
                           launch.module->entry(const_cast<void**>(launch.args));
@@ -141,6 +143,8 @@ class BlockPool {
     uint64_t seen = 0;
     std::vector<unsigned char> shared;
     std::vector<FiberThread> fiber_threads;
+    // Fiber stacks are reused block after block on this worker.
+    boost::context::pooled_fixedsize_stack stacks(kFiberStackBytes);
     while (true) {
       const Launch* launch;
       {
@@ -153,7 +157,7 @@ class BlockPool {
       for (uint64_t block; (block = next_block_.fetch_add(1)) < total_blocks_;) {
         KernelDim3 block_idx = Unflatten(block, launch->grid);
         if (launch->module->uses_barrier) {
-          RunBlockAsFibers(*launch, block_idx, shared.data(), fiber_threads);
+          RunBlockAsFibers(*launch, block_idx, shared.data(), fiber_threads, stacks);
         } else {
           RunBlockAsLoop(*launch, block_idx, shared.data());
         }
