@@ -5,7 +5,8 @@
 #   deploy/install.sh [--destdir=DIR] [--prefix=/usr/local] [--bin-dir=DIR]
 #
 # --destdir stages the install under DIR (packaging, tests); --bin-dir installs already
-# built binaries from DIR/server/gpucmdd and DIR/client/gpucmdctl instead of building. Run as root for a real install, then:
+# built binaries from DIR (server/gpucmdd, client/gpucmdctl,
+# driver/cpu/gpucmd-kernel-executor) instead of building. Run as root for a real install, then:
 #   systemd-sysusers && systemctl daemon-reload && systemctl enable --now gpucmdd
 set -euo pipefail
 
@@ -25,12 +26,15 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 if [[ -z $bin ]]; then
   bash tools/setup.sh
-  bazel build -c opt //server:gpucmdd //client:gpucmdctl
+  bazel build -c opt //server:gpucmdd //client:gpucmdctl //driver/cpu:gpucmd-kernel-executor
   bin=$(bazel info -c opt bazel-bin)
 fi
 
 install -D -m 0755 "$bin/server/gpucmdd" "$destdir$prefix/bin/gpucmdd"
 install -D -m 0755 "$bin/client/gpucmdctl" "$destdir$prefix/bin/gpucmdctl"
+# Client kernels run in this process; gpucmdd finds it next to itself.
+install -D -m 0755 "$bin/driver/cpu/gpucmd-kernel-executor" \
+  "$destdir$prefix/bin/gpucmd-kernel-executor"
 sed "s|/usr/local/bin/|$prefix/bin/|" deploy/systemd/gpucmdd.service \
   | install -D -m 0644 /dev/stdin "$destdir/etc/systemd/system/gpucmdd.service"
 install -D -m 0644 deploy/systemd/gpucmdd.sysusers "$destdir/usr/lib/sysusers.d/gpucmdd.conf"

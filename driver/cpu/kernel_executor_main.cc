@@ -127,6 +127,15 @@ class BlockPool {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
   }
 
+  ~BlockPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
   void Run(const Launch& launch) {
     std::unique_lock<std::mutex> lock(mutex_);
     launch_ = &launch;
@@ -149,7 +158,8 @@ class BlockPool {
       const Launch* launch;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        start_.wait(lock, [&] { return generation_ != seen; });
+        start_.wait(lock, [&] { return generation_ != seen || stopping_; });
+        if (stopping_) return;
         seen = generation_;
         launch = launch_;
       }
@@ -172,6 +182,7 @@ class BlockPool {
   std::condition_variable done_;
   const Launch* launch_ = nullptr;
   uint64_t generation_ = 0;
+  bool stopping_ = false;
   size_t busy_ = 0;
   std::atomic<uint64_t> next_block_{0};
   uint64_t total_blocks_ = 0;

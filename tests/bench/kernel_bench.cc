@@ -1,0 +1,210 @@
+// Compile cost (miss, memory-cache hit, disk-cache hit) and empty-kernel launch rates
+// in-process and through the daemon (unary RPCs and Submit batches). Each rate is also
+// reported as a ratio of its baseline measured earlier in the same run: compiles against
+// the miss (`x_miss`), daemon launches against the in-process rate (`x_in_process`).
+//
+//   bazel run -c opt //tests/bench:kernel_bench
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <memory>
+
+#include "benchmark/benchmark.h"
+#include "client/client.h"
+#include "driver/cpu/cpu_compiler.h"
+#include "driver/cpu/cpu_driver.h"
+#include "grpcpp/grpcpp.h"
+#include "server/command.h"
+#include "server/compile_cache.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
+constexpr int kLaunchesPerSync = 64;
+constexpr SessionId kSession = 1;
+
+// Baselines of this run, set by the benchmarks that measure them (registered first).
+double compile_miss_seconds = 0;
+double in_process_launches_per_second = 0;
+
+std::unique_ptr<CompileCache> MakeCache(const std::string& directory) {
+  return *CompileCache::Create(
+      {.directory = directory, .driver = "cpu", .architecture = "x86_64", .workers = 1},
+      [](const KernelSource& kernel, const std::string& artifact) {
+        return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact, {});
+      });
+}
+
+absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
+  std::promise<absl::StatusOr<CompileCache::Result>> promise;
+  cache.Compile(std::move(kernel), [&](absl::StatusOr<CompileCache::Result> result) {
+    promise.set_value(std::move(result));
+  });
+  return promise.get_future().get();
+}
+
+// Sets `name` to the baseline's time per iteration over this benchmark's (a speed-up).
+void ReportAgainst(benchmark::State& state, const char* name, double baseline_seconds,
+                   double loop_seconds) {
+  if (baseline_seconds > 0 && state.iterations() > 0) {
+    state.counters[name] =
+        baseline_seconds / (loop_seconds / static_cast<double>(state.iterations()));
+  }
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void BM_CompileMiss(benchmark::State& state) {
+  auto cache = MakeCache(testing::ShortTempDir());
+  int unique = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    KernelSource kernel{std::string(kEmptyKernel) + "// " + std::to_string(unique++), "empty", {}};
+    benchmark::DoNotOptimize(CompileNow(*cache, std::move(kernel)));
+  }
+  compile_miss_seconds = SecondsSince(start) / static_cast<double>(state.iterations());
+}
+
+void BM_CompileMemoryHit(benchmark::State& state) {
+  auto cache = MakeCache(testing::ShortTempDir());
+  (void)CompileNow(*cache, {kEmptyKernel, "empty", {}});
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(CompileNow(*cache, {kEmptyKernel, "empty", {}}));
+  // x_miss: how many hits fit in the time of one miss.
+  ReportAgainst(state, "x_miss", compile_miss_seconds, SecondsSince(start));
+}
+
+void BM_CompileDiskHit(benchmark::State& state) {
+  std::string directory = testing::ShortTempDir();
+  (void)CompileNow(*MakeCache(directory), {kEmptyKernel, "empty", {}});
+  double timed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto restarted = MakeCache(directory);  // a restarted daemon: nothing in memory
+    state.ResumeTiming();
+    auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(CompileNow(*restarted, {kEmptyKernel, "empty", {}}));
+    timed += SecondsSince(start);
+  }
+  ReportAgainst(state, "x_miss", compile_miss_seconds, timed);
+}
+
+void BM_LaunchEmptyInProcess(benchmark::State& state) {
+  std::string directory = testing::ShortTempDir();
+  auto cache = MakeCache(directory);
+  CompileCache::Result compiled = *CompileNow(*cache, {kEmptyKernel, "empty", {}});
+  auto backend = *CpuBackend::Create(
+      {.capacity_bytes = 64 << 20,
+       .stream_count = 1,
+       .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
+       .module_directory = directory});
+  Command<CpuDriver> command(*backend, CommandOptions());
+  KernelLaunch launch{.kernel = compiled.kernel.id,
+                      .params = compiled.kernel.params,
+                      .grid = {1, 1, 1},
+                      .block = {1, 1, 1},
+                      .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (int i = 0; i < kLaunchesPerSync; ++i) {
+      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
+    }
+    benchmark::DoNotOptimize(command.Synchronize(kSession, 0));
+  }
+  double seconds = SecondsSince(start);
+  state.SetItemsProcessed(state.iterations() * kLaunchesPerSync);
+  in_process_launches_per_second =
+      static_cast<double>(state.iterations() * kLaunchesPerSync) / seconds;
+}
+
+struct Daemon {
+  Daemon() {
+    std::string directory = testing::ShortTempDir();
+    std::string config = directory + "/bench.textproto";
+    std::ofstream(config) << "log_level: \"warn\"\ncompile { cache_dir: \"" << directory
+                          << "/cache\" }\n";
+    process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/k.sock",
+                                                    "--http_listen=127.0.0.1:0",
+                                                    "--config=" + config}));
+    client = *Client::Connect(process->grpc_target());
+    session.emplace(*client->OpenSession(0, "bench"));
+    kernel = session->Compile(kEmptyKernel, "empty")->kernel_id();
+  }
+  std::optional<testing::DaemonProcess> process;
+  std::unique_ptr<Client> client;
+  std::optional<Session> session;
+  std::string kernel;
+};
+
+Daemon& SharedDaemon() {
+  static Daemon* daemon = new Daemon();
+  return *daemon;
+}
+
+void ReportLaunchRate(benchmark::State& state, double seconds) {
+  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
+  state.SetItemsProcessed(static_cast<int64_t>(launches));
+  if (in_process_launches_per_second > 0) {
+    state.counters["x_in_process"] = launches / seconds / in_process_launches_per_second;
+  }
+}
+
+void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
+  Daemon& daemon = SharedDaemon();
+  LaunchShape shape{MakeDim3(1), MakeDim3(1)};
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (int i = 0; i < kLaunchesPerSync; ++i) {
+      benchmark::DoNotOptimize(daemon.session->Launch(daemon.kernel, shape, {Int32Argument(0)}));
+    }
+    benchmark::DoNotOptimize(daemon.session->Synchronize());
+  }
+  ReportLaunchRate(state, SecondsSince(start));
+}
+
+void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
+  Daemon& daemon = SharedDaemon();
+  grpc::ClientContext context;
+  auto stream = daemon.client->stub().Submit(&context);
+  v1::SubmitRequest batch;
+  for (int i = 0; i <= kLaunchesPerSync; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    if (i == kLaunchesPerSync) {
+      command->mutable_synchronize()->set_session(daemon.session->token());
+      continue;
+    }
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(daemon.session->token());
+    launch->set_kernel_id(daemon.kernel);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(0);
+  }
+  v1::SubmitResponse replies;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    stream->Write(batch);
+    stream->Read(&replies);
+  }
+  ReportLaunchRate(state, SecondsSince(start));
+  stream->WritesDone();
+  (void)stream->Finish();
+}
+
+BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
+
+}  // namespace
+}  // namespace gpucmd
+
+BENCHMARK_MAIN();
