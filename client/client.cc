@@ -316,41 +316,23 @@ v1::KernelArg BufferArgument(const Buffer& buffer, v1::Access access, uint64_t o
   return arg;
 }
 
-v1::KernelArg Int32Argument(int32_t value) {
+namespace {
+
+template <typename T>
+v1::KernelArg ScalarArgument(void (v1::ScalarArg::*set)(T), T value) {
   v1::KernelArg arg;
-  arg.mutable_scalar()->set_i32(value);
+  (arg.mutable_scalar()->*set)(value);
   return arg;
 }
 
-v1::KernelArg UInt32Argument(uint32_t value) {
-  v1::KernelArg arg;
-  arg.mutable_scalar()->set_u32(value);
-  return arg;
-}
+}  // namespace
 
-v1::KernelArg Int64Argument(int64_t value) {
-  v1::KernelArg arg;
-  arg.mutable_scalar()->set_i64(value);
-  return arg;
-}
-
-v1::KernelArg UInt64Argument(uint64_t value) {
-  v1::KernelArg arg;
-  arg.mutable_scalar()->set_u64(value);
-  return arg;
-}
-
-v1::KernelArg FloatArgument(float value) {
-  v1::KernelArg arg;
-  arg.mutable_scalar()->set_f32(value);
-  return arg;
-}
-
-v1::KernelArg DoubleArgument(double value) {
-  v1::KernelArg arg;
-  arg.mutable_scalar()->set_f64(value);
-  return arg;
-}
+v1::KernelArg Int32Argument(int32_t value) { return ScalarArgument(&v1::ScalarArg::set_i32, value); }
+v1::KernelArg UInt32Argument(uint32_t value) { return ScalarArgument(&v1::ScalarArg::set_u32, value); }
+v1::KernelArg Int64Argument(int64_t value) { return ScalarArgument(&v1::ScalarArg::set_i64, value); }
+v1::KernelArg UInt64Argument(uint64_t value) { return ScalarArgument(&v1::ScalarArg::set_u64, value); }
+v1::KernelArg FloatArgument(float value) { return ScalarArgument(&v1::ScalarArg::set_f32, value); }
+v1::KernelArg DoubleArgument(double value) { return ScalarArgument(&v1::ScalarArg::set_f64, value); }
 
 Buffer::Buffer(Buffer&& other) noexcept
     : session_(std::exchange(other.session_, nullptr)), id_(other.id_), size_bytes_(other.size_bytes_) {}

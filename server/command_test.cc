@@ -1,12 +1,13 @@
 #include "server/command.h"
 
 #include <atomic>
-#include <random>
 #include <thread>
 
 #include "driver/cpu/cpu_driver.h"
+#include "driver/cpu/stream_gate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/random_bytes.h"
 
 namespace gpucmd {
 namespace {
@@ -17,34 +18,6 @@ constexpr uint64_t kMiB = 1 << 20;
 constexpr SessionId kSession = 1;
 constexpr SessionId kOtherSession = 2;
 
-// Holds a CPU stream's worker until opened, so tests control when device work runs.
-class Gate {
- public:
-  void Block(CpuStream& stream) {
-    stream.Enqueue([this] {
-      MutexLock lock(&mutex_);
-      opened_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return open_; });
-      return absl::OkStatus();
-    });
-  }
-  void Open() {
-    MutexLock lock(&mutex_);
-    open_ = true;
-    opened_.NotifyAll();
-  }
-
- private:
-  Mutex mutex_;
-  CondVar opened_;
-  bool open_ ABSL_GUARDED_BY(mutex_) = false;
-};
-
-std::string RandomData(size_t size, uint32_t seed) {
-  std::mt19937 random(seed);
-  std::string data(size, '\0');
-  for (char& c : data) c = static_cast<char>(random());
-  return data;
-}
 
 class CommandTest : public ::testing::Test {
  protected:
@@ -81,7 +54,7 @@ class CommandTest : public ::testing::Test {
 TEST_F(CommandTest, WriteThenReadRoundTrips) {
   for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 3 * kMiB}) {  // staged and in place
     BufferId id = MustAllocate(size);
-    std::string data = RandomData(size, static_cast<uint32_t>(size));
+    std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
     ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), data).ok());
     EXPECT_EQ(ReadAll(id, size).value(), data) << size;
   }
@@ -92,7 +65,7 @@ TEST_F(CommandTest, PitchedWriteLeavesPaddingAlone) {
   BufferId id = MustAllocate(kSize);
   std::string background(kSize, 'x');
   ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, kSize), background).ok());
-  std::string rows = RandomData(kWidth * kHeight, 7);
+  std::string rows = testing::RandomBytes(kWidth * kHeight, 7);
   CopyLayout pitched = CopyLayout::Pitched(8, kWidth, kHeight, kStride);
   ASSERT_TRUE(command_->Write(kSession, 0, id, pitched, rows).ok());
   std::string expected = background;
@@ -135,9 +108,9 @@ TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
   // The session's first two logical streams land on device streams 0 and 1.
   ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
   ASSERT_TRUE(command_->Synchronize(kSession, 20).ok());
-  Gate gate;
+  StreamGate gate;
   gate.Block(backend_->stream(0));
-  std::string data = RandomData(kMiB, 3);
+  std::string data = testing::RandomBytes(kMiB, 3);
   ASSERT_TRUE(command_->Write(kSession, 10, id, CopyLayout::Contiguous(0, kMiB), data).ok());
   absl::StatusOr<PendingRead> read =
       command_->Read(kSession, 20, id, CopyLayout::Contiguous(0, kMiB));
@@ -159,11 +132,11 @@ TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   BufferId old_id = MustAllocate(kSize);
   ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());  // logical 10 -> stream 0
   ASSERT_TRUE(command_->Synchronize(kSession, 20).ok());  // logical 20 -> stream 1
-  std::string old_data = RandomData(kSize, 4);
+  std::string old_data = testing::RandomBytes(kSize, 4);
   ASSERT_TRUE(command_->Write(kSession, 10, old_id, CopyLayout::Contiguous(0, kSize), old_data).ok());
   ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
 
-  Gate gate;
+  StreamGate gate;
   gate.Block(backend_->stream(1));  // the reader's stream is stuck
   absl::StatusOr<PendingRead> read =
       command_->Read(kSession, 20, old_id, CopyLayout::Contiguous(0, kSize));
@@ -172,7 +145,7 @@ TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   // A new buffer of the same class, written on the other stream at once.
   BufferId new_id = MustAllocate(kSize);
   ASSERT_TRUE(command_->Write(kSession, 10, new_id, CopyLayout::Contiguous(0, kSize),
-                              RandomData(kSize, 5)).ok());
+                              testing::RandomBytes(kSize, 5)).ok());
   ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
   gate.Open();
   ASSERT_TRUE(read->wait().ok());
@@ -195,7 +168,7 @@ TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
   command_->pinned_pool().SetReleaseObserver([&](uint64_t) {
     if (!copied[releases++].IsComplete()) ++early_releases;
   });
-  Gate gate;
+  StreamGate gate;
   gate.Block(backend_->stream(0));
   // Flushes wait for the gated copies, so the gate opens from another thread.
   std::thread opener([&gate] {
@@ -204,7 +177,7 @@ TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
   });
   std::vector<std::string> written;
   for (int i = 0; i < kWrites; ++i) {  // staged in pinned memory; the queue flushes every 2
-    written.push_back(RandomData(4096, i));
+    written.push_back(testing::RandomBytes(4096, i));
     ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(i * 4096, 4096),
                                 written.back()).ok());
     copied[i] = backend_->stream(0).RecordEvent();
@@ -227,7 +200,7 @@ TEST_F(CommandTest, RelocationMovesLiveBuffersAndKeepsHandlesAndContents) {
   std::map<BufferId, std::string> survivors;
   for (int i = 0; i < 400; ++i) {
     if (i % 16 == 0 || i >= 256) {
-      survivors[ids[i]] = RandomData(4096, i);
+      survivors[ids[i]] = testing::RandomBytes(4096, i);
       ASSERT_TRUE(command_->Write(kSession, i % 2, ids[i], CopyLayout::Contiguous(0, 4096),
                                   survivors[ids[i]]).ok());
     } else {
@@ -292,7 +265,7 @@ TEST_F(CommandTest, SessionQuotaIsEnforced) {
 TEST_F(CommandTest, CopyBetweenBuffersAndOverlapRejected) {
   BufferId a = MustAllocate(1024);
   BufferId b = MustAllocate(1024);
-  std::string data = RandomData(1024, 9);
+  std::string data = testing::RandomBytes(1024, 9);
   ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, 1024), data).ok());
   ASSERT_TRUE(command_->Copy(kSession, 1, a, 100, b, 200, 500).ok());
   std::string copied = ReadAll(b, 1024, 0).value();

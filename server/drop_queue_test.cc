@@ -3,28 +3,11 @@
 #include <atomic>
 
 #include "driver/cpu/cpu_stream.h"
+#include "driver/cpu/stream_gate.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
 namespace {
-
-class Gate {
- public:
-  void Open() {
-    MutexLock lock(&mutex_);
-    open_ = true;
-    opened_.NotifyAll();
-  }
-  void Wait() {
-    MutexLock lock(&mutex_);
-    opened_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return open_; });
-  }
-
- private:
-  Mutex mutex_;
-  CondVar opened_;
-  bool open_ ABSL_GUARDED_BY(mutex_) = false;
-};
 
 Bytes Tracked(std::atomic<int>* released, size_t size = 16) {
   static std::byte storage[1 << 16];
@@ -35,12 +18,9 @@ TEST(DropQueueTest, BytesLiveUntilAFenceAfterTheirCopyCompleted) {
   CpuStream stream(0);
   DropQueue<CpuStream> queue({});
   std::atomic<int> released{0};
-  Gate gate;
+  StreamGate gate;
   // The "copy" reading the staged bytes is stuck until the gate opens.
-  stream.Enqueue([&gate] {
-    gate.Wait();
-    return absl::OkStatus();
-  });
+  gate.Block(stream);
   queue.Push(Tracked(&released));
   ASSERT_TRUE(queue.Flush(stream).ok());  // staged -> pending, fence after the copy
   EXPECT_EQ(released, 0);

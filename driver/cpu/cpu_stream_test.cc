@@ -4,29 +4,11 @@
 #include <thread>
 #include <vector>
 
+#include "driver/cpu/stream_gate.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
 namespace {
-
-// A gate a stream's work can block on, so tests control when work completes.
-class Gate {
- public:
-  void Open() {
-    MutexLock lock(&mutex_);
-    open_ = true;
-    opened_.NotifyAll();
-  }
-  void Wait() {
-    MutexLock lock(&mutex_);
-    opened_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return open_; });
-  }
-
- private:
-  Mutex mutex_;
-  CondVar opened_;
-  bool open_ ABSL_GUARDED_BY(mutex_) = false;
-};
 
 TEST(CpuStreamTest, RunsWorkInOrderOffTheCallingThread) {
   CpuStream stream(0);
@@ -48,11 +30,8 @@ TEST(CpuStreamTest, RunsWorkInOrderOffTheCallingThread) {
 
 TEST(CpuStreamTest, EventCompletesOnlyAfterEarlierWork) {
   CpuStream stream(0);
-  Gate gate;
-  stream.Enqueue([&gate] {
-    gate.Wait();
-    return absl::OkStatus();
-  });
+  StreamGate gate;
+  gate.Block(stream);
   CpuStream::Event event = stream.RecordEvent();
   EXPECT_FALSE(event.IsComplete());
   gate.Open();
@@ -63,7 +42,7 @@ TEST(CpuStreamTest, EventCompletesOnlyAfterEarlierWork) {
 TEST(CpuStreamTest, WaitEventHoldsTheOtherStreamBack) {
   CpuStream producer(0);
   CpuStream consumer(1);
-  Gate gate;
+  StreamGate gate;
   std::atomic<int> value{0};
   producer.Enqueue([&] {
     gate.Wait();

@@ -3,13 +3,13 @@
 // and every kind of bad input a client can send.
 
 #include <fstream>
-#include <random>
 #include <thread>
 
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/random_bytes.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
@@ -26,12 +26,6 @@ constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kDeviceBytes = 64 * kMiB;
 constexpr int kMaxMessageBytes = 1 << 20;
 
-std::string RandomData(size_t size, uint32_t seed) {
-  std::mt19937 random(seed);
-  std::string data(size, '\0');
-  for (char& c : data) c = static_cast<char>(random());
-  return data;
-}
 
 class MemoryTest : public ::testing::Test {
  protected:
@@ -82,7 +76,7 @@ class MemoryTest : public ::testing::Test {
 TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
   for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123}) {
     Buffer buffer = MustAllocate(size);
-    std::string data = RandomData(size, static_cast<uint32_t>(size));
+    std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
     ASSERT_TRUE(session_->Write(buffer, 0, data).ok());
     absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
     ASSERT_TRUE(read.ok()) << read.status();
@@ -94,7 +88,7 @@ TEST_F(MemoryTest, PitchedWriteAndRead) {
   Buffer buffer = MustAllocate(4096);
   ASSERT_TRUE(session_->Write(buffer, 0, std::string(4096, '.')).ok());
   Pitched pitched{.width_bytes = 100, .height = 10, .stride_bytes = 256};
-  std::string rows = RandomData(1000, 11);
+  std::string rows = testing::RandomBytes(1000, 11);
   ASSERT_TRUE(session_->Write(buffer, 64, rows, 0, pitched).ok());
   EXPECT_EQ(session_->ReadPitched(buffer, 64, pitched).value(), rows);
   std::string whole = session_->Read(buffer, 0, 4096).value();
@@ -106,7 +100,7 @@ TEST_F(MemoryTest, PitchedWriteAndRead) {
 TEST_F(MemoryTest, CrossStreamWriteThenReadAndCopy) {
   Buffer a = MustAllocate(2 * kMiB);
   Buffer b = MustAllocate(2 * kMiB);
-  std::string data = RandomData(2 * kMiB, 5);
+  std::string data = testing::RandomBytes(2 * kMiB, 5);
   ASSERT_TRUE(session_->Write(a, 0, data, /*stream=*/1).ok());
   ASSERT_TRUE(session_->Copy(a, 0, b, 0, 2 * kMiB, /*stream=*/2).ok());
   EXPECT_EQ(session_->Read(b, 0, 2 * kMiB, /*stream=*/3).value(), data);
@@ -144,7 +138,7 @@ TEST_F(MemoryTest, DefragmentKeepsBuffersIntact) {
   std::vector<std::string> data;
   for (int i = 0; i < 300; ++i) buffers.push_back(MustAllocate(4096));
   for (int i = 0; i < 300; i += 30) {
-    data.push_back(RandomData(4096, i));
+    data.push_back(testing::RandomBytes(4096, i));
     ASSERT_TRUE(session_->Write(buffers[i], 0, data.back()).ok());
   }
   for (int i = 0; i < 300; ++i) {
@@ -310,7 +304,7 @@ TEST_F(MemoryTest, ManySessionsConcurrently) {
       for (int i = 0; i < 10; ++i) {
         uint64_t size = 10000 + 1000 * i + c;
         absl::StatusOr<Buffer> buffer = session->Allocate(size);
-        std::string data = RandomData(size, c * 100 + i);
+        std::string data = testing::RandomBytes(size, c * 100 + i);
         if (!buffer.ok() || !session->Write(*buffer, 0, data, i % 3).ok() ||
             session->Read(*buffer, 0, size, (i + 1) % 3).value_or("") != data) {
           ++failures;
