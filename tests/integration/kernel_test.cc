@@ -14,10 +14,13 @@
 #include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
 namespace {
+
+using namespace ::gpucmd::kernels;  // NOLINT: the suite's kernel sources
 
 using ::gpucmd::testing::DaemonProcess;
 using ::gpucmd::testing::ShortTempDir;
@@ -115,12 +118,6 @@ class KernelTest : public ::testing::Test {
 
 std::string* KernelTest::cache_dir_ = nullptr;
 
-constexpr char kVectorAdd[] = R"(
-extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)";
 
 TEST_F(KernelTest, VectorAdd) {
   constexpr int kN = 10000;
@@ -141,11 +138,7 @@ TEST_F(KernelTest, Saxpy) {
   const float alpha = 2.5f;
   std::vector<float> x = RandomFloats(kN, 3), y = RandomFloats(kN, 4), expected(kN);
   for (int i = 0; i < kN; ++i) expected[i] = alpha * x[i] + y[i];
-  std::string id = MustCompile(R"(
-    extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y) {
-      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
-        y[i] = a * x[i] + y[i];
-    })", "saxpy");
+  std::string id = MustCompile(kSaxpy, "saxpy");
   Buffer dx = Upload(x), dy = Upload(y);
   ASSERT_TRUE(session_->Launch(id, {MakeDim3(8), MakeDim3(128)},
                                {Int32Argument(kN), FloatArgument(alpha),
@@ -162,25 +155,7 @@ TEST_F(KernelTest, TiledMatrixMultiplyWithSharedMemoryAndBarriers) {
   for (int i = 0; i < kM; ++i)
     for (int j = 0; j < kN; ++j)
       for (int k = 0; k < kK; ++k) expected[i * kN + j] += a[i * kK + k] * b[k * kN + j];
-  std::string id = MustCompile(R"(
-    #define TILE 16
-    extern "C" __global__ void matmul(const float* A, const float* B, float* C,
-                                      int M, int K, int N) {
-      __shared__ float As[TILE][TILE];
-      __shared__ float Bs[TILE][TILE];
-      int row = blockIdx.y * TILE + threadIdx.y;
-      int col = blockIdx.x * TILE + threadIdx.x;
-      float sum = 0.0f;
-      for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
-        int ak = t * TILE + threadIdx.x, bk = t * TILE + threadIdx.y;
-        As[threadIdx.y][threadIdx.x] = (row < M && ak < K) ? A[row * K + ak] : 0.0f;
-        Bs[threadIdx.y][threadIdx.x] = (bk < K && col < N) ? B[bk * N + col] : 0.0f;
-        __syncthreads();
-        for (int k = 0; k < TILE; ++k) sum += As[threadIdx.y][k] * Bs[k][threadIdx.x];
-        __syncthreads();
-      }
-      if (row < M && col < N) C[row * N + col] = sum;
-    })", "matmul");
+  std::string id = MustCompile(kTiledMatmul, "matmul");
   Buffer da = Upload(a), db = Upload(b), dc = Zeros(kM * kN * sizeof(float));
   ASSERT_TRUE(session_->Launch(id,
                                {MakeDim3((kN + kTile - 1) / kTile, (kM + kTile - 1) / kTile),
@@ -202,22 +177,7 @@ TEST_F(KernelTest, BlockReductionWithSharedMemoryAndAGlobalAtomic) {
     value = static_cast<int>(random() % 1000) - 500;
     expected += value;
   }
-  std::string id = MustCompile(R"(
-    extern "C" __global__ void reduce_sum(const int* in, int n, unsigned long long* total) {
-      extern __shared__ int partial[];
-      int tid = threadIdx.x;
-      int i = blockIdx.x * blockDim.x * 2 + threadIdx.x;
-      int sum = 0;
-      if (i < n) sum += in[i];
-      if (i + blockDim.x < n) sum += in[i + blockDim.x];
-      partial[tid] = sum;
-      __syncthreads();
-      for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) partial[tid] += partial[tid + s];
-        __syncthreads();
-      }
-      if (tid == 0) atomicAdd(total, (unsigned long long)(long long)partial[0]);
-    })", "reduce_sum");
+  std::string id = MustCompile(kBlockReduce, "reduce_sum");
   Buffer in = Upload(values), total = Zeros(sizeof(uint64_t));
   constexpr int kBlock = 256;
   ASSERT_TRUE(session_->Launch(id,
@@ -234,23 +194,7 @@ TEST_F(KernelTest, InclusiveScan) {
   std::vector<float> values = RandomFloats(kN, 8), expected(kN);
   double running = 0;
   for (int i = 0; i < kN; ++i) expected[i] = static_cast<float>(running += values[i]);
-  std::string id = MustCompile(R"(
-    extern "C" __global__ void inclusive_scan(const float* in, float* out, int n) {
-      extern __shared__ float buffer[];
-      int tid = threadIdx.x;
-      int from = 0, to = 1;
-      buffer[tid] = tid < n ? in[tid] : 0.0f;
-      __syncthreads();
-      for (int offset = 1; offset < n; offset <<= 1) {
-        float value = buffer[from * n + tid];
-        if (tid >= offset) value += buffer[from * n + tid - offset];
-        buffer[to * n + tid] = value;
-        __syncthreads();
-        from = 1 - from;
-        to = 1 - to;
-      }
-      if (tid < n) out[tid] = buffer[from * n + tid];
-    })", "inclusive_scan");
+  std::string id = MustCompile(kInclusiveScan, "inclusive_scan");
   Buffer in = Upload(values), out = Zeros(kN * sizeof(float));
   ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(kN), 2 * kN * sizeof(float)},
                                {BufferArgument(in, v1::ACCESS_READ),
@@ -268,16 +212,7 @@ TEST_F(KernelTest, HistogramWithSharedAndGlobalAtomics) {
     byte = static_cast<unsigned char>(random() % 256);
     ++expected[byte];
   }
-  std::string id = MustCompile(R"(
-    extern "C" __global__ void histogram(const unsigned char* data, int n, unsigned* bins) {
-      __shared__ unsigned local[256];
-      for (int b = threadIdx.x; b < 256; b += blockDim.x) local[b] = 0;
-      __syncthreads();
-      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
-        atomicAdd(&local[data[i]], 1u);
-      __syncthreads();
-      for (int b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&bins[b], local[b]);
-    })", "histogram");
+  std::string id = MustCompile(kHistogram, "histogram");
   Buffer in = Upload(data), bins = Zeros(256 * sizeof(unsigned));
   ASSERT_TRUE(session_->Launch(id, {MakeDim3(16), MakeDim3(128)},
                                {BufferArgument(in, v1::ACCESS_READ), Int32Argument(kN),
@@ -295,18 +230,7 @@ TEST_F(KernelTest, FivePointStencilOnAPitchedBuffer) {
       expected[y * kWidth + x] = 0.5f * grid[y * kWidth + x] +
                                  0.125f * (grid[(y - 1) * kWidth + x] + grid[(y + 1) * kWidth + x] +
                                            grid[y * kWidth + x - 1] + grid[y * kWidth + x + 1]);
-  std::string id = MustCompile(R"(
-    extern "C" __global__ void stencil(const float* in, float* out, int width, int height,
-                                       unsigned long long pitch_bytes) {
-      int x = blockIdx.x * blockDim.x + threadIdx.x;
-      int y = blockIdx.y * blockDim.y + threadIdx.y;
-      if (x < 1 || y < 1 || x >= width - 1 || y >= height - 1) return;
-      const float* row = (const float*)((const char*)in + y * pitch_bytes);
-      const float* up = (const float*)((const char*)in + (y - 1) * pitch_bytes);
-      const float* down = (const float*)((const char*)in + (y + 1) * pitch_bytes);
-      float* target = (float*)((char*)out + y * pitch_bytes);
-      target[x] = 0.5f * row[x] + 0.125f * (up[x] + down[x] + row[x - 1] + row[x + 1]);
-    })", "stencil");
+  std::string id = MustCompile(kStencil, "stencil");
   constexpr uint64_t kPitchBytes = kPitchFloats * sizeof(float);
   Pitched pitched{.width_bytes = kWidth * sizeof(float), .height = kHeight,
                   .stride_bytes = kPitchBytes};
