@@ -37,7 +37,15 @@ run_config() {
 run_config default --nocache_test_results //...
 run_config asan --config=asan --nocache_test_results //...
 run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan //...
+# GPU-driver targets are `manual` (no wildcard builds them): build and test them where
+# their toolkit is installed, and say so where it is not.
+if [[ -f /usr/local/cuda/include/cuda.h ]]; then
+  mapfile -t cuda_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda\b", tests(//...))' 2>/dev/null)
+  run_config cuda --nocache_test_results "${cuda_tests[@]}"
+else
+  echo "=== tests: cuda skipped: no CUDA toolkit in /usr/local/cuda ===" >&2
+fi
 
 for failure in "${failures[@]}"; do echo "FAILED $failure"; done
-echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan)"
+echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda)"
 ((failed == 0))

@@ -1,0 +1,128 @@
+#include "driver/cuda/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace gpucmd {
+namespace {
+
+// The one conversion of nvrtcResult values to absl::Status.
+absl::Status NvrtcStatus(nvrtcResult result, absl::string_view call) {
+  if (result == NVRTC_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", nvrtcGetErrorString(result)));
+}
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram* program) const {
+    nvrtcDestroyProgram(program);
+    delete program;
+  }
+};
+
+std::string ProgramLog(nvrtcProgram program, size_t max_bytes) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return "";
+  std::string log(size, '\0');
+  nvrtcGetProgramLog(program, log.data());
+  log.resize(size - 1);
+  if (log.size() > max_bytes) {
+    log.resize(max_bytes);
+    absl::StrAppend(&log, "\n[compiler log cut at ", max_bytes, " bytes]");
+  }
+  return log;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> TranslateNvrtcOptions(
+    const std::vector<std::string>& options) {
+  std::vector<std::string> flags;
+  for (const std::string& option : options) {
+    if ((absl::StartsWith(option, "-D") || absl::StartsWith(option, "-U")) && option.size() > 2) {
+      flags.push_back(option);
+    } else if (option == "--use_fast_math" || option == "-use_fast_math") {
+      flags.push_back("--use_fast_math");
+    } else if (option == "-O0" || option == "-O1" || option == "-O2" || option == "-O3") {
+      continue;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "compile option \"", option, "\" is not supported (use -D, -U, -O0..-O3, "
+          "--use_fast_math)"));
+    }
+  }
+  return flags;
+}
+
+std::vector<int> NvrtcSupportedArchitectures() {
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
+  std::vector<int> architectures(count);
+  nvrtcGetSupportedArchs(architectures.data());
+  return architectures;
+}
+
+absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
+                                               const std::string& entry,
+                                               const std::vector<std::string>& options,
+                                               int architecture, const std::string& output_path,
+                                               const NvrtcOptions& nvrtc, bool* produced_ptx) {
+  CompileOutput output;
+  ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
+  ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateNvrtcOptions(options));
+  std::vector<int> known = NvrtcSupportedArchitectures();
+  bool cubin = std::find(known.begin(), known.end(), architecture) != known.end();
+  if (!cubin && known.empty()) {
+    return absl::FailedPreconditionError("NVRTC reports no supported architectures");
+  }
+  int target = cubin ? architecture : known.back();
+  flags.push_back(cubin ? absl::StrCat("--gpu-architecture=sm_", target)
+                        : absl::StrCat("--gpu-architecture=compute_", target));
+  flags.push_back("--std=c++17");
+
+  std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram(nullptr));
+  RETURN_IF_ERROR(NvrtcStatus(
+      nvrtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 0, nullptr, nullptr),
+      "nvrtcCreateProgram"));
+  std::vector<const char*> raw;
+  for (const std::string& flag : flags) raw.push_back(flag.c_str());
+  nvrtcResult compiled =
+      nvrtcCompileProgram(*program, static_cast<int>(raw.size()), raw.data());
+  output.log = ProgramLog(*program, nvrtc.max_log_bytes);
+  if (compiled == NVRTC_ERROR_COMPILATION) {
+    return absl::InvalidArgumentError(absl::StrCat("compile of ", entry, " failed:\n", output.log));
+  }
+  RETURN_IF_ERROR(NvrtcStatus(compiled, "nvrtcCompileProgram"));
+
+  size_t size = 0;
+  std::string image;
+  if (cubin) {
+    RETURN_IF_ERROR(NvrtcStatus(nvrtcGetCUBINSize(*program, &size), "nvrtcGetCUBINSize"));
+    image.resize(size);
+    RETURN_IF_ERROR(NvrtcStatus(nvrtcGetCUBIN(*program, image.data()), "nvrtcGetCUBIN"));
+  } else {
+    RETURN_IF_ERROR(NvrtcStatus(nvrtcGetPTXSize(*program, &size), "nvrtcGetPTXSize"));
+    image.resize(size);
+    RETURN_IF_ERROR(NvrtcStatus(nvrtcGetPTX(*program, image.data()), "nvrtcGetPTX"));
+  }
+  if (produced_ptx != nullptr) *produced_ptx = !cubin;
+  std::string temporary = output_path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary);
+    file.write(image.data(), static_cast<std::streamsize>(image.size()));
+    if (!file) return absl::InternalError(absl::StrCat("cannot write ", temporary));
+  }
+  if (std::rename(temporary.c_str(), output_path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot store the module at ", output_path));
+  }
+  return output;
+}
+
+}  // namespace gpucmd
