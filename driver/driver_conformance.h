@@ -181,11 +181,13 @@ TYPED_TEST_P(DriverConformanceTest, EventWaitBlocksUntilPriorWorkCompleted) {
 }
 
 TYPED_TEST_P(DriverConformanceTest, OutOfMemoryIsResourceExhaustedAndRecoverable) {
-  EXPECT_EQ(this->backend_->AllocateDevice(this->kCapacityBytes + 4096).status().code(),
+  const uint64_t capacity = this->backend_->capacity_bytes();
+  const uint64_t chunk = capacity / 8;
+  EXPECT_EQ(this->backend_->AllocateDevice(capacity + 4096).status().code(),
             absl::StatusCode::kResourceExhausted);
   std::vector<DeviceResource> held;
   while (true) {
-    absl::StatusOr<DeviceResource> device = this->backend_->AllocateDevice(8 << 20);
+    absl::StatusOr<DeviceResource> device = this->backend_->AllocateDevice(chunk);
     if (!device.ok()) {
       EXPECT_EQ(device.status().code(), absl::StatusCode::kResourceExhausted);
       break;
@@ -196,7 +198,7 @@ TYPED_TEST_P(DriverConformanceTest, OutOfMemoryIsResourceExhaustedAndRecoverable
   ASSERT_FALSE(held.empty());
   this->backend_->FreeDevice(held.back());
   held.pop_back();
-  absl::StatusOr<DeviceResource> again = this->backend_->AllocateDevice(8 << 20);
+  absl::StatusOr<DeviceResource> again = this->backend_->AllocateDevice(chunk);
   EXPECT_TRUE(again.ok()) << again.status();
   if (again.ok()) held.push_back(*again);
   for (const DeviceResource& device : held) this->backend_->FreeDevice(device);

@@ -1,0 +1,66 @@
+#ifndef GPUCMDD_DRIVER_CUDA_CUDA_API_H_
+#define GPUCMDD_DRIVER_CUDA_CUDA_API_H_
+
+// The CUDA driver API, loaded at run time: dlopen("libcuda.so.1") and cuGetProcAddress.
+// Nothing links libcuda, so the CUDA build of gpucmdd starts on a machine without an
+// NVIDIA driver and says so instead of failing to load.
+//
+// Thread-safety: LoadCudaApi may be called from any thread; the table is immutable.
+
+#include <cuda.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gpucmd {
+
+struct CudaApi {
+  decltype(&::cuInit) Init;
+  decltype(&::cuDriverGetVersion) DriverGetVersion;
+  decltype(&::cuGetErrorString) GetErrorString;
+  decltype(&::cuDeviceGetCount) DeviceGetCount;
+  decltype(&::cuDeviceGet) DeviceGet;
+  decltype(&::cuDeviceGetName) DeviceGetName;
+  decltype(&::cuDeviceGetAttribute) DeviceGetAttribute;
+  decltype(&::cuDeviceTotalMem) DeviceTotalMem;
+  decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain;
+  decltype(&::cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease;
+  decltype(&::cuCtxSetCurrent) CtxSetCurrent;
+  decltype(&::cuCtxGetStreamPriorityRange) CtxGetStreamPriorityRange;
+  decltype(&::cuStreamCreateWithPriority) StreamCreateWithPriority;
+  decltype(&::cuStreamDestroy) StreamDestroy;
+  decltype(&::cuStreamSynchronize) StreamSynchronize;
+  decltype(&::cuStreamWaitEvent) StreamWaitEvent;
+  decltype(&::cuEventCreate) EventCreate;
+  decltype(&::cuEventRecord) EventRecord;
+  decltype(&::cuEventQuery) EventQuery;
+  decltype(&::cuEventSynchronize) EventSynchronize;
+  decltype(&::cuEventDestroy) EventDestroy;
+  decltype(&::cuMemAlloc) MemAlloc;
+  decltype(&::cuMemFree) MemFree;
+  decltype(&::cuMemAllocHost) MemAllocHost;
+  decltype(&::cuMemFreeHost) MemFreeHost;
+  decltype(&::cuMemcpyHtoDAsync) MemcpyHtoDAsync;
+  decltype(&::cuMemcpyDtoHAsync) MemcpyDtoHAsync;
+  decltype(&::cuMemcpyDtoDAsync) MemcpyDtoDAsync;
+  decltype(&::cuMemcpy2DAsync) Memcpy2DAsync;
+  decltype(&::cuModuleLoadData) ModuleLoadData;
+  decltype(&::cuModuleGetFunction) ModuleGetFunction;
+  decltype(&::cuModuleUnload) ModuleUnload;
+  decltype(&::cuFuncSetAttribute) FuncSetAttribute;
+  decltype(&::cuLaunchKernel) LaunchKernel;
+  decltype(&::cuLaunchHostFunc) LaunchHostFunc;
+};
+
+// The process's driver API table, loaded once (cuInit included). UNAVAILABLE "no CUDA
+// driver" when libcuda.so.1 is missing or cuInit fails.
+absl::StatusOr<const CudaApi*> LoadCudaApi();
+
+// The one conversion of CUresult to absl::Status: the call's name and the driver's
+// error string. Out-of-memory is RESOURCE_EXHAUSTED, a missing device UNAVAILABLE.
+absl::Status CudaStatus(const CudaApi& api, CUresult result, absl::string_view call);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_CUDA_CUDA_API_H_

@@ -1,0 +1,308 @@
+#include "driver/cuda/cuda_driver.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace gpucmd {
+namespace {
+
+thread_local CUcontext current_context = nullptr;
+
+absl::Status MakeCurrent(const CudaApi& api, CUcontext context) {
+  if (current_context == context) return absl::OkStatus();
+  RETURN_IF_ERROR(CudaStatus(api, api.CtxSetCurrent(context), "cuCtxSetCurrent"));
+  current_context = context;
+  return absl::OkStatus();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path, std::ios::binary).rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+// CudaEvent ----------------------------------------------------------------------------
+
+struct CudaEvent::Handle {
+  const CudaApi* api;
+  CUcontext context;
+  CUevent event;
+  ~Handle() {
+    if (MakeCurrent(*api, context).ok()) api->EventDestroy(event);
+  }
+};
+
+absl::Status CudaEvent::Wait() const {
+  if (handle_ == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(MakeCurrent(*handle_->api, handle_->context));
+  return CudaStatus(*handle_->api, handle_->api->EventSynchronize(handle_->event),
+                    "cuEventSynchronize");
+}
+
+bool CudaEvent::IsComplete() const {
+  if (handle_ == nullptr) return true;
+  if (!MakeCurrent(*handle_->api, handle_->context).ok()) return false;
+  return handle_->api->EventQuery(handle_->event) == CUDA_SUCCESS;
+}
+
+// CudaStream ---------------------------------------------------------------------------
+
+CudaStream::~CudaStream() {
+  if (Enter().ok()) {
+    api_->StreamSynchronize(stream_);
+    api_->StreamDestroy(stream_);
+  }
+}
+
+absl::Status CudaStream::Enter() const { return MakeCurrent(*api_, context_); }
+
+CudaStream::Event CudaStream::RecordEvent() {
+  Event event;
+  if (!Enter().ok()) return event;
+  CUevent raw = nullptr;
+  if (api_->EventCreate(&raw, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event;
+  if (api_->EventRecord(raw, stream_) != CUDA_SUCCESS) {
+    api_->EventDestroy(raw);
+    return event;
+  }
+  event.handle_ = std::make_shared<CudaEvent::Handle>(CudaEvent::Handle{api_, context_, raw});
+  return event;
+}
+
+absl::Status CudaStream::WaitEvent(const Event& event) {
+  if (event.handle_ == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(Enter());
+  return CudaStatus(*api_, api_->StreamWaitEvent(stream_, event.handle_->event, 0),
+                    "cuStreamWaitEvent");
+}
+
+absl::Status CudaStream::Synchronize() {
+  RETURN_IF_ERROR(Enter());
+  return CudaStatus(*api_, api_->StreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+// CudaBackend --------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& options) {
+  ASSIGN_OR_RETURN(const CudaApi* api, LoadCudaApi());
+  std::unique_ptr<CudaBackend> backend(new CudaBackend());
+  backend->api_ = api;
+  RETURN_IF_ERROR(CudaStatus(*api, api->DeviceGet(&backend->device_, options.ordinal),
+                             absl::StrCat("cuDeviceGet(", options.ordinal, ")")));
+  size_t total = 0;
+  RETURN_IF_ERROR(CudaStatus(*api, api->DeviceTotalMem(&total, backend->device_),
+                             "cuDeviceTotalMem"));
+  backend->capacity_bytes_ = total;
+  CudaContext& context = backend->context_;
+  context.api = api;
+  context.module_directory = options.module_directory;
+  RETURN_IF_ERROR(CudaStatus(*api, api->DevicePrimaryCtxRetain(&context.context, backend->device_),
+                             "cuDevicePrimaryCtxRetain"));
+  RETURN_IF_ERROR(MakeCurrent(*api, context.context));
+  int least = 0, greatest = 0;
+  RETURN_IF_ERROR(CudaStatus(*api, api->CtxGetStreamPriorityRange(&least, &greatest),
+                             "cuCtxGetStreamPriorityRange"));
+  for (int i = 0; i < options.stream_count; ++i) {
+    CUstream stream = nullptr;
+    // Stream 0 gets the highest priority: it carries relocation copies.
+    RETURN_IF_ERROR(CudaStatus(
+        *api, api->StreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, i == 0 ? greatest : least),
+        "cuStreamCreateWithPriority"));
+    backend->streams_.push_back(std::make_unique<CudaStream>(api, context.context, stream));
+  }
+  RETURN_IF_ERROR(CudaStatus(
+      *api, api->StreamCreateWithPriority(&context.collectives, CU_STREAM_NON_BLOCKING, least),
+      "cuStreamCreateWithPriority"));
+  return backend;
+}
+
+CudaBackend::~CudaBackend() {
+  streams_.clear();
+  if (context_.context != nullptr && MakeCurrent(*api_, context_.context).ok()) {
+    if (context_.collectives != nullptr) api_->StreamDestroy(context_.collectives);
+    for (CUmodule module : context_.modules) api_->ModuleUnload(module);
+    api_->DevicePrimaryCtxRelease(device_);
+  }
+}
+
+absl::StatusOr<DeviceResource> CudaBackend::AllocateDevice(uint64_t size_bytes) {
+  RETURN_IF_ERROR(MakeCurrent(*api_, context_.context));
+  CUdeviceptr pointer = 0;
+  RETURN_IF_ERROR(CudaStatus(*api_, api_->MemAlloc(&pointer, size_bytes), "cuMemAlloc"));
+  return DeviceResource{pointer, size_bytes};
+}
+
+void CudaBackend::FreeDevice(const DeviceResource& resource) {
+  if (MakeCurrent(*api_, context_.context).ok()) api_->MemFree(resource.address);
+}
+
+absl::StatusOr<HostResource> CudaBackend::AllocatePinned(uint64_t size_bytes) {
+  RETURN_IF_ERROR(MakeCurrent(*api_, context_.context));
+  void* pointer = nullptr;
+  RETURN_IF_ERROR(
+      CudaStatus(*api_, api_->MemAllocHost(&pointer, size_bytes), "cuMemAllocHost"));
+  return HostResource{static_cast<std::byte*>(pointer), size_bytes};
+}
+
+void CudaBackend::FreePinned(const HostResource& resource) {
+  if (MakeCurrent(*api_, context_.context).ok()) api_->MemFreeHost(resource.data);
+}
+
+// CudaDriver ---------------------------------------------------------------------------
+
+CUDA_MEMCPY2D Pitched2DCopy(const DeviceResource& resource, const CopyLayout& layout,
+                            const std::byte* host, bool to_device) {
+  CUDA_MEMCPY2D copy{};
+  CUdeviceptr device = resource.address + layout.offset_bytes;
+  if (to_device) {
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = host;
+    copy.srcPitch = layout.width_bytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = device;
+    copy.dstPitch = layout.stride_bytes;
+  } else {
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = device;
+    copy.srcPitch = layout.stride_bytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.dstHost = const_cast<std::byte*>(host);
+    copy.dstPitch = layout.width_bytes;
+  }
+  copy.WidthInBytes = layout.width_bytes;
+  copy.Height = layout.height;
+  return copy;
+}
+
+Bytes CudaDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
+  return Bytes(resource.data, size, [binding] { binding.owner->Release(binding.allocation); });
+}
+
+absl::Status CudaDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                    Bytes& bytes, Stream& stream) {
+  RETURN_IF_ERROR(stream.Enter());
+  const CudaApi& api = stream.api();
+  if (layout.is_contiguous()) {
+    return CudaStatus(api,
+                      api.MemcpyDtoHAsync(bytes.data(), resource.address + layout.offset_bytes,
+                                          layout.host_bytes(), stream.get()),
+                      "cuMemcpyDtoHAsync");
+  }
+  CUDA_MEMCPY2D copy = Pitched2DCopy(resource, layout, bytes.data(), /*to_device=*/false);
+  return CudaStatus(api, api.Memcpy2DAsync(&copy, stream.get()), "cuMemcpy2DAsync");
+}
+
+absl::Status CudaDriver::CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                      absl::Span<const std::byte> data, Stream& stream) {
+  RETURN_IF_ERROR(stream.Enter());
+  const CudaApi& api = stream.api();
+  if (layout.is_contiguous()) {
+    return CudaStatus(api,
+                      api.MemcpyHtoDAsync(resource.address + layout.offset_bytes, data.data(),
+                                          layout.host_bytes(), stream.get()),
+                      "cuMemcpyHtoDAsync");
+  }
+  CUDA_MEMCPY2D copy = Pitched2DCopy(resource, layout, data.data(), /*to_device=*/true);
+  return CudaStatus(api, api.Memcpy2DAsync(&copy, stream.get()), "cuMemcpy2DAsync");
+}
+
+absl::Status CudaDriver::CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                      Stream::Signal signal) {
+  if (source.size_bytes != target.size_bytes) {
+    return absl::InvalidArgumentError("relocation copy between different sizes");
+  }
+  RETURN_IF_ERROR(signal->Enter());
+  const CudaApi& api = signal->api();
+  return CudaStatus(api,
+                    api.MemcpyDtoDAsync(target.address, source.address, source.size_bytes,
+                                        signal->get()),
+                    "cuMemcpyDtoDAsync");
+}
+
+absl::Status CudaDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
+                                Dim3 grid, LaunchArgs& args) {
+  RETURN_IF_ERROR(stream.Enter());
+  const CudaApi& api = *context.api;
+  auto found = context.functions.find(kernel.hex);
+  if (found == context.functions.end()) {
+    std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
+    std::string image = ReadFile(base + ".cubin");
+    std::string entry(absl::StripAsciiWhitespace(ReadFile(base + ".entry")));
+    if (image.empty() || entry.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));
+    }
+    CUmodule module = nullptr;
+    RETURN_IF_ERROR(CudaStatus(api, api.ModuleLoadData(&module, image.data()), "cuModuleLoadData"));
+    context.modules.push_back(module);
+    CUfunction function = nullptr;
+    RETURN_IF_ERROR(CudaStatus(api, api.ModuleGetFunction(&function, module, entry.c_str()),
+                               "cuModuleGetFunction"));
+    found = context.functions.emplace(kernel.hex, function).first;
+  }
+  CUfunction function = found->second;
+  const LaunchSpec& spec = args.spec;
+  if (spec.dynamic_shared_memory_bytes > (48u << 10)) {
+    RETURN_IF_ERROR(CudaStatus(
+        api,
+        api.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(spec.dynamic_shared_memory_bytes)),
+        "cuFuncSetAttribute"));
+  }
+  // Each parameter points at its 8-byte slot; the slots live in `args` until
+  // cuLaunchKernel returns (it copies them).
+  std::vector<void*> params;
+  for (const uint64_t& slot : spec.slots) params.push_back(const_cast<uint64_t*>(&slot));
+  RETURN_IF_ERROR(CudaStatus(api,
+                             api.LaunchKernel(function, grid.x, grid.y, grid.z, spec.block.x,
+                                              spec.block.y, spec.block.z,
+                                              spec.dynamic_shared_memory_bytes, stream.get(),
+                                              params.data(), nullptr),
+                             "cuLaunchKernel"));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDriver::WaitOutsideStreams(Context& context) {
+  RETURN_IF_ERROR(MakeCurrent(*context.api, context.context));
+  return CudaStatus(*context.api, context.api->StreamSynchronize(context.collectives),
+                    "cuStreamSynchronize(collectives)");
+}
+
+absl::StatusOr<std::vector<DeviceDescription>> DescribeCudaDevices() {
+  ASSIGN_OR_RETURN(const CudaApi* api, LoadCudaApi());
+  int count = 0;
+  RETURN_IF_ERROR(CudaStatus(*api, api->DeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0) return absl::UnavailableError("no CUDA device");
+  std::vector<DeviceDescription> devices;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUdevice device = 0;
+    RETURN_IF_ERROR(CudaStatus(*api, api->DeviceGet(&device, ordinal), "cuDeviceGet"));
+    char name[256] = {};
+    api->DeviceGetName(name, sizeof(name), device);
+    size_t memory = 0;
+    api->DeviceTotalMem(&memory, device);
+    int major = 0, minor = 0, threads = 0, shared = 0;
+    api->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    api->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    api->DeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device);
+    api->DeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                            device);
+    devices.push_back(DeviceDescription{
+        .ordinal = ordinal,
+        .name = name,
+        .driver = DriverKind::kCuda,
+        .architecture = absl::StrCat("sm_", major, minor),
+        .memory_capacity_bytes = memory,
+        .max_threads_per_block = static_cast<uint32_t>(threads),
+        .max_shared_memory_per_block_bytes = static_cast<uint32_t>(shared)});
+  }
+  return devices;
+}
+
+}  // namespace gpucmd

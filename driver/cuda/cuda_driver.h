@@ -1,0 +1,147 @@
+#ifndef GPUCMDD_DRIVER_CUDA_CUDA_DRIVER_H_
+#define GPUCMDD_DRIVER_CUDA_CUDA_DRIVER_H_
+
+// The CUDA driver: one device's primary context, a pool of streams with priorities,
+// device pages from cuMemAlloc, pinned staging memory from cuMemAllocHost, copies with
+// cuMemcpy{HtoD,DtoH,DtoD}Async and cuMemcpy2DAsync (as the Command's layout decides),
+// and launches of NVRTC-built modules (<module_directory>/<kernel id>.cubin, its entry
+// point in <kernel id>.entry), loaded once per context.
+//
+// Thread-safety: the backend's methods may be called from any thread (each makes the
+// device's context current on the calling thread); its Context belongs to the device
+// thread.
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "driver/cuda/cuda_api.h"
+#include "driver/device_description.h"
+#include "driver/driver.h"
+
+namespace gpucmd {
+
+class CudaStream;
+
+// An event recorded on a CUDA stream; copies share the underlying CUevent.
+class CudaEvent {
+ public:
+  CudaEvent() = default;
+  absl::Status Wait() const;
+  bool IsComplete() const;
+
+ private:
+  friend class CudaStream;
+  struct Handle;
+  std::shared_ptr<Handle> handle_;  // null: always complete
+};
+
+class CudaStream {
+ public:
+  using Event = CudaEvent;
+  using Signal = CudaStream*;
+
+  CudaStream(const CudaApi* api, CUcontext context, CUstream stream)
+      : api_(api), context_(context), stream_(stream) {}
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  Event RecordEvent();
+  absl::Status WaitEvent(const Event& event);
+  absl::Status Synchronize();
+  Signal signal() { return this; }
+  CUstream get() const { return stream_; }
+  // Makes the stream's context current on the calling thread.
+  absl::Status Enter() const;
+  const CudaApi& api() const { return *api_; }
+
+ private:
+  const CudaApi* api_;
+  CUcontext context_;
+  CUstream stream_;
+};
+
+struct CudaLaunchArgs {
+  explicit CudaLaunchArgs(LaunchSpec spec) : spec(std::move(spec)) {}
+  LaunchSpec spec;
+};
+
+struct CudaContext {
+  const CudaApi* api = nullptr;
+  CUcontext context = nullptr;
+  std::string module_directory;
+  // Loaded modules' functions by kernel id.
+  absl::flat_hash_map<std::string, CUfunction> functions;
+  std::vector<CUmodule> modules;
+  // Where collectives run; WaitOutsideStreams waits on it.
+  CUstream collectives = nullptr;
+};
+
+class CudaBackend {
+ public:
+  using Stream = CudaStream;
+
+  struct Options {
+    int ordinal = 0;
+    int stream_count = 4;
+    std::string module_directory;
+  };
+
+  // UNAVAILABLE when there is no driver or no such device.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Options& options);
+  ~CudaBackend();
+
+  int stream_count() const { return static_cast<int>(streams_.size()); }
+  CudaStream& stream(int index) { return *streams_[index]; }
+  uint64_t capacity_bytes() const { return capacity_bytes_; }
+  absl::StatusOr<DeviceResource> AllocateDevice(uint64_t size_bytes);
+  void FreeDevice(const DeviceResource& resource);
+  absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
+  void FreePinned(const HostResource& resource);
+  CudaContext& context() { return context_; }
+
+ private:
+  CudaBackend() = default;
+
+  const CudaApi* api_ = nullptr;
+  CUdevice device_ = 0;
+  uint64_t capacity_bytes_ = 0;
+  CudaContext context_;
+  std::vector<std::unique_ptr<CudaStream>> streams_;
+};
+
+struct CudaDriver {
+  using Backend = CudaBackend;
+  using Stream = CudaStream;
+  using Context = CudaContext;
+  using LaunchArgs = CudaLaunchArgs;
+
+  static Bytes PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size);
+  static absl::Status CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                 Bytes& bytes, Stream& stream);
+  static absl::Status CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                   absl::Span<const std::byte> data, Stream& stream);
+  static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                   Stream::Signal signal);
+  static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
+                             Dim3 grid, LaunchArgs& args);
+  // Waits for the collectives stream: relocation must not move memory it still uses.
+  static absl::Status WaitOutsideStreams(Context& context);
+};
+
+static_assert(Driver<CudaDriver>);
+
+// The parameters of a 2D copy between packed host rows and a pitched device region.
+CUDA_MEMCPY2D Pitched2DCopy(const DeviceResource& resource, const CopyLayout& layout,
+                            const std::byte* host, bool to_device);
+
+// The CUDA devices of this machine; UNAVAILABLE without a driver.
+absl::StatusOr<std::vector<DeviceDescription>> DescribeCudaDevices();
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_CUDA_CUDA_DRIVER_H_
