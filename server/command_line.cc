@@ -1,6 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "server/command_line.h"
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 

@@ -74,7 +74,7 @@ KernelId CompileCache::IdFor(const KernelSource& kernel) const {
 }
 
 std::string CompileCache::ArtifactPath(const KernelId& id) const {
-  return absl::StrCat(options_.directory, "/", id.hex, ".so");
+  return absl::StrCat(options_.directory, "/", id.hex, options_.artifact_extension);
 }
 
 void CompileCache::Compile(KernelSource kernel,

@@ -51,6 +51,7 @@ class CompileCache {
     std::string directory;
     std::string driver;        // e.g. "cpu"
     std::string architecture;  // e.g. "x86_64", "sm_90"
+    std::string artifact_extension = ".so";  // what the driver's compiler writes
     int workers = 2;
     size_t max_pending = 256;
   };

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "server/config.h"
 
 #include <cerrno>
@@ -8,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"

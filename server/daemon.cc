@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "server/daemon.h"
 
 #include <unistd.h>
@@ -6,17 +5,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "driver/cpu/cpu_devices.h"
-#include "driver/cpu/cpu_compiler.h"
-#include "driver/cpu/cpu_driver.h"
-#include "driver/cpu/kernel_executor.h"
-#include "server/command_factory.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/driver_setup.h"
 #include "server/listen_address.h"
 #include "server/metrics_interceptor.h"
 #include "spdlog/spdlog.h"
@@ -25,12 +21,6 @@ namespace gpucmd {
 namespace {
 
 constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
-
-std::string SelfPath() {
-  char path[4096];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return std::string(path, std::max<ssize_t>(length, 0));
-}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {
   std::ifstream file(path);
@@ -59,52 +49,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-// The compile cache over the host compiler (the CPU driver's kernels).
-absl::StatusOr<std::unique_ptr<CompileCache>> StartCompiler(const v1::DaemonConfig& config) {
-  CpuCompilerOptions compiler{
-      .compiler = config.cpu().host_compiler(),
-      .timeout = std::chrono::seconds(config.compile().timeout_seconds()),
-      .max_log_bytes = config.compile().max_log_bytes()};
-  if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
-    spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
-  }
-  return CompileCache::Create(
-      {.directory = config.compile().cache_dir(),
-       .driver = "cpu",
-       .architecture = "x86_64",
-       .workers = static_cast<int>(config.compile().workers())},
-      [compiler](const KernelSource& kernel, const std::string& artifact) {
-        return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact,
-                                compiler);
-      });
-}
-
-// One worker per configured device, each running a Command over the selected driver.
-std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, Metrics* metrics) {
-  CommandOptions options;
-  options.session_quota_bytes = config.limits().session_memory_quota_bytes();
-  options.max_threads_per_block = kCpuMaxThreadsPerBlock;
-  options.max_dynamic_shared_memory_bytes = kCpuMaxSharedMemoryPerBlockBytes;
-  absl::StatusOr<std::string> executor = FindKernelExecutor(SelfPath());
-  if (!executor.ok()) {
-    spdlog::error("kernels cannot run: {}", std::string(executor.status().message()));
-  }
+// One worker per device, each running its driver's Command.
+std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetup& setup,
+                                      Metrics* metrics) {
   std::vector<std::unique_ptr<DeviceWorker>> workers;
-  for (int ordinal = 0; ordinal < static_cast<int>(config.cpu().device_count()); ++ordinal) {
-    CpuBackend::Options backend{
-        .ordinal = ordinal,
-        .capacity_bytes = config.cpu().memory_bytes_per_device(),
-        .stream_count = static_cast<int>(config.cpu().streams_per_device()),
-        .executor_path = executor.value_or(""),
-        .module_directory = config.compile().cache_dir(),
-        .executor_workers = static_cast<int>(config.cpu().executor_workers()),
-        .kernel_timeout = std::chrono::seconds(config.cpu().kernel_timeout_seconds())};
+  for (size_t ordinal = 0; ordinal < setup.factories.size(); ++ordinal) {
     workers.push_back(std::make_unique<DeviceWorker>(
-        DeviceWorker::Options{.ordinal = ordinal,
+        DeviceWorker::Options{.ordinal = static_cast<int>(ordinal),
                               .queue_capacity = config.limits().device_queue_capacity(),
                               .per_session_limit = config.limits().session_queued_commands()},
-        MakeCommandFactory<CpuDriver>([backend] { return CpuBackend::Create(backend); }, options),
-        metrics));
+        std::move(setup.factories[ordinal]), metrics));
   }
   const v1::LimitsConfig& limits = config.limits();
   return std::make_unique<ServerCore>(
@@ -119,15 +73,14 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, Metrics* m
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& config) {
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->config_ = config;
-  std::vector<DeviceDescription> devices = DescribeCpuDevices(
-      static_cast<int>(config.cpu().device_count()), config.cpu().memory_bytes_per_device());
-  daemon->device_count_ = static_cast<int>(devices.size());
+  ASSIGN_OR_RETURN(DriverSetup setup, SetUpDriver(config));
+  daemon->device_count_ = static_cast<int>(setup.devices.size());
   daemon->metrics_ = std::make_unique<Metrics>(daemon->device_count_);
-  ASSIGN_OR_RETURN(daemon->compiler_, StartCompiler(config));
-  daemon->core_ = StartCore(config, daemon->metrics_.get());
+  daemon->compiler_ = std::move(setup.compiler);
+  daemon->core_ = StartCore(config, setup, daemon->metrics_.get());
   daemon->service_ = std::make_unique<GpuCommandService>(
-      std::move(devices), daemon->core_.get(), daemon->compiler_.get(), daemon->metrics_.get(),
-      config.limits().max_message_bytes());
+      std::move(setup.devices), daemon->core_.get(), daemon->compiler_.get(),
+      daemon->metrics_.get(), config.limits().max_message_bytes());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

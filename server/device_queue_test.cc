@@ -1,9 +1,9 @@
-#include "absl/strings/string_view.h"
 #include "server/device_queue.h"
 
 #include <thread>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {

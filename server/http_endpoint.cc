@@ -1,8 +1,8 @@
-#include "absl/strings/string_view.h"
 #include "server/http_endpoint.h"
 
 #include <civetweb.h>
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 
 namespace gpucmd {

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "server/listen_address.h"
 
 #include <sys/socket.h>
@@ -9,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"

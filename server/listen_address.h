@@ -4,10 +4,10 @@
 // Listener addresses of the daemon: "unix:PATH" and "tcp:HOST:PORT" for gRPC,
 // "HOST:PORT" for the HTTP endpoint.
 
-#include "absl/strings/string_view.h"
 #include <string>
 #include <string_view>
 
+#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 

@@ -8,6 +8,7 @@
 #include "server/command_line.h"
 #include "server/config.h"
 #include "server/daemon.h"
+#include "server/driver_setup.h"
 #include "server/version.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command_line->version) {
-    std::cout << "gpucmdd " << gpucmd::kVersion << " (driver: cpu)\n";
+    std::cout << "gpucmdd " << gpucmd::kVersion << " (driver: " << gpucmd::SelectedDriverName()
+              << ")\n";
     return 0;
   }
 

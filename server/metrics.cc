@@ -1,6 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "server/metrics.h"
 
+#include "absl/strings/string_view.h"
 #include "prometheus/text_serializer.h"
 
 namespace gpucmd {

@@ -8,13 +8,13 @@
 // atomic and its families lock internally. Metric objects returned by reference live as
 // long as the Metrics object.
 
-#include "absl/strings/string_view.h"
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"

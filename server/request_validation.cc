@@ -1,6 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "server/request_validation.h"
 
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 

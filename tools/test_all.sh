@@ -42,6 +42,24 @@ run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan
 if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   mapfile -t cuda_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda\b", tests(//...))' 2>/dev/null)
   run_config cuda --nocache_test_results "${cuda_tests[@]}"
+  # The CUDA daemon builds, and where there is no NVIDIA driver it says so and exits.
+  echo "=== cuda daemon ===" >&2
+  if bazel build --config=cuda //server:gpucmdd >&2 &&
+     bazel-bin/server/gpucmdd --version | grep -q "driver: cuda"; then
+    if output=$(timeout 20 bazel-bin/server/gpucmdd --listen=unix:/tmp/gpucmdd-cuda-check.sock \
+                  --http_listen=127.0.0.1:0 2>&1); then
+      echo "$output" >&2  # a GPU machine: it started and was stopped by the timeout
+      passed=$((passed + 1))
+    elif grep -q "no CUDA driver\|no CUDA device" <<<"$output"; then
+      passed=$((passed + 1))
+    else
+      echo "$output" >&2
+      failed=$((failed + 1)); failures+=("cuda: daemon start-up")
+    fi
+  else
+    failed=$((failed + 1)); failures+=("cuda: daemon build")
+  fi
+  bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 else
   echo "=== tests: cuda skipped: no CUDA toolkit in /usr/local/cuda ===" >&2
 fi

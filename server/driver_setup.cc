@@ -1,0 +1,25 @@
+#include "server/driver_setup.h"
+
+namespace gpucmd {
+
+CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
+                                 const DeviceDescription& device) {
+  CommandOptions options;
+  options.session_quota_bytes = config.limits().session_memory_quota_bytes();
+  options.max_threads_per_block = device.max_threads_per_block;
+  options.max_dynamic_shared_memory_bytes = device.max_shared_memory_per_block_bytes;
+  return options;
+}
+
+CompileCache::Options CompileCacheOptions(const v1::DaemonConfig& config,
+                                          const std::string& driver,
+                                          const std::string& architecture,
+                                          const std::string& artifact_extension) {
+  return {.directory = config.compile().cache_dir(),
+          .driver = driver,
+          .architecture = architecture,
+          .artifact_extension = artifact_extension,
+          .workers = static_cast<int>(config.compile().workers())};
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,48 @@
+#ifndef GPUCMDD_SERVER_DRIVER_SETUP_H_
+#define GPUCMDD_SERVER_DRIVER_SETUP_H_
+
+// The one place the daemon meets the driver chosen at build time (--config=cuda selects
+// driver_setup_cuda.cc, the default driver_setup_cpu.cc; no #ifdef): it describes the
+// devices, builds the compile cache over the driver's compiler, and makes each device's
+// Command<D> factory.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "driver/device_description.h"
+#include "gpucmd/v1/config.pb.h"
+#include "server/command.h"
+#include "server/compile_cache.h"
+#include "server/device_worker.h"
+
+namespace gpucmd {
+
+struct DriverSetup {
+  std::string driver_name;  // "cpu", "cuda"
+  std::vector<DeviceDescription> devices;
+  std::unique_ptr<CompileCache> compiler;
+  // One per device, in ordinal order.
+  std::vector<DeviceWorker::Factory> factories;
+};
+
+// The name of the driver this build runs.
+const char* SelectedDriverName();
+
+// UNAVAILABLE when the driver or its devices are missing (e.g. "no CUDA driver").
+absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config);
+
+// Command options shared by every driver: the config's limits and the device's own.
+CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
+                                 const DeviceDescription& device);
+
+// The compile cache's options for `driver` on `architecture`.
+CompileCache::Options CompileCacheOptions(const v1::DaemonConfig& config,
+                                          const std::string& driver,
+                                          const std::string& architecture,
+                                          const std::string& artifact_extension);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_DRIVER_SETUP_H_

@@ -1,0 +1,69 @@
+// The CPU driver's setup (the default build).
+
+#include <unistd.h>
+
+#include "base/status_macros.h"
+#include "driver/cpu/cpu_compiler.h"
+#include "driver/cpu/cpu_devices.h"
+#include "driver/cpu/cpu_driver.h"
+#include "driver/cpu/kernel_executor.h"
+#include "server/command_factory.h"
+#include "server/driver_setup.h"
+#include "spdlog/spdlog.h"
+
+namespace gpucmd {
+namespace {
+
+std::string SelfPath() {
+  char path[4096];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return std::string(path, std::max<ssize_t>(length, 0));
+}
+
+}  // namespace
+
+const char* SelectedDriverName() { return "cpu"; }
+
+absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
+  const v1::CpuDriverConfig& cpu = config.cpu();
+  DriverSetup setup;
+  setup.driver_name = SelectedDriverName();
+  setup.devices =
+      DescribeCpuDevices(static_cast<int>(cpu.device_count()), cpu.memory_bytes_per_device());
+
+  CpuCompilerOptions compiler{.compiler = cpu.host_compiler(),
+                              .timeout = std::chrono::seconds(config.compile().timeout_seconds()),
+                              .max_log_bytes = config.compile().max_log_bytes()};
+  if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
+    spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
+  }
+  ASSIGN_OR_RETURN(setup.compiler,
+                   CompileCache::Create(CompileCacheOptions(config, "cpu", "x86_64", ".so"),
+                                        [compiler](const KernelSource& kernel,
+                                                   const std::string& artifact) {
+                                          return CompileCpuKernel(kernel.source,
+                                                                  kernel.entry_point,
+                                                                  kernel.options, artifact,
+                                                                  compiler);
+                                        }));
+
+  absl::StatusOr<std::string> executor = FindKernelExecutor(SelfPath());
+  if (!executor.ok()) {
+    spdlog::error("kernels cannot run: {}", std::string(executor.status().message()));
+  }
+  for (const DeviceDescription& device : setup.devices) {
+    CpuBackend::Options backend{
+        .ordinal = device.ordinal,
+        .capacity_bytes = cpu.memory_bytes_per_device(),
+        .stream_count = static_cast<int>(cpu.streams_per_device()),
+        .executor_path = executor.value_or(""),
+        .module_directory = config.compile().cache_dir(),
+        .executor_workers = static_cast<int>(cpu.executor_workers()),
+        .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds())};
+    setup.factories.push_back(MakeCommandFactory<CpuDriver>(
+        [backend] { return CpuBackend::Create(backend); }, CommandOptionsFor(config, device)));
+  }
+  return setup;
+}
+
+}  // namespace gpucmd
