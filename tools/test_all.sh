@@ -58,6 +58,14 @@ if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   else
     failed=$((failed + 1)); failures+=("cuda: daemon build")
   fi
+  # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
+  echo "=== bundle ===" >&2
+  if bazel build --config=cuda //deploy:bundle >&2 &&
+     bash deploy/check_bundle.sh bazel-bin/deploy/gpucmd-bundle.tar.gz >&2; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("cuda: bundle")
+  fi
   bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 else
   echo "=== tests: cuda skipped: no CUDA toolkit in /usr/local/cuda ===" >&2

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Checks a bundle made by make_bundle.sh: under 60 MiB unpacked, and its binaries run
+# from anywhere with every library outside glibc and the NVIDIA toolkit taken from the
+# bundle itself.
+#
+#   deploy/check_bundle.sh BUNDLE.tar.gz
+set -euo pipefail
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tar -C "$work" -xzf "$1"
+size=$(du -sb "$work/gpucmd" | cut -f1)
+if ((size >= 60 * 1024 * 1024)); then
+  echo "FAIL: the bundle unpacks to $size bytes (limit 60 MiB)"
+  exit 1
+fi
+for binary in "$work"/gpucmd/bin/*; do
+  outside=$(ldd "$binary" | awk '/=> \// {print $3}' |
+            grep -v "^$work/" | grep -Ev '/(libc|libm|libdl|libpthread|librt|libnvrtc)[.-]' || true)
+  if [[ -n $outside ]]; then
+    echo "FAIL: $(basename "$binary") loads libraries from outside the bundle:"
+    echo "$outside"
+    exit 1
+  fi
+done
+env -i "$work/gpucmd/bin/gpucmdd" --version | grep -q '^gpucmdd '
+echo "bundle OK: $((size / 1024 / 1024)) MiB unpacked"

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Checks gpucmdd on a machine with an NVIDIA GPU, from the relocatable bundle (no Bazel,
+# no Debian libraries, no network needed there):
+#
+#   bazel build --config=cuda //deploy:bundle                  # on a development machine
+#   tests/gpu/device_check.sh [BUNDLE.tar.gz | BUNDLE_DIR]     # on the GPU machine
+#
+# Default bundle: .bundle/gpucmd-bundle.tar.gz. Runs the NVRTC compile tests and the
+# driver conformance suite against the real device, starts the CUDA daemon, and prints a
+# benchmark table of copies through the daemon against memcpy. Finishes within 8 minutes.
+set -uo pipefail
+
+bundle=${1:-.bundle/gpucmd-bundle.tar.gz}
+work=$(mktemp -d /tmp/gpucmd-check.XXXXXX)
+if [[ -d $bundle ]]; then
+  cp -r "$bundle" "$work/gpucmd"
+else
+  tar -C "$work" -xzf "$bundle" || { echo "cannot unpack $bundle"; exit 2; }
+fi
+bin=$work/gpucmd/bin
+status=0
+
+step() { echo; echo "=== $* ==="; }
+run() {  # run NAME TIMEOUT COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  step "$name"
+  timeout "$limit" "$@"
+  local rc=$?
+  echo "--- $name: exit $rc"
+  ((rc == 0)) || status=1
+}
+
+step "machine"
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null ||
+  echo "nvidia-smi not available"
+"$bin/gpucmdd" --version
+
+run "NVRTC compile tests (kernel suite for sm_90)" 120 "$bin/nvrtc_compiler_test"
+run "driver conformance suite on the CUDA device" 120 "$bin/cuda_driver_conformance_test"
+
+step "daemon"
+socket=$work/gpucmdd.sock
+cat > "$work/config.textproto" <<CONFIG
+log_level: "warn"
+compile { cache_dir: "$work/cache" }
+limits { max_message_bytes: 16777216 }
+CONFIG
+"$bin/gpucmdd" --config="$work/config.textproto" --listen="unix:$socket" \
+  --http_listen=127.0.0.1:0 > "$work/ready" 2> "$work/daemon.log" &
+daemon=$!
+for _ in $(seq 100); do [[ -s $work/ready ]] && break; sleep 0.1; done
+if [[ -s $work/ready ]]; then
+  cat "$work/ready"
+  "$bin/gpucmdctl" --target="unix:$socket" devices || status=1
+  kill -TERM "$daemon"; wait "$daemon"
+else
+  echo "the daemon did not start:"; cat "$work/daemon.log"; status=1
+fi
+
+# The benchmark starts its own daemon from its runfiles tree: point it at the bundle's.
+mkdir -p "$bin/copy_bench.runfiles/gpucmdd/server"
+ln -sf "$bin/gpucmdd" "$bin/copy_bench.runfiles/gpucmdd/server/gpucmdd"
+run "copies through the daemon vs memcpy (x_memcpy)" 240 "$bin/copy_bench" \
+  --benchmark_filter='BM_Memcpy|BM_Daemon' --benchmark_min_time=0.1
+
+echo
+if ((status == 0)); then echo "DEVICE CHECK: PASSED"; else echo "DEVICE CHECK: FAILED"; fi
+rm -rf "$work"
+exit "$status"
