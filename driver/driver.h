@@ -110,6 +110,13 @@ concept Driver =
       { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
     };
 
+// Wraps pinned memory handed out by a pool: `size` bytes of `resource`, given back to
+// the owner `binding` names when the Bytes die. What a backend whose pinned memory
+// needs no further bookkeeping returns from PinnedBytes.
+inline Bytes PinnedPoolBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
+  return Bytes(resource.data, size, [binding] { binding.owner->Release(binding.allocation); });
+}
+
 // Provided operations; a driver inherits them and overrides what it must.
 struct DriverDefaults {
   // A backend whose every device operation runs on its command streams has nothing

@@ -69,8 +69,7 @@ absl::StatusOr<HostResource> CpuBackend::AllocatePinned(uint64_t size_bytes) {
 void CpuBackend::FreePinned(const HostResource& resource) { std::free(resource.data); }
 
 Bytes CpuDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
-  return Bytes(resource.data, size,
-               [binding] { binding.owner->Release(binding.allocation); });
+  return PinnedPoolBytes(binding, resource, size);
 }
 
 absl::Status CpuDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,

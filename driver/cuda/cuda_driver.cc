@@ -181,7 +181,7 @@ CUDA_MEMCPY2D Pitched2DCopy(const DeviceResource& resource, const CopyLayout& la
 }
 
 Bytes CudaDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
-  return Bytes(resource.data, size, [binding] { binding.owner->Release(binding.allocation); });
+  return PinnedPoolBytes(binding, resource, size);
 }
 
 absl::Status CudaDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
