@@ -37,27 +37,34 @@ run_config() {
 run_config default --nocache_test_results //...
 run_config asan --config=asan --nocache_test_results //...
 run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan //...
+# check_gpu_daemon NAME PATTERN: builds the daemon with --config=NAME; it must serve
+# until stopped (a machine with that GPU) or exit with a message matching PATTERN.
+check_gpu_daemon() {
+  local name=$1 pattern=$2
+  echo "=== $name daemon ===" >&2
+  if bazel build "--config=$name" //server:gpucmdd >&2 &&
+     bazel-bin/server/gpucmdd --version | grep -q "driver: $name"; then
+    local output rc
+    output=$(timeout 10 bazel-bin/server/gpucmdd --listen="unix:/tmp/gpucmdd-$name-check.sock" \
+               --http_listen=127.0.0.1:0 2>&1)
+    rc=$?
+    if ((rc == 124)) || grep -q "$pattern" <<<"$output"; then
+      passed=$((passed + 1))
+    else
+      echo "$output" >&2
+      failed=$((failed + 1)); failures+=("$name: daemon start-up")
+    fi
+  else
+    failed=$((failed + 1)); failures+=("$name: daemon build")
+  fi
+}
+
 # GPU-driver targets are `manual` (no wildcard builds them): build and test them where
 # their toolkit is installed, and say so where it is not.
 if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   mapfile -t cuda_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda\b", tests(//...))' 2>/dev/null)
   run_config cuda --nocache_test_results "${cuda_tests[@]}"
-  # The CUDA daemon builds, and where there is no NVIDIA driver it says so and exits.
-  echo "=== cuda daemon ===" >&2
-  if bazel build --config=cuda //server:gpucmdd >&2 &&
-     bazel-bin/server/gpucmdd --version | grep -q "driver: cuda"; then
-    output=$(timeout 10 bazel-bin/server/gpucmdd --listen=unix:/tmp/gpucmdd-cuda-check.sock \
-               --http_listen=127.0.0.1:0 2>&1)
-    rc=$?
-    if ((rc == 124)) || grep -q "no CUDA driver\|no CUDA device" <<<"$output"; then
-      passed=$((passed + 1))  # served until stopped (a GPU machine), or said why not
-    else
-      echo "$output" >&2
-      failed=$((failed + 1)); failures+=("cuda: daemon start-up")
-    fi
-  else
-    failed=$((failed + 1)); failures+=("cuda: daemon build")
-  fi
+  check_gpu_daemon cuda "no CUDA driver\|no CUDA device"
   # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
   echo "=== bundle ===" >&2
   if bazel build --config=cuda //deploy:bundle >&2 &&
@@ -66,11 +73,14 @@ if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   else
     failed=$((failed + 1)); failures+=("cuda: bundle")
   fi
-  bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 else
   echo "=== tests: cuda skipped: no CUDA toolkit in /usr/local/cuda ===" >&2
 fi
+mapfile -t hip_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip\b", tests(//...))' 2>/dev/null)
+run_config hip --nocache_test_results "${hip_tests[@]}"
+check_gpu_daemon hip "no HIP device"
+bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 
 for failure in "${failures[@]}"; do echo "FAILED $failure"; done
-echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda)"
+echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, hip)"
 ((failed == 0))

@@ -1,0 +1,246 @@
+#include "driver/hip/hip_driver.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "driver/hip/hip_status.h"
+
+namespace gpucmd {
+namespace {
+
+// Release and cleanup calls below have nobody to report a failure to; their results are
+// dropped with (void).
+
+thread_local int current_device = -1;
+
+absl::Status SelectDevice(int device) {
+  if (current_device == device) return absl::OkStatus();
+  RETURN_IF_ERROR(HipStatus(hipSetDevice(device), "hipSetDevice"));
+  current_device = device;
+  return absl::OkStatus();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path, std::ios::binary).rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+struct HipEvent::Handle {
+  int device;
+  hipEvent_t event;
+  ~Handle() {
+    if (SelectDevice(device).ok()) (void)hipEventDestroy(event);
+  }
+};
+
+absl::Status HipEvent::Wait() const {
+  if (handle_ == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(SelectDevice(handle_->device));
+  return HipStatus(hipEventSynchronize(handle_->event), "hipEventSynchronize");
+}
+
+bool HipEvent::IsComplete() const {
+  if (handle_ == nullptr) return true;
+  return SelectDevice(handle_->device).ok() && hipEventQuery(handle_->event) == hipSuccess;
+}
+
+HipStream::~HipStream() {
+  if (Enter().ok()) {
+    (void)hipStreamSynchronize(stream_);
+    (void)hipStreamDestroy(stream_);
+  }
+}
+
+absl::Status HipStream::Enter() const { return SelectDevice(device_); }
+
+HipStream::Event HipStream::RecordEvent() {
+  Event event;
+  hipEvent_t raw = nullptr;
+  if (!Enter().ok() || hipEventCreateWithFlags(&raw, hipEventDisableTiming) != hipSuccess) {
+    return event;
+  }
+  if (hipEventRecord(raw, stream_) != hipSuccess) {
+    (void)hipEventDestroy(raw);
+    return event;
+  }
+  event.handle_ = std::make_shared<HipEvent::Handle>(HipEvent::Handle{device_, raw});
+  return event;
+}
+
+absl::Status HipStream::WaitEvent(const Event& event) {
+  if (event.handle_ == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(Enter());
+  return HipStatus(hipStreamWaitEvent(stream_, event.handle_->event, 0), "hipStreamWaitEvent");
+}
+
+absl::Status HipStream::Synchronize() {
+  RETURN_IF_ERROR(Enter());
+  return HipStatus(hipStreamSynchronize(stream_), "hipStreamSynchronize");
+}
+
+absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& options) {
+  int count = 0;
+  RETURN_IF_ERROR(HipStatus(hipGetDeviceCount(&count), "hipGetDeviceCount"));
+  if (options.ordinal >= count) {
+    return absl::UnavailableError(absl::StrCat("no HIP device ", options.ordinal));
+  }
+  std::unique_ptr<HipBackend> backend(new HipBackend());
+  backend->context_.device = options.ordinal;
+  backend->context_.module_directory = options.module_directory;
+  RETURN_IF_ERROR(SelectDevice(options.ordinal));
+  size_t total = 0;
+  RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
+  backend->capacity_bytes_ = total;
+  int least = 0, greatest = 0;
+  RETURN_IF_ERROR(HipStatus(hipDeviceGetStreamPriorityRange(&least, &greatest),
+                            "hipDeviceGetStreamPriorityRange"));
+  for (int i = 0; i < options.stream_count; ++i) {
+    hipStream_t stream = nullptr;
+    // Stream 0 gets the highest priority: it carries relocation copies.
+    RETURN_IF_ERROR(HipStatus(
+        hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, i == 0 ? greatest : least),
+        "hipStreamCreateWithPriority"));
+    backend->streams_.push_back(std::make_unique<HipStream>(options.ordinal, stream));
+  }
+  return backend;
+}
+
+HipBackend::~HipBackend() {
+  streams_.clear();
+  if (SelectDevice(context_.device).ok()) {
+    for (hipModule_t module : context_.modules) (void)hipModuleUnload(module);
+  }
+}
+
+absl::StatusOr<DeviceResource> HipBackend::AllocateDevice(uint64_t size_bytes) {
+  RETURN_IF_ERROR(SelectDevice(context_.device));
+  void* pointer = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipMalloc(&pointer, size_bytes), "hipMalloc"));
+  return DeviceResource{reinterpret_cast<DeviceAddress>(pointer), size_bytes};
+}
+
+void HipBackend::FreeDevice(const DeviceResource& resource) {
+  if (SelectDevice(context_.device).ok()) (void)hipFree(reinterpret_cast<void*>(resource.address));
+}
+
+absl::StatusOr<HostResource> HipBackend::AllocatePinned(uint64_t size_bytes) {
+  RETURN_IF_ERROR(SelectDevice(context_.device));
+  void* pointer = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipHostMalloc(&pointer, size_bytes, hipHostMallocDefault),
+                            "hipHostMalloc"));
+  return HostResource{static_cast<std::byte*>(pointer), size_bytes};
+}
+
+void HipBackend::FreePinned(const HostResource& resource) {
+  if (SelectDevice(context_.device).ok()) (void)hipHostFree(resource.data);
+}
+
+Bytes HipDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
+  return PinnedPoolBytes(binding, resource, size);
+}
+
+absl::Status HipDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                   Bytes& bytes, Stream& stream) {
+  RETURN_IF_ERROR(stream.Enter());
+  void* device = reinterpret_cast<void*>(resource.address + layout.offset_bytes);
+  if (layout.is_contiguous()) {
+    return HipStatus(hipMemcpyDtoHAsync(bytes.data(), device, layout.host_bytes(), stream.get()),
+                     "hipMemcpyDtoHAsync");
+  }
+  return HipStatus(hipMemcpy2DAsync(bytes.data(), layout.width_bytes, device,
+                                    layout.stride_bytes, layout.width_bytes, layout.height,
+                                    hipMemcpyDeviceToHost, stream.get()),
+                   "hipMemcpy2DAsync");
+}
+
+absl::Status HipDriver::CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                     absl::Span<const std::byte> data, Stream& stream) {
+  RETURN_IF_ERROR(stream.Enter());
+  void* device = reinterpret_cast<void*>(resource.address + layout.offset_bytes);
+  auto* host = const_cast<std::byte*>(data.data());
+  if (layout.is_contiguous()) {
+    return HipStatus(hipMemcpyHtoDAsync(device, host, layout.host_bytes(), stream.get()),
+                     "hipMemcpyHtoDAsync");
+  }
+  return HipStatus(hipMemcpy2DAsync(device, layout.stride_bytes, host, layout.width_bytes,
+                                    layout.width_bytes, layout.height, hipMemcpyHostToDevice,
+                                    stream.get()),
+                   "hipMemcpy2DAsync");
+}
+
+absl::Status HipDriver::CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                     Stream::Signal signal) {
+  if (source.size_bytes != target.size_bytes) {
+    return absl::InvalidArgumentError("relocation copy between different sizes");
+  }
+  RETURN_IF_ERROR(signal->Enter());
+  return HipStatus(hipMemcpyDtoDAsync(reinterpret_cast<void*>(target.address),
+                                      reinterpret_cast<void*>(source.address),
+                                      source.size_bytes, signal->get()),
+                   "hipMemcpyDtoDAsync");
+}
+
+absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
+                               Dim3 grid, LaunchArgs& args) {
+  RETURN_IF_ERROR(stream.Enter());
+  auto found = context.functions.find(kernel.hex);
+  if (found == context.functions.end()) {
+    std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
+    std::string image = ReadFile(base + ".hsaco");
+    std::string entry(absl::StripAsciiWhitespace(ReadFile(base + ".entry")));
+    if (image.empty() || entry.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));
+    }
+    hipModule_t module = nullptr;
+    RETURN_IF_ERROR(HipStatus(hipModuleLoadData(&module, image.data()), "hipModuleLoadData"));
+    context.modules.push_back(module);
+    hipFunction_t function = nullptr;
+    RETURN_IF_ERROR(HipStatus(hipModuleGetFunction(&function, module, entry.c_str()),
+                              "hipModuleGetFunction"));
+    found = context.functions.emplace(kernel.hex, function).first;
+  }
+  const LaunchSpec& spec = args.spec;
+  std::vector<void*> params;
+  for (const uint64_t& slot : spec.slots) params.push_back(const_cast<uint64_t*>(&slot));
+  return HipStatus(hipModuleLaunchKernel(found->second, grid.x, grid.y, grid.z, spec.block.x,
+                                         spec.block.y, spec.block.z,
+                                         spec.dynamic_shared_memory_bytes, stream.get(),
+                                         params.data(), nullptr),
+                   "hipModuleLaunchKernel");
+}
+
+absl::StatusOr<std::vector<DeviceDescription>> DescribeHipDevices() {
+  int count = 0;
+  hipError_t error = hipGetDeviceCount(&count);
+  if (error == hipErrorNoDevice || (error == hipSuccess && count == 0)) {
+    return absl::UnavailableError("no HIP device (no AMD GPU or ROCm driver on this machine)");
+  }
+  RETURN_IF_ERROR(HipStatus(error, "hipGetDeviceCount"));
+  std::vector<DeviceDescription> devices;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    hipDeviceProp_t properties{};
+    RETURN_IF_ERROR(HipStatus(hipGetDeviceProperties(&properties, ordinal),
+                              "hipGetDeviceProperties"));
+    std::string architecture = properties.gcnArchName;
+    architecture = architecture.substr(0, architecture.find(':'));  // "gfx90a:sramecc+:..."
+    devices.push_back(DeviceDescription{
+        .ordinal = ordinal,
+        .name = properties.name,
+        .driver = DriverKind::kHip,
+        .architecture = architecture,
+        .memory_capacity_bytes = properties.totalGlobalMem,
+        .max_threads_per_block = static_cast<uint32_t>(properties.maxThreadsPerBlock),
+        .max_shared_memory_per_block_bytes =
+            static_cast<uint32_t>(properties.sharedMemPerBlock)});
+  }
+  return devices;
+}
+
+}  // namespace gpucmd
