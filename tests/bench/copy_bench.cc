@@ -14,48 +14,17 @@
 #include "client/client.h"
 #include "driver/cpu/cpu_driver.h"
 #include "server/command.h"
-#include "tests/testing/daemon_process.h"
+#include "tests/bench/bench_support.h"
 
 namespace gpucmd {
 namespace {
 
 constexpr uint64_t kDeviceBytes = uint64_t{2} << 30;
-constexpr int kMaxMessageBytes = 16 << 20;
 constexpr SessionId kSession = 1;
 
-// Bytes per second of a single-threaded memcpy of `size` bytes, measured now.
-double MemcpyBytesPerSecond(size_t size) {
-  std::vector<char> source(size, 1), target(size);
-  std::memcpy(target.data(), source.data(), size);  // fault the pages in
-  int rounds = static_cast<int>(std::max<size_t>(1, (64 << 20) / size));
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < rounds; ++i) {
-    std::memcpy(target.data(), source.data(), size);
-    benchmark::ClobberMemory();
-  }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return static_cast<double>(size) * rounds / seconds;
-}
-
-// Wall time of a benchmark's timed loop, to express its throughput against memcpy.
-class LoopTimer {
- public:
-  LoopTimer() : start_(std::chrono::steady_clock::now()) {}
-  double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
-
-// Sets bytes/s and `x_memcpy`: this throughput divided by memcpy's, both measured now.
-void ReportThroughput(benchmark::State& state, size_t size, double loop_seconds) {
-  double total = static_cast<double>(state.iterations()) * static_cast<double>(size);
-  state.SetBytesProcessed(static_cast<int64_t>(total));
-  state.counters["x_memcpy"] = total / loop_seconds / MemcpyBytesPerSecond(size);
-}
+using bench::BenchDaemon;
+using bench::ReportThroughput;
+using bench::SecondsSince;
 
 void BM_Memcpy(benchmark::State& state) {
   size_t size = state.range(0);
@@ -82,7 +51,7 @@ void BM_CommandWrite(benchmark::State& state) {
   InProcess device;
   BufferId id = *device.command->Allocate(kSession, size);
   std::string data(size, 'w');
-  LoopTimer timer;
+  auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     // The command takes ownership of the payload, as a request's bytes are handed over.
     state.PauseTiming();
@@ -92,7 +61,7 @@ void BM_CommandWrite(benchmark::State& state) {
         device.command->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), std::move(payload)));
     benchmark::DoNotOptimize(device.command->Synchronize(kSession, 0));
   }
-  ReportThroughput(state, size, timer.Seconds());
+  ReportThroughput(state, size, SecondsSince(start));
 }
 
 void BM_CommandRead(benchmark::State& state) {
@@ -101,13 +70,13 @@ void BM_CommandRead(benchmark::State& state) {
   BufferId id = *device.command->Allocate(kSession, size);
   (void)device.command->Write(kSession, 0, id, CopyLayout::Contiguous(0, size),
                               std::string(size, 'r'));
-  LoopTimer timer;
+  auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     absl::StatusOr<PendingRead> read =
         device.command->Read(kSession, 0, id, CopyLayout::Contiguous(0, size));
     benchmark::DoNotOptimize(read->wait());
   }
-  ReportThroughput(state, size, timer.Seconds());
+  ReportThroughput(state, size, SecondsSince(start));
 }
 
 void BM_CommandAllocateFree(benchmark::State& state) {
@@ -120,32 +89,9 @@ void BM_CommandAllocateFree(benchmark::State& state) {
 }
 
 // Through the daemon: one gpucmdd child process for the whole run.
-struct Daemon {
-  Daemon() {
-    std::string directory = testing::ShortTempDir();
-    std::string config = directory + "/bench.textproto";
-    std::ofstream(config) << "cpu { memory_bytes_per_device: " << kDeviceBytes << " }\n"
-                          << "limits { max_message_bytes: " << kMaxMessageBytes << " }\n"
-                          << "log_level: \"warn\"\n";
-    process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/b.sock",
-                                                    "--http_listen=127.0.0.1:0",
-                                                    "--config=" + config}));
-    ClientOptions options;
-    options.max_message_bytes = kMaxMessageBytes;
-    client = *Client::Connect(process->grpc_target(), options);
-    session.emplace(*client->OpenSession(0, "bench"));
-  }
-  ~Daemon() {
-    session.reset();
-    client.reset();
-  }
-  std::optional<testing::DaemonProcess> process;
-  std::unique_ptr<Client> client;
-  std::optional<Session> session;
-};
-
-Daemon& SharedDaemon() {
-  static Daemon* daemon = new Daemon();
+BenchDaemon& SharedDaemon() {
+  static BenchDaemon* daemon = new BenchDaemon(
+      "cpu { memory_bytes_per_device: " + std::to_string(kDeviceBytes) + " }");
   return *daemon;
 }
 
@@ -154,12 +100,12 @@ void BM_DaemonWrite(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
   std::string data(size, 'w');
-  LoopTimer timer;
+  auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     benchmark::DoNotOptimize(session.Write(buffer, 0, data));
     benchmark::DoNotOptimize(session.Synchronize(0));
   }
-  ReportThroughput(state, size, timer.Seconds());
+  ReportThroughput(state, size, SecondsSince(start));
 }
 
 void BM_DaemonRead(benchmark::State& state) {
@@ -167,12 +113,12 @@ void BM_DaemonRead(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
   (void)session.Write(buffer, 0, std::string(size, 'r'));
-  LoopTimer timer;
+  auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     absl::StatusOr<std::string> read = session.Read(buffer, 0, size);
     benchmark::DoNotOptimize(read);
   }
-  ReportThroughput(state, size, timer.Seconds());
+  ReportThroughput(state, size, SecondsSince(start));
 }
 
 void BM_DaemonAllocateFree(benchmark::State& state) {

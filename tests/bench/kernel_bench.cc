@@ -17,13 +17,19 @@
 #include "grpcpp/grpcpp.h"
 #include "server/command.h"
 #include "server/compile_cache.h"
-#include "tests/testing/daemon_process.h"
+#include "tests/bench/bench_support.h"
 
 namespace gpucmd {
 namespace {
 
+using bench::BenchDaemon;
+using bench::kLaunchesPerSync;
+using bench::LaunchThroughSubmit;
+using bench::LaunchThroughUnaryRpcs;
+using bench::ReportLaunchRate;
+using bench::SecondsSince;
+
 constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
-constexpr int kLaunchesPerSync = 64;
 constexpr SessionId kSession = 1;
 
 // Baselines of this run, set by the benchmarks that measure them (registered first).
@@ -55,9 +61,6 @@ void ReportAgainst(benchmark::State& state, const char* name, double baseline_se
   }
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 void BM_CompileMiss(benchmark::State& state) {
   auto cache = MakeCache(testing::ShortTempDir());
@@ -122,79 +125,30 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
       static_cast<double>(state.iterations() * kLaunchesPerSync) / seconds;
 }
 
-struct Daemon {
-  Daemon() {
-    std::string directory = testing::ShortTempDir();
-    std::string config = directory + "/bench.textproto";
-    std::ofstream(config) << "log_level: \"warn\"\ncompile { cache_dir: \"" << directory
-                          << "/cache\" }\n";
-    process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/k.sock",
-                                                    "--http_listen=127.0.0.1:0",
-                                                    "--config=" + config}));
-    client = *Client::Connect(process->grpc_target());
-    session.emplace(*client->OpenSession(0, "bench"));
-    kernel = session->Compile(kEmptyKernel, "empty")->kernel_id();
+struct KernelDaemon {
+  KernelDaemon() : daemon("") {
+    kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
   }
-  std::optional<testing::DaemonProcess> process;
-  std::unique_ptr<Client> client;
-  std::optional<Session> session;
+  BenchDaemon daemon;
   std::string kernel;
 };
 
-Daemon& SharedDaemon() {
-  static Daemon* daemon = new Daemon();
+KernelDaemon& SharedDaemon() {
+  static KernelDaemon* daemon = new KernelDaemon();
   return *daemon;
 }
 
-void ReportLaunchRate(benchmark::State& state, double seconds) {
-  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
-  state.SetItemsProcessed(static_cast<int64_t>(launches));
-  if (in_process_launches_per_second > 0) {
-    state.counters["x_in_process"] = launches / seconds / in_process_launches_per_second;
-  }
-}
-
 void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
-  Daemon& daemon = SharedDaemon();
-  LaunchShape shape{MakeDim3(1), MakeDim3(1)};
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    for (int i = 0; i < kLaunchesPerSync; ++i) {
-      benchmark::DoNotOptimize(daemon.session->Launch(daemon.kernel, shape, {Int32Argument(0)}));
-    }
-    benchmark::DoNotOptimize(daemon.session->Synchronize());
-  }
-  ReportLaunchRate(state, SecondsSince(start));
+  KernelDaemon& shared = SharedDaemon();
+  double seconds = LaunchThroughUnaryRpcs(state, *shared.daemon.session, shared.kernel);
+  ReportLaunchRate(state, seconds, in_process_launches_per_second);
 }
 
 void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
-  Daemon& daemon = SharedDaemon();
-  grpc::ClientContext context;
-  auto stream = daemon.client->stub().Submit(&context);
-  v1::SubmitRequest batch;
-  for (int i = 0; i <= kLaunchesPerSync; ++i) {
-    v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    if (i == kLaunchesPerSync) {
-      command->mutable_synchronize()->set_session(daemon.session->token());
-      continue;
-    }
-    v1::LaunchRequest* launch = command->mutable_launch();
-    launch->set_session(daemon.session->token());
-    launch->set_kernel_id(daemon.kernel);
-    *launch->mutable_grid() = MakeDim3(1);
-    *launch->mutable_block() = MakeDim3(1);
-    *launch->add_args() = Int32Argument(0);
-  }
-  v1::SubmitResponse replies;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    stream->Write(batch);
-    stream->Read(&replies);
-  }
-  ReportLaunchRate(state, SecondsSince(start));
-  stream->WritesDone();
-  (void)stream->Finish();
+  KernelDaemon& shared = SharedDaemon();
+  double seconds = LaunchThroughSubmit(state, *shared.daemon.client, *shared.daemon.session,
+                                       shared.kernel);
+  ReportLaunchRate(state, seconds, in_process_launches_per_second);
 }
 
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);

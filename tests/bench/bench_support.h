@@ -1,0 +1,131 @@
+#ifndef GPUCMDD_TESTS_BENCH_BENCH_SUPPORT_H_
+#define GPUCMDD_TESTS_BENCH_BENCH_SUPPORT_H_
+
+// What the benchmarks share: a gpucmdd child process with an open session, timing, the
+// memcpy baseline, and the launch loops through the daemon (unary RPCs and Submit).
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "client/client.h"
+#include "grpcpp/grpcpp.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd::bench {
+
+inline constexpr int kMaxMessageBytes = 16 << 20;
+// Launches per synchronize in the launch-rate benchmarks.
+inline constexpr int kLaunchesPerSync = 64;
+
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The gpucmdd of the benchmark's runfiles, started with `config` (text-format lines) plus
+// a quiet log and a 16 MiB message limit, with one session open.
+struct BenchDaemon {
+  explicit BenchDaemon(const std::string& config) {
+    std::string directory = testing::ShortTempDir();
+    std::string path = directory + "/bench.textproto";
+    std::ofstream(path) << config << "\nlog_level: \"warn\"\n"
+                        << "limits { max_message_bytes: " << kMaxMessageBytes << " }\n"
+                        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
+    process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/b.sock",
+                                                    "--http_listen=127.0.0.1:0",
+                                                    "--config=" + path}));
+    ClientOptions options;
+    options.max_message_bytes = kMaxMessageBytes;
+    client = *Client::Connect(process->grpc_target(), options);
+    session.emplace(*client->OpenSession(0, "bench"));
+  }
+  std::optional<testing::DaemonProcess> process;
+  std::unique_ptr<Client> client;
+  std::optional<Session> session;
+};
+
+// Bytes per second of a single-threaded memcpy of `size` bytes, measured now.
+inline double MemcpyBytesPerSecond(size_t size) {
+  std::vector<char> source(size, 1), target(size);
+  std::memcpy(target.data(), source.data(), size);  // fault the pages in
+  int rounds = static_cast<int>(std::max<size_t>(1, (64 << 20) / size));
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    std::memcpy(target.data(), source.data(), size);
+    benchmark::ClobberMemory();
+  }
+  return static_cast<double>(size) * rounds / SecondsSince(start);
+}
+
+// Sets bytes/s and `x_memcpy`: this throughput divided by memcpy's, both measured now.
+inline void ReportThroughput(benchmark::State& state, size_t size, double loop_seconds) {
+  double total = static_cast<double>(state.iterations()) * static_cast<double>(size);
+  state.SetBytesProcessed(static_cast<int64_t>(total));
+  state.counters["x_memcpy"] = total / loop_seconds / MemcpyBytesPerSecond(size);
+}
+
+// kLaunchesPerSync unary Launch RPCs of a one-int-argument kernel, then a Synchronize,
+// per iteration; returns the loop's seconds.
+inline double LaunchThroughUnaryRpcs(benchmark::State& state, Session& session,
+                                     const std::string& kernel) {
+  LaunchShape shape{MakeDim3(1), MakeDim3(1)};
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (int i = 0; i < kLaunchesPerSync; ++i) {
+      benchmark::DoNotOptimize(session.Launch(kernel, shape, {Int32Argument(0)}));
+    }
+    benchmark::DoNotOptimize(session.Synchronize());
+  }
+  return SecondsSince(start);
+}
+
+// The same as one Submit batch (kLaunchesPerSync launches and a synchronize) per
+// iteration; returns the loop's seconds.
+inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Session& session,
+                                  const std::string& kernel) {
+  grpc::ClientContext context;
+  auto stream = client.stub().Submit(&context);
+  v1::SubmitRequest batch;
+  for (int i = 0; i <= kLaunchesPerSync; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    if (i == kLaunchesPerSync) {
+      command->mutable_synchronize()->set_session(session.token());
+      continue;
+    }
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session.token());
+    launch->set_kernel_id(kernel);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(0);
+  }
+  v1::SubmitResponse replies;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    stream->Write(batch);
+    stream->Read(&replies);
+  }
+  double seconds = SecondsSince(start);
+  stream->WritesDone();
+  (void)stream->Finish();
+  return seconds;
+}
+
+// Items/s of a launch benchmark and `x_in_process`: its rate over `baseline_per_second`.
+inline void ReportLaunchRate(benchmark::State& state, double seconds,
+                             double baseline_per_second) {
+  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
+  state.SetItemsProcessed(static_cast<int64_t>(launches));
+  if (baseline_per_second > 0) {
+    state.counters["x_in_process"] = launches / seconds / baseline_per_second;
+  }
+}
+
+}  // namespace gpucmd::bench
+
+#endif  // GPUCMDD_TESTS_BENCH_BENCH_SUPPORT_H_
