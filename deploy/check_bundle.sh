@@ -15,6 +15,11 @@ if ((size >= 60 * 1024 * 1024)); then
   exit 1
 fi
 for binary in "$work"/gpucmd/bin/*; do
+  if ldd "$binary" | grep -q "not found"; then
+    echo "FAIL: $(basename "$binary") misses libraries:"
+    ldd "$binary" | grep "not found"
+    exit 1
+  fi
   outside=$(ldd "$binary" | awk '/=> \// {print $3}' |
             grep -v "^$work/" | grep -Ev '/(libc|libm|libdl|libpthread|librt|libnvrtc)[.-]' || true)
   if [[ -n $outside ]]; then

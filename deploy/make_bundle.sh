@@ -22,6 +22,11 @@ for binary in "$@"; do
   cp -L "$binary" "$stage/gpucmd/bin/$name"
   chmod u+w "$stage/gpucmd/bin/$name"
   patchelf --set-rpath '$ORIGIN/../lib' "$stage/gpucmd/bin/$name"
+  if ldd "$binary" | grep -q "not found"; then
+    echo "make_bundle: $binary needs libraries that cannot be found:" >&2
+    ldd "$binary" | grep "not found" >&2
+    exit 1
+  fi
   ldd "$binary" | awk '/=> \// {print $1, $3}' | while read -r soname path; do
     if [[ $soname =~ $system ]] || [[ -e $stage/gpucmd/lib/$soname ]]; then continue; fi
     cp -L "$path" "$stage/gpucmd/lib/$soname"

@@ -1,0 +1,201 @@
+// The GPU benchmark table of tests/gpu/device_check.sh (build with --config=cuda):
+// NVRTC compile time; host<->device bandwidth through the daemon against a direct
+// cuMemcpy{HtoD,DtoH}Async from pinned memory in the same run (`x_direct`); a pitched 2D
+// copy through the daemon; empty-kernel launch rate in-process (Command<CudaDriver>)
+// against the daemon, unary and in Submit batches (`x_in_process`). Benchmarks that need
+// a GPU skip themselves, saying why, where there is none.
+
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "benchmark/benchmark.h"
+#include "driver/cuda/cuda_driver.h"
+#include "driver/cuda/nvrtc_compiler.h"
+#include "server/command.h"
+#include "tests/bench/bench_support.h"
+#include "tests/kernels/kernel_sources.h"
+
+namespace gpucmd {
+namespace {
+
+using bench::BenchDaemon;
+using bench::kLaunchesPerSync;
+using bench::SecondsSince;
+
+constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
+constexpr SessionId kSession = 1;
+constexpr int kArchitecture = 90;
+
+// Baselines of this run, by transfer size, and the in-process launch rate.
+std::map<int64_t, double> direct_to_device_bytes_per_second;
+std::map<int64_t, double> direct_to_host_bytes_per_second;
+double in_process_launches_per_second = 0;
+
+std::unique_ptr<CudaBackend> BackendOrSkip(benchmark::State& state, const std::string& modules) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
+      CudaBackend::Create({.ordinal = 0, .stream_count = 2, .module_directory = modules});
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(backend);
+}
+
+void BM_NvrtcCompile(benchmark::State& state) {
+  std::string path = testing::ShortTempDir() + "/vector_add.cubin";
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        CompileWithNvrtc(kernels::kVectorAdd, "vector_add", {}, kArchitecture, path, {}, nullptr));
+  }
+}
+
+// A direct asynchronous copy between pinned host memory and the device, per iteration.
+void DirectCopy(benchmark::State& state, bool to_device, std::map<int64_t, double>& baseline) {
+  const uint64_t size = state.range(0);
+  std::unique_ptr<CudaBackend> backend = BackendOrSkip(state, "");
+  if (backend == nullptr) return;
+  DeviceResource device = *backend->AllocateDevice(size);
+  HostResource host = *backend->AllocatePinned(size);
+  Bytes bytes(host.data, size, [] {});
+  CudaStream& stream = backend->stream(0);
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    absl::Status copied =
+        to_device ? CudaDriver::CopyToDevice(device, CopyLayout::Contiguous(0, size),
+                                             bytes.const_span(), stream)
+                  : CudaDriver::CopyToHost(device, CopyLayout::Contiguous(0, size), bytes, stream);
+    benchmark::DoNotOptimize(copied);
+    benchmark::DoNotOptimize(stream.Synchronize());
+  }
+  double seconds = SecondsSince(start);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+  baseline[state.range(0)] = static_cast<double>(state.iterations() * size) / seconds;
+  backend->FreePinned(host);
+  backend->FreeDevice(device);
+}
+
+void BM_DirectHostToDevice(benchmark::State& state) {
+  DirectCopy(state, true, direct_to_device_bytes_per_second);
+}
+
+void BM_DirectDeviceToHost(benchmark::State& state) {
+  DirectCopy(state, false, direct_to_host_bytes_per_second);
+}
+
+// False (and the benchmark skipped, saying why) when this machine has no CUDA device.
+bool HaveGpuOrSkip(benchmark::State& state) {
+  absl::StatusOr<std::vector<DeviceDescription>> devices = DescribeCudaDevices();
+  if (devices.ok()) return true;
+  state.SkipWithError(std::string(devices.status().message()).c_str());
+  return false;
+}
+
+BenchDaemon& SharedDaemon() {
+  static BenchDaemon* daemon = new BenchDaemon("");
+  return *daemon;
+}
+
+void ReportAgainstDirect(benchmark::State& state, double seconds,
+                         const std::map<int64_t, double>& baseline) {
+  double bytes = static_cast<double>(state.iterations() * state.range(0));
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  auto direct = baseline.find(state.range(0));
+  if (direct != baseline.end()) state.counters["x_direct"] = bytes / seconds / direct->second;
+}
+
+void BM_DaemonWrite(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(state.range(0));
+  std::string data(state.range(0), 'w');
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(session.Write(buffer, 0, data));
+    benchmark::DoNotOptimize(session.Synchronize(0));
+  }
+  ReportAgainstDirect(state, SecondsSince(start), direct_to_device_bytes_per_second);
+}
+
+void BM_DaemonRead(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(state.range(0));
+  (void)session.Write(buffer, 0, std::string(state.range(0), 'r'));
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(session.Read(buffer, 0, state.range(0)));
+  ReportAgainstDirect(state, SecondsSince(start), direct_to_host_bytes_per_second);
+}
+
+void BM_DaemonPitched2DWrite(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  constexpr uint64_t kWidth = 4000, kHeight = 1024, kStride = 4096;
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(kStride * kHeight);
+  std::string rows(kWidth * kHeight, 'p');
+  Pitched pitched{.width_bytes = kWidth, .height = kHeight, .stride_bytes = kStride};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(session.Write(buffer, 0, rows, 0, pitched));
+    benchmark::DoNotOptimize(session.Synchronize(0));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * rows.size()));
+}
+
+void BM_LaunchEmptyInProcess(benchmark::State& state) {
+  std::string modules = testing::ShortTempDir();
+  absl::StatusOr<CompileOutput> compiled = CompileWithNvrtc(
+      kEmptyKernel, "empty", {}, kArchitecture, modules + "/empty.cubin", {}, nullptr);
+  std::ofstream(modules + "/empty.entry") << "empty\n";
+  std::unique_ptr<CudaBackend> backend = BackendOrSkip(state, modules);
+  if (backend == nullptr || !compiled.ok()) return;
+  Command<CudaDriver> command(*backend, CommandOptions());
+  KernelLaunch launch{.kernel = KernelId{"empty"},
+                      .params = compiled->params,
+                      .grid = {1, 1, 1},
+                      .block = {1, 1, 1},
+                      .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (int i = 0; i < kLaunchesPerSync; ++i) {
+      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
+    }
+    benchmark::DoNotOptimize(command.Synchronize(kSession, 0));
+  }
+  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
+  state.SetItemsProcessed(static_cast<int64_t>(launches));
+  in_process_launches_per_second = launches / SecondsSince(start);
+}
+
+void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  BenchDaemon& daemon = SharedDaemon();
+  std::string kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
+  bench::ReportLaunchRate(state, bench::LaunchThroughUnaryRpcs(state, *daemon.session, kernel),
+                          in_process_launches_per_second);
+}
+
+void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  BenchDaemon& daemon = SharedDaemon();
+  std::string kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
+  bench::ReportLaunchRate(
+      state, bench::LaunchThroughSubmit(state, *daemon.client, *daemon.session, kernel),
+      in_process_launches_per_second);
+}
+
+#define TRANSFER_SIZES RangeMultiplier(16)->Range(64 << 10, 256 << 20)->UseRealTime()
+
+BENCHMARK(BM_NvrtcCompile)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DirectHostToDevice)->TRANSFER_SIZES;
+BENCHMARK(BM_DirectDeviceToHost)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonWrite)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonRead)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonPitched2DWrite)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
+
+}  // namespace
+}  // namespace gpucmd
+
+BENCHMARK_MAIN();
