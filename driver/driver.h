@@ -44,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "driver/bytes.h"
+#include "driver/launch.h"
 #include "driver/types.h"
 
 namespace gpucmd {

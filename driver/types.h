@@ -5,10 +5,7 @@
 // layouts, kernel ids, grid dimensions.
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 
@@ -87,37 +84,6 @@ struct Dim3 {
   uint32_t y = 1;
   uint32_t z = 1;
   uint64_t volume() const { return uint64_t{x} * y * z; }
-};
-
-// How an enqueued launch ended, filled in by the driver when the kernel completes (or
-// cannot run). The server keeps it with the launch's output buffers, so a later read
-// reports a failed launch instead of returning stale bytes.
-//
-// Thread-safety: Set from the driver's stream thread, read from any thread.
-class LaunchOutcome {
- public:
-  void Set(absl::Status status) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    status_ = std::move(status);
-  }
-  absl::Status status() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return status_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  absl::Status status_;
-};
-
-// A launch with every handle resolved: what a driver's LaunchArgs is built from.
-// `slots` holds one 8-byte value per kernel parameter (a device address, or a scalar in
-// its low bytes), as CUDA's kernelParams do.
-struct LaunchSpec {
-  Dim3 block;
-  uint32_t dynamic_shared_memory_bytes = 0;
-  std::vector<uint64_t> slots;
-  std::shared_ptr<LaunchOutcome> outcome;
 };
 
 }  // namespace gpucmd

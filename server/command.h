@@ -231,10 +231,6 @@ class Command final : public CommandInterface {
         spec.slots.push_back(arg.bits);
         continue;
       }
-      if (arg.kind == ParamKind::kTensorMap) {
-        return absl::UnimplementedError(
-            absl::StrCat("argument ", i, ": tensor maps are not supported by this driver"));
-      }
       ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, arg.buffer));
       if (arg.offset_bytes > buffer->size_bytes) {
         return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": offset ",
@@ -243,7 +239,18 @@ class Command final : public CommandInterface {
       }
       if (arg.access != BufferAccess::kWrite) RETURN_IF_ERROR(CheckNotTainted(arg.buffer, *buffer));
       ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, arg.buffer));
-      spec.slots.push_back(resource.address + arg.offset_bytes);
+      const DeviceAddress address = resource.address + arg.offset_bytes;
+      if (arg.kind == ParamKind::kTensorMap) {
+        absl::Status valid = ValidateTensorMap(arg.tensor_map, address,
+                                               buffer->size_bytes - arg.offset_bytes);
+        if (!valid.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": ", valid.message()));
+        }
+        spec.tensor_maps.push_back(ResolvedTensorMap{i, address, arg.tensor_map});
+        spec.slots.push_back(0);  // the driver puts the encoded map in this argument's place
+      } else {
+        spec.slots.push_back(address);
+      }
       touched.emplace_back(buffer, arg.access);
     }
     int index = StreamFor(session, logical);

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "driver/bytes.h"
 #include "driver/kernel_signature.h"
+#include "driver/tensor_map.h"
 #include "driver/types.h"
 
 namespace gpucmd {
@@ -45,6 +46,8 @@ struct LaunchArgument {
   // kScalar: the value's bits in the low bytes of `bits`.
   ScalarKind scalar = ScalarKind::kNone;
   uint64_t bits = 0;
+  // kTensorMap: the map over the buffer (from `offset_bytes`), encoded by the driver.
+  TensorMapSpec tensor_map;
 };
 
 struct KernelLaunch {

@@ -371,5 +371,32 @@ TEST_F(CommandLaunchTest, ShapeLimitsAndZeroGrid) {
       << "a launch the driver refused taints its outputs";
 }
 
+TEST_F(CommandLaunchTest, TensorMapsAreValidatedAgainstTheirBuffer) {
+  BufferId matrix = MustAllocate(512 * 32);
+  KernelLaunch launch;
+  launch.kernel = KernelId{"feedface"};
+  launch.params = std::vector<KernelParam>{
+      {ParamKind::kTensorMap, ScalarKind::kNone, "const __grid_constant__ CUtensorMap map"}};
+  launch.grid = {1, 1, 1};
+  launch.block = {32, 1, 1};
+  LaunchArgument map{.kind = ParamKind::kTensorMap, .buffer = matrix,
+                     .access = BufferAccess::kRead};
+  map.tensor_map = {.data_type = TensorDataType::kF32,
+                    .global_dims = {64, 64},  // 64 rows of 512 bytes: twice the buffer
+                    .global_strides_bytes = {512},
+                    .box_dims = {32, 16},
+                    .element_strides = {1, 1}};
+  launch.args = {map};
+  absl::Status too_big = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("argument 0: tensor map"));
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("buffer has 16384"));
+  // Within bounds it passes validation and reaches the driver, which on the CPU says
+  // tensor maps need CUDA.
+  launch.args[0].tensor_map.global_dims = {64, 32};
+  absl::Status cpu = command_->Launch(kSession, 0, launch);
+  EXPECT_THAT(std::string(cpu.message()), HasSubstr("need the CUDA driver"));
+}
+
 }  // namespace
 }  // namespace gpucmd

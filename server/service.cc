@@ -110,6 +110,27 @@ BufferAccess ToAccess(v1::Access access) {
   }
 }
 
+TensorMapSpec ToTensorMapSpec(const v1::TensorMapArg& map) {
+  static constexpr TensorDataType kTypes[] = {
+      TensorDataType::kF32,  // unspecified: the common case
+      TensorDataType::kU8,  TensorDataType::kU16, TensorDataType::kU32, TensorDataType::kI32,
+      TensorDataType::kU64, TensorDataType::kI64, TensorDataType::kF16, TensorDataType::kF32,
+      TensorDataType::kF64, TensorDataType::kBF16};
+  static constexpr TensorSwizzle kSwizzles[] = {TensorSwizzle::kNone, TensorSwizzle::k32B,
+                                                TensorSwizzle::k64B, TensorSwizzle::k128B};
+  TensorMapSpec spec;
+  int type = map.data_type();
+  spec.data_type = kTypes[type >= 0 && type < 11 ? type : 0];
+  int swizzle = map.swizzle();
+  spec.swizzle = kSwizzles[swizzle >= 0 && swizzle < 4 ? swizzle : 0];
+  spec.global_dims.assign(map.global_dims().begin(), map.global_dims().end());
+  spec.global_strides_bytes.assign(map.global_strides_bytes().begin(),
+                                   map.global_strides_bytes().end());
+  spec.box_dims.assign(map.box_dims().begin(), map.box_dims().end());
+  spec.element_strides.assign(map.element_strides().begin(), map.element_strides().end());
+  return spec;
+}
+
 // The value's bits in the low bytes of a 64-bit slot.
 template <typename T>
 uint64_t SlotBits(T value) {
@@ -130,6 +151,9 @@ LaunchArgument ToLaunchArgument(const v1::KernelArg& arg) {
     case v1::KernelArg::kTensorMap:
       out.kind = ParamKind::kTensorMap;
       out.buffer = arg.tensor_map().buffer().buffer();
+      out.offset_bytes = arg.tensor_map().buffer().offset_bytes();
+      out.access = ToAccess(arg.tensor_map().buffer().access());
+      out.tensor_map = ToTensorMapSpec(arg.tensor_map());
       break;
     case v1::KernelArg::kScalar:
     case v1::KernelArg::ARG_NOT_SET:

@@ -113,6 +113,9 @@ absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
 
 absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
                                Dim3 grid, LaunchArgs& args) {
+  if (!args.spec.tensor_maps.empty()) {
+    return absl::InvalidArgumentError("tensor-map arguments need the CUDA driver");
+  }
   if (context.executor == nullptr) {
     return absl::FailedPreconditionError("this CPU device runs no kernels (no executor)");
   }

@@ -69,6 +69,7 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuFuncSetAttribute", api.FuncSetAttribute);
   resolve("cuLaunchKernel", api.LaunchKernel);
   resolve("cuLaunchHostFunc", api.LaunchHostFunc);
+  resolve("cuTensorMapEncodeTiled", api.TensorMapEncodeTiled);
   if (!missing.ok()) return missing;
   if (CUresult result = api.Init(0); result != CUDA_SUCCESS) {
     return absl::UnavailableError(

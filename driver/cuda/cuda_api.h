@@ -51,6 +51,7 @@ struct CudaApi {
   decltype(&::cuFuncSetAttribute) FuncSetAttribute;
   decltype(&::cuLaunchKernel) LaunchKernel;
   decltype(&::cuLaunchHostFunc) LaunchHostFunc;
+  decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled;
 };
 
 // The process's driver API table, loaded once (cuInit included). UNAVAILABLE "no CUDA

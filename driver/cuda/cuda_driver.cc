@@ -25,6 +25,68 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+CUtensorMapDataType ToCuda(TensorDataType type) {
+  switch (type) {
+    case TensorDataType::kU8:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case TensorDataType::kU16:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    case TensorDataType::kU32:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    case TensorDataType::kI32:
+      return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case TensorDataType::kU64:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    case TensorDataType::kI64:
+      return CU_TENSOR_MAP_DATA_TYPE_INT64;
+    case TensorDataType::kF16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case TensorDataType::kF32:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case TensorDataType::kF64:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    case TensorDataType::kBF16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+CUtensorMapSwizzle ToCuda(TensorSwizzle swizzle) {
+  switch (swizzle) {
+    case TensorSwizzle::kNone:
+      return CU_TENSOR_MAP_SWIZZLE_NONE;
+    case TensorSwizzle::k32B:
+      return CU_TENSOR_MAP_SWIZZLE_32B;
+    case TensorSwizzle::k64B:
+      return CU_TENSOR_MAP_SWIZZLE_64B;
+    case TensorSwizzle::k128B:
+      return CU_TENSOR_MAP_SWIZZLE_128B;
+  }
+  return CU_TENSOR_MAP_SWIZZLE_NONE;
+}
+
+// Encodes a validated tensor map from its resolved buffer address.
+absl::Status EncodeTensorMap(const CudaApi& api, const ResolvedTensorMap& map,
+                             CUtensorMap* encoded) {
+  const TensorMapSpec& spec = map.spec;
+  std::vector<cuuint64_t> dims(spec.global_dims.begin(), spec.global_dims.end());
+  std::vector<cuuint64_t> strides(spec.global_strides_bytes.begin(),
+                                  spec.global_strides_bytes.end());
+  std::vector<cuuint32_t> box(spec.box_dims.begin(), spec.box_dims.end());
+  std::vector<cuuint32_t> element_strides(spec.element_strides.begin(),
+                                          spec.element_strides.end());
+  return CudaStatus(
+      api,
+      api.TensorMapEncodeTiled(encoded, ToCuda(spec.data_type),
+                               static_cast<cuuint32_t>(dims.size()),
+                               reinterpret_cast<void*>(map.address), dims.data(),
+                               strides.empty() ? nullptr : strides.data(), box.data(),
+                               element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               ToCuda(spec.swizzle), CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      absl::StrCat("cuTensorMapEncodeTiled (argument ", map.argument, ")"));
+}
+
 }  // namespace
 
 // CudaEvent ----------------------------------------------------------------------------
@@ -255,10 +317,15 @@ absl::Status CudaDriver::Launch(Context& context, Stream& stream, const KernelId
                              static_cast<int>(spec.dynamic_shared_memory_bytes)),
         "cuFuncSetAttribute"));
   }
-  // Each parameter points at its 8-byte slot; the slots live in `args` until
-  // cuLaunchKernel returns (it copies them).
+  // Each parameter points at its 8-byte slot, or at its encoded tensor map; both live
+  // until cuLaunchKernel returns (it copies them).
   std::vector<void*> params;
   for (const uint64_t& slot : spec.slots) params.push_back(const_cast<uint64_t*>(&slot));
+  std::vector<CUtensorMap> maps(spec.tensor_maps.size());
+  for (size_t i = 0; i < spec.tensor_maps.size(); ++i) {
+    RETURN_IF_ERROR(EncodeTensorMap(api, spec.tensor_maps[i], &maps[i]));
+    params[spec.tensor_maps[i].argument] = &maps[i];
+  }
   RETURN_IF_ERROR(CudaStatus(api,
                              api.LaunchKernel(function, grid.x, grid.y, grid.z, spec.block.x,
                                               spec.block.y, spec.block.z,

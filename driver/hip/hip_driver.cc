@@ -188,6 +188,9 @@ absl::Status HipDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
 
 absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
                                Dim3 grid, LaunchArgs& args) {
+  if (!args.spec.tensor_maps.empty()) {
+    return absl::InvalidArgumentError("tensor-map arguments need the CUDA driver");
+  }
   RETURN_IF_ERROR(stream.Enter());
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {

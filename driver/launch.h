@@ -1,0 +1,52 @@
+#ifndef GPUCMDD_DRIVER_LAUNCH_H_
+#define GPUCMDD_DRIVER_LAUNCH_H_
+
+// What the server hands a driver for a launch, and how the driver reports its end.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "driver/tensor_map.h"
+#include "driver/types.h"
+
+namespace gpucmd {
+
+// How an enqueued launch ended, filled in by the driver when the kernel completes (or
+// cannot run). The server keeps it with the launch's output buffers, so a later read
+// reports a failed launch instead of returning stale bytes.
+//
+// Thread-safety: Set from the driver's stream thread, read from any thread.
+class LaunchOutcome {
+ public:
+  void Set(absl::Status status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_ = std::move(status);
+  }
+  absl::Status status() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return status_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  absl::Status status_;
+};
+
+// A launch with every handle resolved: what a driver's LaunchArgs is built from.
+// `slots` holds one 8-byte value per kernel parameter (a device address, or a scalar in
+// its low bytes), as CUDA's kernelParams do.
+struct LaunchSpec {
+  Dim3 block;
+  uint32_t dynamic_shared_memory_bytes = 0;
+  std::vector<uint64_t> slots;
+  // Tensor-map arguments (CUDA): the driver encodes each into its argument's place.
+  std::vector<ResolvedTensorMap> tensor_maps;
+  std::shared_ptr<LaunchOutcome> outcome;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_LAUNCH_H_
