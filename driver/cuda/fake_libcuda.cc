@@ -1,0 +1,232 @@
+// A TEST DOUBLE of the CUDA driver library (libcuda.so.1), for CI machines without a
+// GPU. It implements the calls the CUDA driver makes on host memory: one device of
+// kFakeDeviceBytes, streams that run every operation at once (so ordering holds
+// trivially), events that are always complete, and copies (contiguous, 2D, device to
+// device) that honour their parameters exactly — which is what it is for: running the
+// driver conformance suite against the real CudaDriver code in CI. Modules and launches
+// are accepted and recorded, not executed. Never install it.
+
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace {
+
+constexpr size_t kFakeDeviceBytes = size_t{256} << 20;
+
+std::mutex mutex;
+std::map<CUdeviceptr, size_t> allocations;  // device "memory" is host memory
+size_t allocated = 0;
+int fake_stream_count = 0;
+int fake_event_count = 0;
+
+CUresult Init(unsigned int) { return CUDA_SUCCESS; }
+CUresult DriverGetVersion(int* version) {
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult GetErrorString(CUresult error, const char** text) {
+  *text = error == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory (fake)" : "error (fake)";
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetCount(int* count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGet(CUdevice* device, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetName(char* name, int length, CUdevice) {
+  std::snprintf(name, length, "Fake CUDA device (test double)");
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      break;
+    default:
+      *value = 48 << 10;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult DeviceTotalMem(size_t* bytes, CUdevice) {
+  *bytes = kFakeDeviceBytes;
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRetain(CUcontext* context, CUdevice) {
+  *context = reinterpret_cast<CUcontext>(0x1);
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult StreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -5;
+  return CUDA_SUCCESS;
+}
+CUresult StreamCreateWithPriority(CUstream* stream, unsigned int, int) {
+  std::lock_guard<std::mutex> lock(mutex);
+  *stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x1000 + ++fake_stream_count));
+  return CUDA_SUCCESS;
+}
+CUresult StreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
+CUresult EventCreate(CUevent* event, unsigned int) {
+  std::lock_guard<std::mutex> lock(mutex);
+  *event = reinterpret_cast<CUevent>(static_cast<uintptr_t>(0x100000 + ++fake_event_count));
+  return CUDA_SUCCESS;
+}
+CUresult EventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
+CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventDestroy(CUevent) { return CUDA_SUCCESS; }
+CUresult MemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (allocated + bytes > kFakeDeviceBytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* memory = std::calloc(1, bytes);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  *pointer = reinterpret_cast<CUdeviceptr>(memory);
+  allocations[*pointer] = bytes;
+  allocated += bytes;
+  return CUDA_SUCCESS;
+}
+CUresult MemFree(CUdeviceptr pointer) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = allocations.find(pointer);
+  if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  allocated -= it->second;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(pointer));
+  return CUDA_SUCCESS;
+}
+CUresult MemAllocHost(void** pointer, size_t bytes) {
+  *pointer = std::malloc(bytes);
+  return *pointer == nullptr ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+CUresult MemFreeHost(void* pointer) {
+  std::free(pointer);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoDAsync(CUdeviceptr target, const void* source, size_t bytes, CUstream) {
+  std::memcpy(reinterpret_cast<void*>(target), source, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoHAsync(void* target, CUdeviceptr source, size_t bytes, CUstream) {
+  std::memcpy(target, reinterpret_cast<const void*>(source), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoDAsync(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream) {
+  std::memmove(reinterpret_cast<void*>(target), reinterpret_cast<const void*>(source), bytes);
+  return CUDA_SUCCESS;
+}
+// Honours exactly the fields the driver sets: memory types, pointers, pitches, width and
+// height (x/y offsets must be zero).
+CUresult Memcpy2DAsync(const CUDA_MEMCPY2D* copy, CUstream) {
+  if (copy->srcXInBytes != 0 || copy->srcY != 0 || copy->dstXInBytes != 0 || copy->dstY != 0 ||
+      copy->srcPitch < copy->WidthInBytes || copy->dstPitch < copy->WidthInBytes) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto address = [](CUmemorytype type, const void* host, CUdeviceptr device) {
+    return type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
+                                      : reinterpret_cast<const char*>(device);
+  };
+  const char* source = address(copy->srcMemoryType, copy->srcHost, copy->srcDevice);
+  char* target = const_cast<char*>(address(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
+  for (size_t row = 0; row < copy->Height; ++row) {
+    std::memcpy(target + row * copy->dstPitch, source + row * copy->srcPitch, copy->WidthInBytes);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult ModuleLoadData(CUmodule* module, const void*) {
+  *module = reinterpret_cast<CUmodule>(0x2);
+  return CUDA_SUCCESS;
+}
+CUresult ModuleGetFunction(CUfunction* function, CUmodule, const char*) {
+  *function = reinterpret_cast<CUfunction>(0x3);
+  return CUDA_SUCCESS;
+}
+CUresult ModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult FuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult LaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, CUstream, void**, void**) {
+  return CUDA_SUCCESS;
+}
+CUresult LaunchHostFunc(CUstream, CUhostFn function, void* data) {
+  function(data);
+  return CUDA_SUCCESS;
+}
+CUresult TensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return CUDA_SUCCESS;
+}
+
+const std::map<std::string, void*>& Table() {
+  static const auto* table = new std::map<std::string, void*>{
+      {"cuInit", reinterpret_cast<void*>(&Init)},
+      {"cuDriverGetVersion", reinterpret_cast<void*>(&DriverGetVersion)},
+      {"cuGetErrorString", reinterpret_cast<void*>(&GetErrorString)},
+      {"cuDeviceGetCount", reinterpret_cast<void*>(&DeviceGetCount)},
+      {"cuDeviceGet", reinterpret_cast<void*>(&DeviceGet)},
+      {"cuDeviceGetName", reinterpret_cast<void*>(&DeviceGetName)},
+      {"cuDeviceGetAttribute", reinterpret_cast<void*>(&DeviceGetAttribute)},
+      {"cuDeviceTotalMem", reinterpret_cast<void*>(&DeviceTotalMem)},
+      {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&PrimaryCtxRetain)},
+      {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&PrimaryCtxRelease)},
+      {"cuCtxSetCurrent", reinterpret_cast<void*>(&CtxSetCurrent)},
+      {"cuCtxGetStreamPriorityRange", reinterpret_cast<void*>(&StreamPriorityRange)},
+      {"cuStreamCreateWithPriority", reinterpret_cast<void*>(&StreamCreateWithPriority)},
+      {"cuStreamDestroy", reinterpret_cast<void*>(&StreamDestroy)},
+      {"cuStreamSynchronize", reinterpret_cast<void*>(&StreamSynchronize)},
+      {"cuStreamWaitEvent", reinterpret_cast<void*>(&StreamWaitEvent)},
+      {"cuEventCreate", reinterpret_cast<void*>(&EventCreate)},
+      {"cuEventRecord", reinterpret_cast<void*>(&EventRecord)},
+      {"cuEventQuery", reinterpret_cast<void*>(&EventQuery)},
+      {"cuEventSynchronize", reinterpret_cast<void*>(&EventSynchronize)},
+      {"cuEventDestroy", reinterpret_cast<void*>(&EventDestroy)},
+      {"cuMemAlloc", reinterpret_cast<void*>(&MemAlloc)},
+      {"cuMemFree", reinterpret_cast<void*>(&MemFree)},
+      {"cuMemAllocHost", reinterpret_cast<void*>(&MemAllocHost)},
+      {"cuMemFreeHost", reinterpret_cast<void*>(&MemFreeHost)},
+      {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync)},
+      {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync)},
+      {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&MemcpyDtoDAsync)},
+      {"cuMemcpy2DAsync", reinterpret_cast<void*>(&Memcpy2DAsync)},
+      {"cuModuleLoadData", reinterpret_cast<void*>(&ModuleLoadData)},
+      {"cuModuleGetFunction", reinterpret_cast<void*>(&ModuleGetFunction)},
+      {"cuModuleUnload", reinterpret_cast<void*>(&ModuleUnload)},
+      {"cuFuncSetAttribute", reinterpret_cast<void*>(&FuncSetAttribute)},
+      {"cuLaunchKernel", reinterpret_cast<void*>(&LaunchKernel)},
+      {"cuLaunchHostFunc", reinterpret_cast<void*>(&LaunchHostFunc)},
+      {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(&TensorMapEncodeTiled)},
+  };
+  return *table;
+}
+
+}  // namespace
+
+extern "C" CUresult cuGetProcAddress_v2(const char* symbol, void** function, int, cuuint64_t,
+                                        CUdriverProcAddressQueryResult* found) {
+  auto it = Table().find(symbol);
+  *function = it == Table().end() ? nullptr : it->second;
+  if (found != nullptr) {
+    *found = *function != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS
+                                  : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  }
+  return *function != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
