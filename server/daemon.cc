@@ -136,9 +136,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   ASSIGN_OR_RETURN(HostPort http_address, ParseHostPort(config.http_listen()));
   Metrics* metrics = daemon->metrics_.get();
   ServerCore* core = daemon->core_.get();
+  CompileCache* compiler = daemon->compiler_.get();
   absl::StatusOr<std::unique_ptr<HttpEndpoint>> http = HttpEndpoint::Start(
       http_address, {.not_ready_reason = [core] { return core->NotReadyReason(); },
-                     .render_metrics = [metrics] { return metrics->Render(); }});
+                     .render_metrics = [metrics, compiler] {
+                       metrics->SetCompileCacheResults(compiler->memory_hits(),
+                                                       compiler->disk_hits(),
+                                                       compiler->misses());
+                       return metrics->Render();
+                     }});
   if (!http.ok()) {
     daemon->server_->Shutdown();
     return http.status();

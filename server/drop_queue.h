@@ -74,7 +74,6 @@ class DropQueue {
     return Flush(stream);
   }
 
-  uint64_t staged_entries() const { return staged_.size(); }
   uint64_t held_entries() const { return staged_.size() + pending_.size(); }
   uint64_t held_bytes() const { return staged_bytes_ + pending_bytes_; }
   uint64_t flushes() const { return flushes_; }

@@ -86,7 +86,6 @@ class MemoryPool {
 
   uint64_t used_bytes() const { return used_bytes_; }
   uint64_t reserved_bytes() const { return reserved_bytes_; }
-  uint64_t page_count() const { return pages_.size(); }
   uint64_t current_page_bytes() const { return current_page_bytes_; }
   uint64_t capacity_bytes() const { return options_.capacity_bytes; }
 

@@ -38,6 +38,10 @@ Metrics::Metrics(int device_count)
                            .Help("RPCs being served right now.")
                            .Register(*registry_)
                            .Add({})),
+      compile_cache_(prometheus::BuildGauge()
+                         .Name("gpucmd_compile_cache_results")
+                         .Help("Compile requests by outcome: memory_hit, disk_hit, miss.")
+                         .Register(*registry_)),
       queue_depth_(GaugePerDevice(*registry_, "gpucmd_queue_depth",
                                   "Commands waiting in the device's queue.", device_count)),
       commands_in_flight_(GaugePerDevice(*registry_, "gpucmd_commands_in_flight",
@@ -65,6 +69,13 @@ void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, doubl
       0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
   requests_.Add({{"rpc", std::string(rpc)}, {"code", std::string(code)}}).Increment();
   request_duration_.Add({{"rpc", std::string(rpc)}}, kBuckets).Observe(seconds);
+}
+
+void Metrics::SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits,
+                                     uint64_t misses) {
+  compile_cache_.Add({{"result", "memory_hit"}}).Set(static_cast<double>(memory_hits));
+  compile_cache_.Add({{"result", "disk_hit"}}).Set(static_cast<double>(disk_hits));
+  compile_cache_.Add({{"result", "miss"}}).Set(static_cast<double>(misses));
 }
 
 double Metrics::UptimeSeconds() const {

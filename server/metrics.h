@@ -42,6 +42,8 @@ class Metrics {
   prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
   // Pages evacuated by relocation so far (gpucmd_relocated_pages).
   prometheus::Gauge& RelocatedPages(int device) { return *relocated_pages_[device]; }
+  // Compile cache outcomes so far (gpucmd_compile_cache_results{result}).
+  void SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits, uint64_t misses);
   // RPCs currently being served (gpucmd_rpcs_in_flight).
   prometheus::Gauge& RpcsInFlight() { return *rpcs_in_flight_; }
 
@@ -63,6 +65,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Gauge* uptime_;
   prometheus::Gauge* rpcs_in_flight_;
+  prometheus::Family<prometheus::Gauge>& compile_cache_;
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;
   std::vector<prometheus::Gauge*> device_ready_;
