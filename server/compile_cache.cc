@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "absl/strings/str_join.h"
 
 namespace gpucmd {
@@ -23,13 +22,6 @@ std::string Sha256Hex(const std::string& data) {
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest), length));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -114,7 +106,7 @@ absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
     return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " was never compiled"));
   }
   absl::StatusOr<std::vector<KernelParam>> params =
-      DeserializeSignature(ReadFile(signature_path));
+      DeserializeSignature(ReadFileOrEmpty(signature_path));
   if (!params.ok()) return params.status();
   CompiledKernel kernel{id, *std::move(params), ""};
   MutexLock lock(&mutex_);
@@ -157,10 +149,13 @@ void CompileCache::Work() {
       job.done(output.status());
       continue;
     }
-    std::string signature_path = absl::StrCat(options_.directory, "/", job.id.hex, ".sig");
-    std::string temporary = signature_path + ".tmp";
-    std::ofstream(temporary) << SerializeSignature(output->params);
-    std::rename(temporary.c_str(), signature_path.c_str());
+    absl::Status stored = WriteFileAtomically(
+        absl::StrCat(options_.directory, "/", job.id.hex, ".sig"),
+        SerializeSignature(output->params));
+    if (!stored.ok()) {
+      job.done(stored);
+      continue;
+    }
     CompiledKernel kernel{job.id, std::move(output->params), std::move(output->log)};
     {
       MutexLock lock(&mutex_);

@@ -6,22 +6,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "base/subprocess.h"
+#include "driver/compile_options.h"
 #include "driver/cpu/cpu_prelude.h"
 
 namespace gpucmd {
 namespace {
 
 std::string ReadCapped(const std::string& path, size_t max_bytes) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  std::string log = text.str();
+  std::string log = ReadFileOrEmpty(path);
   if (log.size() > max_bytes) {
     log.resize(max_bytes);
     absl::StrAppend(&log, "\n[compiler log cut at ", max_bytes, " bytes]");
@@ -45,25 +43,6 @@ class ScopedDirectory {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> TranslateCpuCompileOptions(
-    const std::vector<std::string>& options) {
-  std::vector<std::string> flags;
-  for (const std::string& option : options) {
-    if ((absl::StartsWith(option, "-D") || absl::StartsWith(option, "-U")) && option.size() > 2) {
-      flags.push_back(option);
-    } else if (option == "-O0" || option == "-O1" || option == "-O2" || option == "-O3") {
-      flags.push_back(option);
-    } else if (option == "--use_fast_math" || option == "-use_fast_math") {
-      flags.push_back("-ffast-math");
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "compile option \"", option, "\" is not supported (use -D, -U, -O0..-O3, "
-          "--use_fast_math)"));
-    }
-  }
-  return flags;
-}
-
 absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler) {
   if (FindInPath(compiler.compiler).ok()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
@@ -79,7 +58,7 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
   CompileOutput output;
   ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
   ASSIGN_OR_RETURN(std::string unit, CpuKernelTranslationUnit(source, entry));
-  ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCpuCompileOptions(options));
+  ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "-ffast-math"}));
   RETURN_IF_ERROR(CheckHostCompiler(compiler));
 
   char pattern[] = "/tmp/gpucmd-compile-XXXXXX";

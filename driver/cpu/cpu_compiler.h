@@ -21,12 +21,8 @@ struct CpuCompilerOptions {
   size_t max_log_bytes = 64 << 10;
 };
 
-// Translates client options: -DNAME[=VALUE], -UNAME, -O0..-O3 and --use_fast_math are
-// accepted; anything else is INVALID_ARGUMENT naming it.
-absl::StatusOr<std::vector<std::string>> TranslateCpuCompileOptions(
-    const std::vector<std::string>& options);
-
-// Builds `entry` of `source` into `output_path` (written atomically).
+// Builds `entry` of `source` into `output_path` (written atomically). `options` are the
+// client's (driver/compile_options.h).
 // INVALID_ARGUMENT: bad entry point, unsupported feature or option, or a compile error
 // (with the compiler's log); DEADLINE_EXCEEDED past the time limit; FAILED_PRECONDITION
 // when the host compiler is missing.

@@ -1,10 +1,9 @@
 #include "driver/cuda/cuda_driver.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 
 namespace gpucmd {
@@ -17,12 +16,6 @@ absl::Status MakeCurrent(const CudaApi& api, CUcontext context) {
   RETURN_IF_ERROR(CudaStatus(api, api.CtxSetCurrent(context), "cuCtxSetCurrent"));
   current_context = context;
   return absl::OkStatus();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::stringstream text;
-  text << std::ifstream(path, std::ios::binary).rdbuf();
-  return text.str();
 }
 
 CUtensorMapDataType ToCuda(TensorDataType type) {
@@ -294,8 +287,8 @@ absl::Status CudaDriver::Launch(Context& context, Stream& stream, const KernelId
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
     std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
-    std::string image = ReadFile(base + ".cubin");
-    std::string entry(absl::StripAsciiWhitespace(ReadFile(base + ".entry")));
+    std::string image = ReadFileOrEmpty(base + ".cubin");
+    std::string entry(absl::StripAsciiWhitespace(ReadFileOrEmpty(base + ".entry")));
     if (image.empty() || entry.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));

@@ -3,13 +3,13 @@
 #include <nvrtc.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "base/status_macros.h"
+#include "driver/compile_options.h"
 
 namespace gpucmd {
 namespace {
@@ -42,25 +42,6 @@ std::string ProgramLog(nvrtcProgram program, size_t max_bytes) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> TranslateNvrtcOptions(
-    const std::vector<std::string>& options) {
-  std::vector<std::string> flags;
-  for (const std::string& option : options) {
-    if ((absl::StartsWith(option, "-D") || absl::StartsWith(option, "-U")) && option.size() > 2) {
-      flags.push_back(option);
-    } else if (option == "--use_fast_math" || option == "-use_fast_math") {
-      flags.push_back("--use_fast_math");
-    } else if (option == "-O0" || option == "-O1" || option == "-O2" || option == "-O3") {
-      continue;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "compile option \"", option, "\" is not supported (use -D, -U, -O0..-O3, "
-          "--use_fast_math)"));
-    }
-  }
-  return flags;
-}
-
 std::vector<int> NvrtcSupportedArchitectures() {
   int count = 0;
   if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
@@ -76,7 +57,7 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
                                                const NvrtcOptions& nvrtc, bool* produced_ptx) {
   CompileOutput output;
   ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
-  ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateNvrtcOptions(options));
+  ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "--use_fast_math", .passes_optimization = false}));
   std::vector<int> known = NvrtcSupportedArchitectures();
   bool cubin = std::find(known.begin(), known.end(), architecture) != known.end();
   if (!cubin && known.empty()) {
@@ -113,15 +94,7 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
     RETURN_IF_ERROR(NvrtcStatus(nvrtcGetPTX(*program, image.data()), "nvrtcGetPTX"));
   }
   if (produced_ptx != nullptr) *produced_ptx = !cubin;
-  std::string temporary = output_path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary);
-    file.write(image.data(), static_cast<std::streamsize>(image.size()));
-    if (!file) return absl::InternalError(absl::StrCat("cannot write ", temporary));
-  }
-  if (std::rename(temporary.c_str(), output_path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot store the module at ", output_path));
-  }
+  RETURN_IF_ERROR(WriteFileAtomically(output_path, image));
   return output;
 }
 

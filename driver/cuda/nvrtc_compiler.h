@@ -18,11 +18,6 @@ struct NvrtcOptions {
   size_t max_log_bytes = 64 << 10;
 };
 
-// -DNAME[=VALUE], -UNAME and --use_fast_math pass through; -O0..-O3 are accepted and
-// dropped (NVRTC always optimises); anything else is INVALID_ARGUMENT naming it.
-absl::StatusOr<std::vector<std::string>> TranslateNvrtcOptions(
-    const std::vector<std::string>& options);
-
 // The architectures this NVRTC can build CUBINs for, e.g. {75, 80, 86, 89, 90, ...}.
 std::vector<int> NvrtcSupportedArchitectures();
 

@@ -64,7 +64,10 @@ TEST(NvrtcCompilerTest, CompileErrorsCarryTheLog) {
           .status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("nope"));
-  EXPECT_EQ(TranslateNvrtcOptions({"-arch=sm_90"}).status().code(),
+  EXPECT_EQ(CompileWithNvrtc(kernels::kVectorAdd, "vector_add", {"-arch=sm_90"}, 90,
+                             OutputPath("option.cubin"), {}, nullptr)
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
 }
 

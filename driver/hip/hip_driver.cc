@@ -1,10 +1,9 @@
 #include "driver/hip/hip_driver.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "driver/hip/hip_status.h"
 
@@ -21,12 +20,6 @@ absl::Status SelectDevice(int device) {
   RETURN_IF_ERROR(HipStatus(hipSetDevice(device), "hipSetDevice"));
   current_device = device;
   return absl::OkStatus();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::stringstream text;
-  text << std::ifstream(path, std::ios::binary).rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -195,8 +188,8 @@ absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId&
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
     std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
-    std::string image = ReadFile(base + ".hsaco");
-    std::string entry(absl::StripAsciiWhitespace(ReadFile(base + ".entry")));
+    std::string image = ReadFileOrEmpty(base + ".hsaco");
+    std::string entry(absl::StripAsciiWhitespace(ReadFileOrEmpty(base + ".entry")));
     if (image.empty() || entry.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));

@@ -12,11 +12,6 @@
 
 namespace gpucmd {
 
-// -DNAME[=VALUE], -UNAME pass through; -O0..-O3 and --use_fast_math are accepted
-// (fast math becomes -ffast-math); anything else is INVALID_ARGUMENT naming it.
-absl::StatusOr<std::vector<std::string>> TranslateHiprtcOptions(
-    const std::vector<std::string>& options);
-
 // Builds `entry` of `source` for `architecture` into `output_path`. INVALID_ARGUMENT
 // with hiprtc's log on compile errors.
 absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,

@@ -14,6 +14,7 @@
 #include "benchmark/benchmark.h"
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
+#include "server/command_interface.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd::bench {
@@ -66,6 +67,23 @@ inline void ReportThroughput(benchmark::State& state, size_t size, double loop_s
   double total = static_cast<double>(state.iterations()) * static_cast<double>(size);
   state.SetBytesProcessed(static_cast<int64_t>(total));
   state.counters["x_memcpy"] = total / loop_seconds / MemcpyBytesPerSecond(size);
+}
+
+// kLaunchesPerSync launches of `launch` then a synchronize, per iteration, on an
+// in-process Command (the launch-rate baseline); returns launches per second.
+inline double LaunchInProcess(benchmark::State& state, CommandInterface& command,
+                              const KernelLaunch& launch) {
+  constexpr SessionId kSession = 1;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (int i = 0; i < kLaunchesPerSync; ++i) {
+      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
+    }
+    benchmark::DoNotOptimize(command.Synchronize(kSession, 0));
+  }
+  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
+  state.SetItemsProcessed(static_cast<int64_t>(launches));
+  return launches / SecondsSince(start);
 }
 
 // kLaunchesPerSync unary Launch RPCs of a one-int-argument kernel, then a Synchronize,

@@ -20,11 +20,9 @@ namespace gpucmd {
 namespace {
 
 using bench::BenchDaemon;
-using bench::kLaunchesPerSync;
 using bench::SecondsSince;
 
 constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
-constexpr SessionId kSession = 1;
 constexpr int kArchitecture = 90;
 
 // Baselines of this run, by transfer size, and the in-process launch rate.
@@ -154,16 +152,7 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
                       .grid = {1, 1, 1},
                       .block = {1, 1, 1},
                       .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    for (int i = 0; i < kLaunchesPerSync; ++i) {
-      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
-    }
-    benchmark::DoNotOptimize(command.Synchronize(kSession, 0));
-  }
-  double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
-  state.SetItemsProcessed(static_cast<int64_t>(launches));
-  in_process_launches_per_second = launches / SecondsSince(start);
+  in_process_launches_per_second = bench::LaunchInProcess(state, command, launch);
 }
 
 void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {

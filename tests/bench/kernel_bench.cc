@@ -23,14 +23,12 @@ namespace gpucmd {
 namespace {
 
 using bench::BenchDaemon;
-using bench::kLaunchesPerSync;
 using bench::LaunchThroughSubmit;
 using bench::LaunchThroughUnaryRpcs;
 using bench::ReportLaunchRate;
 using bench::SecondsSince;
 
 constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
-constexpr SessionId kSession = 1;
 
 // Baselines of this run, set by the benchmarks that measure them (registered first).
 double compile_miss_seconds = 0;
@@ -112,17 +110,7 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
                       .grid = {1, 1, 1},
                       .block = {1, 1, 1},
                       .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    for (int i = 0; i < kLaunchesPerSync; ++i) {
-      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
-    }
-    benchmark::DoNotOptimize(command.Synchronize(kSession, 0));
-  }
-  double seconds = SecondsSince(start);
-  state.SetItemsProcessed(state.iterations() * kLaunchesPerSync);
-  in_process_launches_per_second =
-      static_cast<double>(state.iterations() * kLaunchesPerSync) / seconds;
+  in_process_launches_per_second = bench::LaunchInProcess(state, command, launch);
 }
 
 struct KernelDaemon {

@@ -11,25 +11,17 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace gpucmd::testing {
 namespace {
-
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // fork + exec with stdout to `stdout_fd` and stderr to `stderr_path`.
 pid_t Spawn(const std::vector<std::string>& argv, int stdout_fd,
@@ -83,7 +75,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   close(out);
   int wait_status = 0;
   waitpid(pid, &wait_status, 0);
-  return {ExitCode(wait_status), ReadWholeFile(out_path), ReadWholeFile(err_path)};
+  return {ExitCode(wait_status), ReadFileOrEmpty(out_path), ReadFileOrEmpty(err_path)};
 }
 
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
@@ -199,6 +191,6 @@ int DaemonProcess::Stop(int signal, std::chrono::milliseconds timeout) {
   return ExitCode(wait_status);
 }
 
-std::string DaemonProcess::StderrText() const { return ReadWholeFile(stderr_path_); }
+std::string DaemonProcess::StderrText() const { return ReadFileOrEmpty(stderr_path_); }
 
 }  // namespace gpucmd::testing
