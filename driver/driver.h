@@ -31,6 +31,13 @@
 //   WaitOutsideStreams(ctx)                wait for device work enqueued outside the
 //                                          command's streams (collectives) before a
 //                                          relocation; DriverDefaults makes it a no-op.
+//   DeviceHealth(ctx)                      OK while the device's context can serve; else
+//                                          the sticky error that corrupted it
+//                                          (UNAVAILABLE, naming the call and the cause).
+//                                          The server then fails in-flight work and
+//                                          recreates the backend (Note [Device loss] in
+//                                          server/device_worker.h). Cheap: asked before
+//                                          every command. DriverDefaults: always OK.
 // Each returns the driver's refusal as a non-OK absl::Status; asynchronous failures
 // surface at the stream's next Synchronize.
 //
@@ -109,6 +116,7 @@ concept Driver =
       { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
       { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
       { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
+      { D::DeviceHealth(context) } -> std::same_as<absl::Status>;
     };
 
 // Wraps pinned memory handed out by a pool: `size` bytes of `resource`, given back to
@@ -124,6 +132,12 @@ struct DriverDefaults {
   // else to wait on.
   template <typename Context>
   static absl::Status WaitOutsideStreams(Context&) {
+    return absl::OkStatus();
+  }
+  // A backend whose device cannot be lost (faults are contained below it) is always
+  // healthy.
+  template <typename Context>
+  static absl::Status DeviceHealth(Context&) {
     return absl::OkStatus();
   }
 };

@@ -118,6 +118,11 @@ class Command final : public CommandInterface {
   }
 
   absl::Status Free(SessionId session, BufferId id) override {
+    if (auto lost = lost_.buffers.find(id);
+        lost != lost_.buffers.end() && lost->second.session == session) {
+      lost_.buffers.erase(lost);  // its memory went with the old context
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
     Release(id, *buffer);
     return absl::OkStatus();
@@ -287,7 +292,12 @@ class Command final : public CommandInterface {
     } else {
       for (const auto& [unused, index] : sessions_[session].streams) indices.push_back(index);
     }
+    // A device reset took whatever the session had in flight: say so once.
     absl::Status first_error;
+    if (auto lost = lost_.unreported.find(session); lost != lost_.unreported.end()) {
+      first_error = lost->second;
+      lost_.unreported.erase(lost);
+    }
     for (int index : indices) {
       Stream& stream = backend_.stream(index);
       first_error.Update(stream.Synchronize());
@@ -298,6 +308,14 @@ class Command final : public CommandInterface {
   }
 
   uint64_t CloseSession(SessionId session) override {
+    lost_.unreported.erase(session);
+    for (auto lost = lost_.buffers.begin(); lost != lost_.buffers.end();) {
+      if (lost->second.session == session) {
+        lost_.buffers.erase(lost++);
+      } else {
+        ++lost;
+      }
+    }
     auto it = sessions_.find(session);
     if (it == sessions_.end()) return 0;
     uint64_t reclaimed = it->second.used_bytes;
@@ -403,6 +421,23 @@ class Command final : public CommandInterface {
       usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size()};
     }
     return usage;
+  }
+
+  absl::Status DeviceHealth() override { return D::DeviceHealth(backend_.context()); }
+
+  DeviceLoss Abandon(const absl::Status& cause) override {
+    DeviceLoss loss = std::move(lost_);
+    for (const auto& [id, buffer] : buffers_) {
+      loss.buffers[id] = DeviceLoss::LostBuffer{buffer.session, cause};
+    }
+    for (const auto& [session, state] : sessions_) loss.unreported.try_emplace(session, cause);
+    loss.next_buffer = next_buffer_;
+    return loss;
+  }
+
+  void Inherit(DeviceLoss loss) override {
+    lost_ = std::move(loss);
+    next_buffer_ = lost_.next_buffer;
   }
 
  private:
@@ -512,6 +547,11 @@ class Command final : public CommandInterface {
   absl::StatusOr<Buffer*> Lookup(SessionId session, BufferId id) {
     auto it = buffers_.find(id);
     if (it == buffers_.end() || it->second.session != session) {
+      if (auto lost = lost_.buffers.find(id);
+          lost != lost_.buffers.end() && lost->second.session == session) {
+        return absl::UnavailableError(
+            absl::StrCat("buffer ", id, " was lost: ", lost->second.cause.message()));
+      }
       // Unknown and foreign look the same: a session learns nothing about others.
       return absl::NotFoundError(absl::StrCat("buffer ", id, " not found in this session"));
     }
@@ -641,6 +681,8 @@ class Command final : public CommandInterface {
   absl::flat_hash_map<BufferId, Buffer> buffers_;
   absl::flat_hash_map<SessionId, SessionState> sessions_;
   std::vector<DeferredFree> deferred_;
+  // Handles and sessions a device reset took from a predecessor (next_buffer unused).
+  DeviceLoss lost_;
   BufferId next_buffer_ = 1;
   uint64_t next_stream_ = 0;
   uint64_t relocations_ = 0;

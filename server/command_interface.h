@@ -82,6 +82,20 @@ struct DeviceUsage {
   absl::flat_hash_map<SessionId, SessionUsage> sessions;
 };
 
+// What outlives a device reset (Note [Device loss] in server/device_worker.h): the
+// handles whose memory went with the old context, the sessions not yet told, and where
+// buffer ids continue so that a lost handle never names a new buffer.
+struct DeviceLoss {
+  struct LostBuffer {
+    SessionId session = 0;
+    absl::Status cause;
+  };
+  absl::flat_hash_map<BufferId, LostBuffer> buffers;
+  // Each session's first Synchronize after the reset reports its cause.
+  absl::flat_hash_map<SessionId, absl::Status> unreported;
+  BufferId next_buffer = 1;
+};
+
 class CommandInterface {
  public:
   virtual ~CommandInterface() = default;
@@ -89,7 +103,9 @@ class CommandInterface {
   // Allocates `size_bytes` for `session`. RESOURCE_EXHAUSTED names the requested and
   // available bytes (device or session quota).
   virtual absl::StatusOr<BufferId> Allocate(SessionId session, uint64_t size_bytes) = 0;
-  // NOT_FOUND for an unknown, foreign or already freed buffer.
+  // NOT_FOUND for an unknown, foreign or already freed buffer. Every other method that
+  // takes a buffer answers the same, and UNAVAILABLE for one lost in a device reset
+  // (freeing such a handle is OK).
   virtual absl::Status Free(SessionId session, BufferId buffer) = 0;
   // Enqueues host->device: `data` (exactly layout.host_bytes()) lands per `layout`.
   virtual absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
@@ -108,7 +124,7 @@ class CommandInterface {
   virtual absl::Status Launch(SessionId session, LogicalStream stream,
                               const KernelLaunch& launch) = 0;
   // Waits for the session's work on `stream` (all its streams when absent); returns the
-  // first asynchronous error.
+  // first asynchronous error, or once the cause of a device reset that took its work.
   virtual absl::Status Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
   // Frees everything the session holds; the bytes reclaimed.
   virtual uint64_t CloseSession(SessionId session) = 0;
@@ -119,6 +135,14 @@ class CommandInterface {
   // True when relocation would move something (checked when the device is idle).
   virtual bool WantsRelocation() const = 0;
   virtual DeviceUsage Usage() const = 0;
+
+  // OK while the device can serve; otherwise the sticky error that lost it.
+  virtual absl::Status DeviceHealth() = 0;
+  // The device is lost with `cause`: every buffer and session becomes part of the
+  // returned record. Called once, just before the Command and its backend are dropped.
+  virtual DeviceLoss Abandon(const absl::Status& cause) = 0;
+  // Takes over what an abandoned predecessor lost. Called once, before any command.
+  virtual void Inherit(DeviceLoss loss) = 0;
 };
 
 }  // namespace gpucmd

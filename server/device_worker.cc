@@ -1,6 +1,7 @@
 #include "server/device_worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/unavailable_command.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
@@ -8,11 +9,10 @@ namespace gpucmd {
 DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* metrics)
     : options_(options),
       metrics_(metrics),
-      queue_(options.queue_capacity, options.per_session_limit) {
+      queue_(options.queue_capacity, options.per_session_limit),
+      factory_(std::move(factory)) {
   completion_thread_ = std::thread([this] { RunCompletions(); });
-  device_thread_ = std::thread([this, factory = std::move(factory)]() mutable {
-    RunDevice(std::move(factory));
-  });
+  device_thread_ = std::thread([this] { RunDevice(); });
 }
 
 DeviceWorker::~DeviceWorker() { Stop(); }
@@ -74,11 +74,20 @@ void DeviceWorker::Stop() {
   if (completion_thread_.joinable()) completion_thread_.join();
 }
 
-void DeviceWorker::RunDevice(Factory factory) {
-  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory();
+void DeviceWorker::RunDevice() {
+  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
+  std::shared_ptr<CommandInterface> command;
   if (created.ok()) {
-    PublishUsage(**created);
+    command = *std::move(created);
+    PublishUsage(*command);
     metrics_->DeviceReady(options_.ordinal).Set(1);
+    spdlog::info("device {} ready", options_.ordinal);
+  } else {
+    spdlog::error("device {} failed to initialise: {}", options_.ordinal,
+                  created.status().ToString());
+    // Work queued before this point still gets an answer.
+    command = std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
+        "device ", options_.ordinal, " is unavailable: ", created.status().message())));
   }
   {
     MutexLock lock(&mutex_);
@@ -86,19 +95,11 @@ void DeviceWorker::RunDevice(Factory factory) {
     init_status_ = created.status();
     initialised_changed_.NotifyAll();
   }
-  if (!created.ok()) {
-    spdlog::error("device {} failed to initialise: {}", options_.ordinal,
-                  created.status().ToString());
-    while (queue_.Pop().has_value()) {
-    }
-    return;
-  }
-  std::shared_ptr<CommandInterface> command = *std::move(created);
-  spdlog::info("device {} ready", options_.ordinal);
   while (true) {
     std::optional<Task> task = queue_.TryPop();
     if (!task) {
       // Idle: upkeep before waiting for more work.
+      command = Healthy(std::move(command));
       command->ReclaimFinished();
       if (command->WantsRelocation()) {
         absl::StatusOr<RelocationReport> report = command->Relocate();
@@ -114,10 +115,48 @@ void DeviceWorker::RunDevice(Factory factory) {
       task = queue_.Pop();
       if (!task) break;  // closed and drained
     }
+    command = Healthy(std::move(command));
     RunTask(*command, *std::move(task));
   }
   metrics_->DeviceReady(options_.ordinal).Set(0);
   // Pending reads hold the command's staging memory: finish them before it goes.
+  AwaitCompletions();
+}
+
+std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
+    std::shared_ptr<CommandInterface> command) {
+  absl::Status health = command->DeviceHealth();
+  if (health.ok()) return command;
+  const int device = options_.ordinal;
+  absl::Status cause = absl::UnavailableError(
+      absl::StrCat("device ", device, " was reset after a device error: ", health.message()));
+  spdlog::error("{}; recreating its context", std::string(cause.message()));
+  metrics_->DeviceReady(device).Set(0);
+  metrics_->DeviceResets(device).Increment();
+  // In-flight reads fail against the dead context; they must end before their staging
+  // memory goes with the Command.
+  AwaitCompletions();
+  DeviceLoss loss = command->Abandon(cause);
+  const size_t lost_buffers = loss.buffers.size();
+  command.reset();  // the old backend, and with it the failed context, goes first
+  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
+  if (!created.ok()) {
+    absl::Status down = absl::UnavailableError(absl::StrCat(
+        "device ", device, " is down: ", health.message(),
+        "; recreating its context failed: ", created.status().message()));
+    spdlog::error("{}", std::string(down.message()));
+    MutexLock lock(&mutex_);
+    init_status_ = down;
+    return std::make_shared<UnavailableCommand>(down);
+  }
+  (*created)->Inherit(std::move(loss));
+  metrics_->DeviceReady(device).Set(1);
+  spdlog::warn("device {} serves again on a new context; {} buffer handle(s) are lost",
+               device, lost_buffers);
+  return *std::move(created);
+}
+
+void DeviceWorker::AwaitCompletions() {
   MutexLock lock(&completion_mutex_);
   completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return completions_.empty() && !completion_running_;

@@ -7,6 +7,21 @@
 // relocates off outdated or fragmented pages. Reads finish off the device thread: a
 // completion thread waits for their fences, in order, and then calls back.
 //
+// Note [Device loss]
+// ~~~~~~~~~~~~~~~~~~
+// A GPU context that hit a sticky error (an illegal address, say) is dead: every call
+// on it fails, and all its memory is gone. Before each command (and when idle) the
+// device thread asks the Command for the device's health. On a loss it waits for the
+// pending completions (their fences fail at once, so in-flight reads end UNAVAILABLE
+// with the driver's cause), asks the Command to abandon its state, drops the Command
+// and its backend (the driver resets the context), and builds both anew through the
+// factory. The new Command inherits the lost handles, which answer UNAVAILABLE naming
+// the cause, and each affected session's next Synchronize reports it once; buffer ids
+// continue, so a lost handle never names a new buffer. New work, from any session,
+// runs on the fresh context. Other devices have their own thread and are untouched.
+// If the device cannot be brought back it serves on with an UnavailableCommand, so
+// queued work still gets an answer, and refuses new work as at a failed start.
+//
 // Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
 // Tasks run on the device thread only and may call Complete. Callbacks run on the
 // completion thread.
@@ -36,7 +51,8 @@ class DeviceWorker {
     size_t per_session_limit = 1024;
   };
 
-  // Starts the thread; it runs `factory` first. `metrics` must outlive the worker.
+  // Starts the thread; it runs `factory` first, and again after a device loss. `metrics`
+  // must outlive the worker.
   DeviceWorker(const Options& options, Factory factory, Metrics* metrics);
   ~DeviceWorker();
   DeviceWorker(const DeviceWorker&) = delete;
@@ -74,7 +90,11 @@ class DeviceWorker {
     absl::AnyInvocable<void(absl::Status)> done;
   };
 
-  void RunDevice(Factory factory);
+  void RunDevice();
+  // `command`, or its replacement when the device it drives was lost.
+  std::shared_ptr<CommandInterface> Healthy(std::shared_ptr<CommandInterface> command);
+  // Blocks until no completion is queued or running.
+  void AwaitCompletions();
   void RunCompletions();
   void RunTask(CommandInterface& command, Task task);
   void PublishUsage(const CommandInterface& command);
@@ -82,6 +102,7 @@ class DeviceWorker {
   const Options options_;
   Metrics* const metrics_;
   DeviceQueue<Task> queue_;
+  Factory factory_;  // device thread only
 
   mutable Mutex mutex_;
   mutable CondVar initialised_changed_;

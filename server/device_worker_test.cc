@@ -7,6 +7,7 @@
 #include "driver/cpu/cpu_driver.h"
 #include "gtest/gtest.h"
 #include "server/command_factory.h"
+#include "server/worker_test_calls.h"
 
 namespace gpucmd {
 namespace {
@@ -17,18 +18,6 @@ DeviceWorker::Factory CpuFactory(uint64_t capacity) {
   return MakeCommandFactory<CpuDriver>(
       [capacity] { return CpuBackend::Create({.capacity_bytes = capacity, .stream_count = 4}); },
       CommandOptions());
-}
-
-// Runs `work` on the device thread and waits for its result.
-template <typename Result>
-Result OnDevice(DeviceWorker& worker, SessionKey session,
-                std::function<Result(CommandInterface&)> work) {
-  std::promise<Result> promise;
-  absl::Status submitted = worker.Submit(session, [&](CommandInterface& command) {
-    promise.set_value(work(command));
-  });
-  EXPECT_TRUE(submitted.ok()) << submitted;
-  return promise.get_future().get();
 }
 
 TEST(DeviceWorkerTest, ManySessionsAllocateWriteAndReadConcurrently) {

@@ -6,15 +6,21 @@
 namespace gpucmd {
 namespace {
 
+// One metric of `family` per device, labelled with its ordinal.
+template <typename Metric>
+std::vector<Metric*> PerDevice(prometheus::Family<Metric>& family, int device_count) {
+  std::vector<Metric*> metrics;
+  for (int device = 0; device < device_count; ++device) {
+    metrics.push_back(&family.Add({{"device", std::to_string(device)}}));
+  }
+  return metrics;
+}
+
 std::vector<prometheus::Gauge*> GaugePerDevice(prometheus::Registry& registry,
                                                const std::string& name,
                                                const std::string& help, int device_count) {
-  auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-  std::vector<prometheus::Gauge*> gauges;
-  for (int device = 0; device < device_count; ++device) {
-    gauges.push_back(&family.Add({{"device", std::to_string(device)}}));
-  }
-  return gauges;
+  return PerDevice(prometheus::BuildGauge().Name(name).Help(help).Register(registry),
+                   device_count);
 }
 
 }  // namespace
@@ -50,6 +56,11 @@ Metrics::Metrics(int device_count)
       device_ready_(GaugePerDevice(*registry_, "gpucmd_device_ready",
                                    "1 once the device is initialised and serving.",
                                    device_count)),
+      device_resets_(PerDevice(prometheus::BuildCounter()
+                                   .Name("gpucmd_device_resets_total")
+                                   .Help("Device contexts recreated after a device error.")
+                                   .Register(*registry_),
+                               device_count)),
       memory_used_(GaugePerDevice(*registry_, "gpucmd_memory_used_bytes",
                                   "Device memory handed to buffers.", device_count)),
       memory_reserved_(GaugePerDevice(*registry_, "gpucmd_memory_reserved_bytes",

@@ -35,6 +35,8 @@ class Metrics {
   prometheus::Gauge& CommandsInFlight(int device) { return *commands_in_flight_[device]; }
   // 1 once the device is initialised (gpucmd_device_ready{device}).
   prometheus::Gauge& DeviceReady(int device) { return *device_ready_[device]; }
+  // Contexts recreated after a device error (gpucmd_device_resets_total{device}).
+  prometheus::Counter& DeviceResets(int device) { return *device_resets_[device]; }
   // Device memory handed to buffers / held in pages (gpucmd_memory_{used,reserved}_bytes).
   prometheus::Gauge& MemoryUsed(int device) { return *memory_used_[device]; }
   prometheus::Gauge& MemoryReserved(int device) { return *memory_reserved_[device]; }
@@ -69,6 +71,7 @@ class Metrics {
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;
   std::vector<prometheus::Gauge*> device_ready_;
+  std::vector<prometheus::Counter*> device_resets_;
   std::vector<prometheus::Gauge*> memory_used_;
   std::vector<prometheus::Gauge*> memory_reserved_;
   std::vector<prometheus::Gauge*> drop_queue_bytes_;

@@ -44,11 +44,13 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuDeviceTotalMem", api.DeviceTotalMem);
   resolve("cuDevicePrimaryCtxRetain", api.DevicePrimaryCtxRetain);
   resolve("cuDevicePrimaryCtxRelease", api.DevicePrimaryCtxRelease);
+  resolve("cuDevicePrimaryCtxReset", api.DevicePrimaryCtxReset);
   resolve("cuCtxSetCurrent", api.CtxSetCurrent);
   resolve("cuCtxGetStreamPriorityRange", api.CtxGetStreamPriorityRange);
   resolve("cuStreamCreateWithPriority", api.StreamCreateWithPriority);
   resolve("cuStreamDestroy", api.StreamDestroy);
   resolve("cuStreamSynchronize", api.StreamSynchronize);
+  resolve("cuStreamQuery", api.StreamQuery);
   resolve("cuStreamWaitEvent", api.StreamWaitEvent);
   resolve("cuEventCreate", api.EventCreate);
   resolve("cuEventRecord", api.EventRecord);
@@ -57,6 +59,10 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuEventDestroy", api.EventDestroy);
   resolve("cuMemAlloc", api.MemAlloc);
   resolve("cuMemFree", api.MemFree);
+  resolve("cuMemAllocAsync", api.MemAllocAsync);
+  resolve("cuMemFreeAsync", api.MemFreeAsync);
+  resolve("cuDeviceGetDefaultMemPool", api.DeviceGetDefaultMemPool);
+  resolve("cuMemPoolSetAttribute", api.MemPoolSetAttribute);
   resolve("cuMemAllocHost", api.MemAllocHost);
   resolve("cuMemFreeHost", api.MemFreeHost);
   resolve("cuMemcpyHtoDAsync", api.MemcpyHtoDAsync);
@@ -86,6 +92,25 @@ absl::StatusOr<const CudaApi*> LoadCudaApi() {
   return &**kApi;
 }
 
+bool IsStickyError(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_ASSERT:
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::Status CudaStatus(const CudaApi& api, CUresult result, absl::string_view call) {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
   const char* text = nullptr;
@@ -94,19 +119,12 @@ absl::Status CudaStatus(const CudaApi& api, CUresult result, absl::string_view c
     text = "unknown error";
   }
   std::string message = absl::StrCat(call, ": ", text, " (CUresult ", static_cast<int>(result), ")");
+  if (IsStickyError(result)) return absl::UnavailableError(message);
   switch (result) {
     case CUDA_ERROR_OUT_OF_MEMORY:
       return absl::ResourceExhaustedError(message);
     case CUDA_ERROR_NO_DEVICE:
     case CUDA_ERROR_INVALID_DEVICE:
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
       return absl::UnavailableError(message);
     case CUDA_ERROR_INVALID_VALUE:
     case CUDA_ERROR_INVALID_IMAGE:

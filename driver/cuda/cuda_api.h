@@ -26,11 +26,13 @@ struct CudaApi {
   decltype(&::cuDeviceTotalMem) DeviceTotalMem;
   decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain;
   decltype(&::cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease;
+  decltype(&::cuDevicePrimaryCtxReset) DevicePrimaryCtxReset;
   decltype(&::cuCtxSetCurrent) CtxSetCurrent;
   decltype(&::cuCtxGetStreamPriorityRange) CtxGetStreamPriorityRange;
   decltype(&::cuStreamCreateWithPriority) StreamCreateWithPriority;
   decltype(&::cuStreamDestroy) StreamDestroy;
   decltype(&::cuStreamSynchronize) StreamSynchronize;
+  decltype(&::cuStreamQuery) StreamQuery;
   decltype(&::cuStreamWaitEvent) StreamWaitEvent;
   decltype(&::cuEventCreate) EventCreate;
   decltype(&::cuEventRecord) EventRecord;
@@ -39,6 +41,10 @@ struct CudaApi {
   decltype(&::cuEventDestroy) EventDestroy;
   decltype(&::cuMemAlloc) MemAlloc;
   decltype(&::cuMemFree) MemFree;
+  decltype(&::cuMemAllocAsync) MemAllocAsync;
+  decltype(&::cuMemFreeAsync) MemFreeAsync;
+  decltype(&::cuDeviceGetDefaultMemPool) DeviceGetDefaultMemPool;
+  decltype(&::cuMemPoolSetAttribute) MemPoolSetAttribute;
   decltype(&::cuMemAllocHost) MemAllocHost;
   decltype(&::cuMemFreeHost) MemFreeHost;
   decltype(&::cuMemcpyHtoDAsync) MemcpyHtoDAsync;
@@ -58,8 +64,14 @@ struct CudaApi {
 // driver" when libcuda.so.1 is missing or cuInit fails.
 absl::StatusOr<const CudaApi*> LoadCudaApi();
 
+// True for the errors that leave the context unusable (an illegal address, a trap, an
+// uncorrectable ECC error...): every later call on it fails the same way, and only
+// resetting the context brings the device back.
+bool IsStickyError(CUresult result);
+
 // The one conversion of CUresult to absl::Status: the call's name and the driver's
-// error string. Out-of-memory is RESOURCE_EXHAUSTED, a missing device UNAVAILABLE.
+// error string. Out-of-memory is RESOURCE_EXHAUSTED; a missing device and the sticky
+// errors are UNAVAILABLE.
 absl::Status CudaStatus(const CudaApi& api, CUresult result, absl::string_view call);
 
 }  // namespace gpucmd

@@ -174,27 +174,72 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   RETURN_IF_ERROR(CudaStatus(
       *api, api->StreamCreateWithPriority(&context.collectives, CU_STREAM_NON_BLOCKING, least),
       "cuStreamCreateWithPriority"));
+  int memory_pools = 0;
+  RETURN_IF_ERROR(CudaStatus(
+      *api,
+      api->DeviceGetAttribute(&memory_pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                              backend->device_),
+      "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)"));
+  if (memory_pools != 0) {
+    // Freed pages stay in the pool for the next allocation instead of going back to the
+    // system: the server's own pool decides how much the device holds.
+    CUmemoryPool pool = nullptr;
+    RETURN_IF_ERROR(CudaStatus(*api, api->DeviceGetDefaultMemPool(&pool, backend->device_),
+                               "cuDeviceGetDefaultMemPool"));
+    cuuint64_t keep_everything = ~cuuint64_t{0};
+    RETURN_IF_ERROR(CudaStatus(
+        *api, api->MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything),
+        "cuMemPoolSetAttribute(RELEASE_THRESHOLD)"));
+    RETURN_IF_ERROR(CudaStatus(*api,
+                               api->StreamCreateWithPriority(&backend->allocation_stream_,
+                                                             CU_STREAM_NON_BLOCKING, greatest),
+                               "cuStreamCreateWithPriority"));
+  }
   return backend;
 }
 
 CudaBackend::~CudaBackend() {
   streams_.clear();
   if (context_.context != nullptr && MakeCurrent(*api_, context_.context).ok()) {
+    if (allocation_stream_ != nullptr) api_->StreamDestroy(allocation_stream_);
     if (context_.collectives != nullptr) api_->StreamDestroy(context_.collectives);
     for (CUmodule module : context_.modules) api_->ModuleUnload(module);
+    // A corrupted context is destroyed with everything in it, so that the next
+    // backend on this device retains a fresh one.
+    if (!context_.lost.ok()) api_->DevicePrimaryCtxReset(device_);
     api_->DevicePrimaryCtxRelease(device_);
   }
 }
 
+// With memory pools, a page is allocated and freed in stream order: unlike cuMemFree,
+// cuMemFreeAsync does not wait for the whole device. The server frees a page only when
+// no enqueued work touches it any more, so ordering it on its own stream is enough.
 absl::StatusOr<DeviceResource> CudaBackend::AllocateDevice(uint64_t size_bytes) {
   RETURN_IF_ERROR(MakeCurrent(*api_, context_.context));
   CUdeviceptr pointer = 0;
-  RETURN_IF_ERROR(CudaStatus(*api_, api_->MemAlloc(&pointer, size_bytes), "cuMemAlloc"));
+  if (allocation_stream_ == nullptr) {
+    RETURN_IF_ERROR(CudaStatus(*api_, api_->MemAlloc(&pointer, size_bytes), "cuMemAlloc"));
+    return DeviceResource{pointer, size_bytes};
+  }
+  RETURN_IF_ERROR(CudaStatus(*api_, api_->MemAllocAsync(&pointer, size_bytes, allocation_stream_),
+                             "cuMemAllocAsync"));
+  // Every stream may use the page once its allocation completed.
+  if (absl::Status allocated = CudaStatus(*api_, api_->StreamSynchronize(allocation_stream_),
+                                          "cuStreamSynchronize(allocation)");
+      !allocated.ok()) {
+    api_->MemFreeAsync(pointer, allocation_stream_);
+    return allocated;
+  }
   return DeviceResource{pointer, size_bytes};
 }
 
 void CudaBackend::FreeDevice(const DeviceResource& resource) {
-  if (MakeCurrent(*api_, context_.context).ok()) api_->MemFree(resource.address);
+  if (!MakeCurrent(*api_, context_.context).ok()) return;
+  if (allocation_stream_ == nullptr) {
+    api_->MemFree(resource.address);
+  } else {
+    api_->MemFreeAsync(resource.address, allocation_stream_);
+  }
 }
 
 absl::StatusOr<HostResource> CudaBackend::AllocatePinned(uint64_t size_bytes) {
@@ -332,6 +377,17 @@ absl::Status CudaDriver::WaitOutsideStreams(Context& context) {
   RETURN_IF_ERROR(MakeCurrent(*context.api, context.context));
   return CudaStatus(*context.api, context.api->StreamSynchronize(context.collectives),
                     "cuStreamSynchronize(collectives)");
+}
+
+absl::Status CudaDriver::DeviceHealth(Context& context) {
+  if (!context.lost.ok()) return context.lost;
+  if (absl::Status current = MakeCurrent(*context.api, context.context); !current.ok()) {
+    context.lost = absl::UnavailableError(current.message());  // nothing can run on it
+    return context.lost;
+  }
+  CUresult result = context.api->StreamQuery(context.collectives);
+  if (IsStickyError(result)) context.lost = CudaStatus(*context.api, result, "cuStreamQuery");
+  return context.lost;
 }
 
 absl::StatusOr<std::vector<DeviceDescription>> DescribeCudaDevices() {

@@ -2,7 +2,8 @@
 #define GPUCMDD_DRIVER_CUDA_CUDA_DRIVER_H_
 
 // The CUDA driver: one device's primary context, a pool of streams with priorities,
-// device pages from cuMemAlloc, pinned staging memory from cuMemAllocHost, copies with
+// device pages from the stream-ordered allocator (cuMemAllocAsync; cuMemAlloc where the
+// device has no memory pools), pinned staging memory from cuMemAllocHost, copies with
 // cuMemcpy{HtoD,DtoH,DtoD}Async and cuMemcpy2DAsync (as the Command's layout decides),
 // and launches of NVRTC-built modules (<module_directory>/<kernel id>.cubin, its entry
 // point in <kernel id>.entry), loaded once per context.
@@ -79,6 +80,9 @@ struct CudaContext {
   std::vector<CUmodule> modules;
   // Where collectives run; WaitOutsideStreams waits on it.
   CUstream collectives = nullptr;
+  // The sticky error that corrupted the context, once DeviceHealth saw one; the
+  // backend then resets the context when it goes.
+  absl::Status lost;
 };
 
 class CudaBackend {
@@ -111,6 +115,9 @@ class CudaBackend {
   CUdevice device_ = 0;
   uint64_t capacity_bytes_ = 0;
   CudaContext context_;
+  // Pages come from the device's memory pool on this stream, synchronized before they
+  // are handed out; null where the device has no memory pools (cuMemAlloc instead).
+  CUstream allocation_stream_ = nullptr;
   std::vector<std::unique_ptr<CudaStream>> streams_;
 };
 
@@ -131,6 +138,9 @@ struct CudaDriver {
                              Dim3 grid, LaunchArgs& args);
   // Waits for the collectives stream: relocation must not move memory it still uses.
   static absl::Status WaitOutsideStreams(Context& context);
+  // UNAVAILABLE with the sticky error once the context is corrupted (a query of the
+  // collectives stream returns it, as every call on the context then does).
+  static absl::Status DeviceHealth(Context& context);
 };
 
 static_assert(Driver<CudaDriver>);

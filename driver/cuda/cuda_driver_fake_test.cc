@@ -1,36 +1,85 @@
 // Runs the driver conformance suite on the real CudaDriver code over the fake driver
 // library (fake_libcuda.cc, a test double of libcuda.so.1 on host memory): copies in both
 // directions, pitched 2D with padding, relocation copies, events and out-of-memory go
-// through the exact driver API calls and parameters the CUDA driver makes.
-
-#include <dlfcn.h>
+// through the exact driver API calls and parameters the CUDA driver makes. Also checks
+// which allocator pages come from, and how a sticky error is seen and cleared.
 
 #include "driver/cuda/cuda_driver.h"
+#include "driver/cuda/fake_cuda_control.h"
 #include "driver/driver_conformance.h"
 
 namespace gpucmd {
 
-// Loads the double under the name the driver asks for: once a library with the soname
-// libcuda.so.1 is loaded, dlopen("libcuda.so.1") returns it.
-void LoadFakeDriver() {
-  static void* const kFake = [] {
-    std::string path =
-        std::string(getenv("TEST_SRCDIR")) + "/gpucmdd/driver/cuda/fake/libcuda.so.1";
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    EXPECT_NE(handle, nullptr) << dlerror();
-    return handle;
-  }();
-  (void)kFake;
+const FakeCudaControl& Fake() {
+  absl::StatusOr<const FakeCudaControl*> control = LoadFakeCuda();
+  if (!control.ok()) {
+    ADD_FAILURE() << control.status();
+    std::abort();
+  }
+  return **control;
 }
 
 template <>
 struct ConformanceBackend<CudaDriver> {
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(uint64_t) {
-    LoadFakeDriver();
+    Fake().set_memory_pools(1);
     return CudaBackend::Create({.ordinal = 0, .stream_count = 2});
   }
 };
 
 INSTANTIATE_TYPED_TEST_SUITE_P(FakeCuda, DriverConformanceTest, CudaDriver);
 
+namespace {
+
+TEST(CudaBackendTest, PagesComeFromTheMemoryPoolWhereTheDeviceHasOne) {
+  Fake().set_memory_pools(1);
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  int before = Fake().async_allocations();
+  absl::StatusOr<DeviceResource> page = (*backend)->AllocateDevice(1 << 20);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(Fake().async_allocations(), before + 1);
+  (*backend)->FreeDevice(*page);
+}
+
+TEST(CudaBackendTest, PagesFallBackToCuMemAllocWithoutMemoryPools) {
+  Fake().set_memory_pools(0);
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
+  Fake().set_memory_pools(1);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  int before = Fake().async_allocations();
+  absl::StatusOr<DeviceResource> page = (*backend)->AllocateDevice(1 << 20);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(Fake().async_allocations(), before);
+  (*backend)->FreeDevice(*page);
+}
+
+TEST(CudaBackendTest, StickyErrorIsReportedAndTheContextResetWhenTheBackendGoes) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_TRUE(CudaDriver::DeviceHealth((*backend)->context()).ok());
+  int resets = Fake().context_resets(0);
+  Fake().inject_sticky_error(0, CUDA_ERROR_ILLEGAL_ADDRESS);
+  absl::Status health = CudaDriver::DeviceHealth((*backend)->context());
+  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(health.message().find("cuStreamQuery: an illegal memory access"), std::string::npos)
+      << health;
+  EXPECT_EQ((*backend)->stream(0).Synchronize().code(), absl::StatusCode::kUnavailable);
+  backend->reset();
+  EXPECT_EQ(Fake().context_resets(0), resets + 1);
+  absl::StatusOr<std::unique_ptr<CudaBackend>> fresh = CudaBackend::Create({.ordinal = 0});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_TRUE(CudaDriver::DeviceHealth((*fresh)->context()).ok());
+  EXPECT_TRUE((*fresh)->stream(0).Synchronize().ok());
+}
+
+TEST(CudaBackendTest, NonStickyErrorsAreNotADeviceLoss) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  absl::StatusOr<DeviceResource> huge = (*backend)->AllocateDevice(uint64_t{1} << 40);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(CudaDriver::DeviceHealth((*backend)->context()).ok());
+}
+
+}  // namespace
 }  // namespace gpucmd

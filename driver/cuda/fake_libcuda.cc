@@ -1,10 +1,16 @@
 // A TEST DOUBLE of the CUDA driver library (libcuda.so.1), for CI machines without a
-// GPU. It implements the calls the CUDA driver makes on host memory: one device of
-// kFakeDeviceBytes, streams that run every operation at once (so ordering holds
-// trivially), events that are always complete, and copies (contiguous, 2D, device to
-// device) that honour their parameters exactly — which is what it is for: running the
-// driver conformance suite against the real CudaDriver code in CI. Modules and launches
-// are accepted and recorded, not executed. Never install it.
+// GPU. It implements the calls the CUDA driver makes on host memory: devices of
+// kFakeDeviceBytes each (one unless the test asks for more), streams that run every
+// operation at once (so ordering holds trivially), events that are always complete, and
+// copies (contiguous, 2D, device to device) that honour their parameters exactly — which
+// is what it is for: running the driver conformance suite against the real CudaDriver
+// code in CI. Modules and launches are accepted and recorded, not executed.
+//
+// Tests steer it through the extern "C" fake_cuda_* functions at the end (see
+// driver/cuda/fake_cuda_control.h): how many devices there are, whether they support
+// memory pools (cuMemAllocAsync), and a sticky error to inject into a device's context,
+// which every later call on that context returns until cuDevicePrimaryCtxReset, as on a
+// real GPU. Never install it.
 
 #include <cuda.h>
 
@@ -18,11 +24,55 @@ namespace {
 
 constexpr size_t kFakeDeviceBytes = size_t{256} << 20;
 
+constexpr int kMaxDevices = 8;
+
+struct Allocation {
+  size_t bytes;
+  int device;
+};
+
 std::mutex mutex;
-std::map<CUdeviceptr, size_t> allocations;  // device "memory" is host memory
-size_t allocated = 0;
+std::map<CUdeviceptr, Allocation> allocations;  // device "memory" is host memory
+size_t allocated[kMaxDevices] = {};
+CUresult sticky[kMaxDevices] = {};  // CUDA_SUCCESS: the context is healthy
+int context_resets[kMaxDevices] = {};
+int device_count = 1;
+bool memory_pools = true;
+int async_allocations = 0;
 int fake_stream_count = 0;
 int fake_event_count = 0;
+thread_local int current_device = 0;
+
+CUcontext ContextOf(int device) { return reinterpret_cast<CUcontext>(uintptr_t{0x10} + device); }
+
+// The sticky error of the calling thread's current context, if any.
+CUresult Sticky() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return sticky[current_device];
+}
+
+CUresult Allocate(CUdeviceptr* pointer, size_t bytes) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (allocated[current_device] + bytes > kFakeDeviceBytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* memory = std::calloc(1, bytes);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  *pointer = reinterpret_cast<CUdeviceptr>(memory);
+  allocations[*pointer] = Allocation{bytes, current_device};
+  allocated[current_device] += bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult Free(CUdeviceptr pointer) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = allocations.find(pointer);
+  if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  allocated[it->second.device] -= it->second.bytes;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(pointer));
+  return CUDA_SUCCESS;
+}
 
 CUresult Init(unsigned int) { return CUDA_SUCCESS; }
 CUresult DriverGetVersion(int* version) {
@@ -30,16 +80,27 @@ CUresult DriverGetVersion(int* version) {
   return CUDA_SUCCESS;
 }
 CUresult GetErrorString(CUresult error, const char** text) {
-  *text = error == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory (fake)" : "error (fake)";
+  switch (error) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *text = "out of memory (fake)";
+      break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+      *text = "an illegal memory access was encountered (fake)";
+      break;
+    default:
+      *text = "error (fake)";
+  }
   return CUDA_SUCCESS;
 }
 CUresult DeviceGetCount(int* count) {
-  *count = 1;
+  std::lock_guard<std::mutex> lock(mutex);
+  *count = device_count;
   return CUDA_SUCCESS;
 }
 CUresult DeviceGet(CUdevice* device, int ordinal) {
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ordinal < 0 || ordinal >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
   return CUDA_SUCCESS;
 }
 CUresult DeviceGetName(char* name, int length, CUdevice) {
@@ -57,6 +118,11 @@ CUresult DeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) 
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       *value = 1024;
       break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: {
+      std::lock_guard<std::mutex> lock(mutex);
+      *value = memory_pools ? 1 : 0;
+      break;
+    }
     default:
       *value = 48 << 10;
   }
@@ -66,12 +132,31 @@ CUresult DeviceTotalMem(size_t* bytes, CUdevice) {
   *bytes = kFakeDeviceBytes;
   return CUDA_SUCCESS;
 }
-CUresult PrimaryCtxRetain(CUcontext* context, CUdevice) {
-  *context = reinterpret_cast<CUcontext>(0x1);
+CUresult PrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  *context = ContextOf(device);
   return CUDA_SUCCESS;
 }
 CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+// Destroys the context's allocations and clears its sticky error.
+CUresult PrimaryCtxReset(CUdevice device) {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = allocations.begin(); it != allocations.end();) {
+    if (it->second.device == device) {
+      std::free(reinterpret_cast<void*>(it->first));
+      it = allocations.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  allocated[device] = 0;
+  sticky[device] = CUDA_SUCCESS;
+  ++context_resets[device];
+  return CUDA_SUCCESS;
+}
+CUresult CtxSetCurrent(CUcontext context) {
+  current_device = static_cast<int>(reinterpret_cast<uintptr_t>(context) - 0x10);
+  return CUDA_SUCCESS;
+}
 CUresult StreamPriorityRange(int* least, int* greatest) {
   *least = 0;
   *greatest = -5;
@@ -83,36 +168,34 @@ CUresult StreamCreateWithPriority(CUstream* stream, unsigned int, int) {
   return CUDA_SUCCESS;
 }
 CUresult StreamDestroy(CUstream) { return CUDA_SUCCESS; }
-CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
-CUresult StreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
+CUresult StreamSynchronize(CUstream) { return Sticky(); }
+CUresult StreamQuery(CUstream) { return Sticky(); }
+CUresult StreamWaitEvent(CUstream, CUevent, unsigned int) { return Sticky(); }
 CUresult EventCreate(CUevent* event, unsigned int) {
   std::lock_guard<std::mutex> lock(mutex);
   *event = reinterpret_cast<CUevent>(static_cast<uintptr_t>(0x100000 + ++fake_event_count));
   return CUDA_SUCCESS;
 }
-CUresult EventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
-CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
-CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventRecord(CUevent, CUstream) { return Sticky(); }
+CUresult EventQuery(CUevent) { return Sticky(); }
+CUresult EventSynchronize(CUevent) { return Sticky(); }
 CUresult EventDestroy(CUevent) { return CUDA_SUCCESS; }
-CUresult MemAlloc(CUdeviceptr* pointer, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (allocated + bytes > kFakeDeviceBytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* memory = std::calloc(1, bytes);
-  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  *pointer = reinterpret_cast<CUdeviceptr>(memory);
-  allocations[*pointer] = bytes;
-  allocated += bytes;
+CUresult MemAlloc(CUdeviceptr* pointer, size_t bytes) { return Allocate(pointer, bytes); }
+CUresult MemFree(CUdeviceptr pointer) { return Free(pointer); }
+CUresult MemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!memory_pools) return CUDA_ERROR_NOT_SUPPORTED;
+    ++async_allocations;
+  }
+  return Allocate(pointer, bytes);
+}
+CUresult MemFreeAsync(CUdeviceptr pointer, CUstream) { return Free(pointer); }
+CUresult DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  *pool = reinterpret_cast<CUmemoryPool>(uintptr_t{0x20} + device);
   return CUDA_SUCCESS;
 }
-CUresult MemFree(CUdeviceptr pointer) {
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = allocations.find(pointer);
-  if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
-  allocated -= it->second;
-  allocations.erase(it);
-  std::free(reinterpret_cast<void*>(pointer));
-  return CUDA_SUCCESS;
-}
+CUresult MemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
 CUresult MemAllocHost(void** pointer, size_t bytes) {
   *pointer = std::malloc(bytes);
   return *pointer == nullptr ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
@@ -122,20 +205,24 @@ CUresult MemFreeHost(void* pointer) {
   return CUDA_SUCCESS;
 }
 CUresult MemcpyHtoDAsync(CUdeviceptr target, const void* source, size_t bytes, CUstream) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
   std::memcpy(reinterpret_cast<void*>(target), source, bytes);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoHAsync(void* target, CUdeviceptr source, size_t bytes, CUstream) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
   std::memcpy(target, reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoDAsync(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
   std::memmove(reinterpret_cast<void*>(target), reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
 // Honours exactly the fields the driver sets: memory types, pointers, pitches, width and
 // height (x/y offsets must be zero).
 CUresult Memcpy2DAsync(const CUDA_MEMCPY2D* copy, CUstream) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
   if (copy->srcXInBytes != 0 || copy->srcY != 0 || copy->dstXInBytes != 0 || copy->dstY != 0 ||
       copy->srcPitch < copy->WidthInBytes || copy->dstPitch < copy->WidthInBytes) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -163,7 +250,7 @@ CUresult ModuleUnload(CUmodule) { return CUDA_SUCCESS; }
 CUresult FuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
 CUresult LaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                       unsigned, CUstream, void**, void**) {
-  return CUDA_SUCCESS;
+  return Sticky();
 }
 CUresult LaunchHostFunc(CUstream, CUhostFn function, void* data) {
   function(data);
@@ -188,11 +275,13 @@ const std::map<std::string, void*>& Table() {
       {"cuDeviceTotalMem", reinterpret_cast<void*>(&DeviceTotalMem)},
       {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&PrimaryCtxRetain)},
       {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&PrimaryCtxRelease)},
+      {"cuDevicePrimaryCtxReset", reinterpret_cast<void*>(&PrimaryCtxReset)},
       {"cuCtxSetCurrent", reinterpret_cast<void*>(&CtxSetCurrent)},
       {"cuCtxGetStreamPriorityRange", reinterpret_cast<void*>(&StreamPriorityRange)},
       {"cuStreamCreateWithPriority", reinterpret_cast<void*>(&StreamCreateWithPriority)},
       {"cuStreamDestroy", reinterpret_cast<void*>(&StreamDestroy)},
       {"cuStreamSynchronize", reinterpret_cast<void*>(&StreamSynchronize)},
+      {"cuStreamQuery", reinterpret_cast<void*>(&StreamQuery)},
       {"cuStreamWaitEvent", reinterpret_cast<void*>(&StreamWaitEvent)},
       {"cuEventCreate", reinterpret_cast<void*>(&EventCreate)},
       {"cuEventRecord", reinterpret_cast<void*>(&EventRecord)},
@@ -201,6 +290,10 @@ const std::map<std::string, void*>& Table() {
       {"cuEventDestroy", reinterpret_cast<void*>(&EventDestroy)},
       {"cuMemAlloc", reinterpret_cast<void*>(&MemAlloc)},
       {"cuMemFree", reinterpret_cast<void*>(&MemFree)},
+      {"cuMemAllocAsync", reinterpret_cast<void*>(&MemAllocAsync)},
+      {"cuMemFreeAsync", reinterpret_cast<void*>(&MemFreeAsync)},
+      {"cuDeviceGetDefaultMemPool", reinterpret_cast<void*>(&DeviceGetDefaultMemPool)},
+      {"cuMemPoolSetAttribute", reinterpret_cast<void*>(&MemPoolSetAttribute)},
       {"cuMemAllocHost", reinterpret_cast<void*>(&MemAllocHost)},
       {"cuMemFreeHost", reinterpret_cast<void*>(&MemFreeHost)},
       {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync)},
@@ -229,4 +322,27 @@ extern "C" CUresult cuGetProcAddress_v2(const char* symbol, void** function, int
                                   : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   }
   return *function != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// Test controls (driver/cuda/fake_cuda_control.h). Call them before the driver creates
+// backends, except fake_cuda_inject_sticky_error.
+extern "C" void fake_cuda_set_device_count(int count) {
+  std::lock_guard<std::mutex> lock(mutex);
+  device_count = count < 1 ? 1 : (count > kMaxDevices ? kMaxDevices : count);
+}
+extern "C" void fake_cuda_set_memory_pools(int supported) {
+  std::lock_guard<std::mutex> lock(mutex);
+  memory_pools = supported != 0;
+}
+extern "C" int fake_cuda_async_allocations() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return async_allocations;
+}
+extern "C" void fake_cuda_inject_sticky_error(int device, CUresult error) {
+  std::lock_guard<std::mutex> lock(mutex);
+  sticky[device] = error;
+}
+extern "C" int fake_cuda_context_resets(int device) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return context_resets[device];
 }

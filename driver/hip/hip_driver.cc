@@ -108,7 +108,20 @@ HipBackend::~HipBackend() {
   streams_.clear();
   if (SelectDevice(context_.device).ok()) {
     for (hipModule_t module : context_.modules) (void)hipModuleUnload(module);
+    // A corrupted context goes with everything in it; the next backend gets a new one.
+    if (!context_.lost.ok()) (void)hipDeviceReset();
   }
+}
+
+absl::Status HipDriver::DeviceHealth(Context& context) {
+  if (!context.lost.ok()) return context.lost;
+  if (absl::Status selected = SelectDevice(context.device); !selected.ok()) {
+    context.lost = absl::UnavailableError(selected.message());
+    return context.lost;
+  }
+  hipError_t error = hipStreamQuery(nullptr);
+  if (IsStickyHipError(error)) context.lost = HipStatus(error, "hipStreamQuery");
+  return context.lost;
 }
 
 absl::StatusOr<DeviceResource> HipBackend::AllocateDevice(uint64_t size_bytes) {

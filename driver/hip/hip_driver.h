@@ -68,6 +68,9 @@ struct HipContext {
   std::string module_directory;
   absl::flat_hash_map<std::string, hipFunction_t> functions;
   std::vector<hipModule_t> modules;
+  // The sticky error that corrupted the device's context, once DeviceHealth saw one;
+  // the backend then resets the device when it goes.
+  absl::Status lost;
 };
 
 class HipBackend {
@@ -116,6 +119,8 @@ struct HipDriver : DriverDefaults {
                                    Stream::Signal signal);
   static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
                              Dim3 grid, LaunchArgs& args);
+  // UNAVAILABLE with the sticky error once the device's context is corrupted.
+  static absl::Status DeviceHealth(Context& context);
 };
 
 static_assert(Driver<HipDriver>);

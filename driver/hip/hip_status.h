@@ -12,17 +12,30 @@
 
 namespace gpucmd {
 
+// True for the errors that leave the device's context unusable until it is reset.
+inline bool IsStickyHipError(hipError_t error) {
+  switch (error) {
+    case hipErrorIllegalAddress:
+    case hipErrorLaunchFailure:
+    case hipErrorLaunchTimeOut:
+    case hipErrorECCNotCorrectable:
+    case hipErrorAssert:
+      return true;
+    default:
+      return false;
+  }
+}
+
 inline absl::Status HipStatus(hipError_t error, absl::string_view call) {
   if (error == hipSuccess) return absl::OkStatus();
   std::string message = absl::StrCat(call, ": ", hipGetErrorString(error), " (hipError ",
                                      static_cast<int>(error), ")");
+  if (IsStickyHipError(error)) return absl::UnavailableError(message);
   switch (error) {
     case hipErrorOutOfMemory:
       return absl::ResourceExhaustedError(message);
     case hipErrorNoDevice:
     case hipErrorInvalidDevice:
-    case hipErrorIllegalAddress:
-    case hipErrorLaunchFailure:
       return absl::UnavailableError(message);
     case hipErrorInvalidValue:
     case hipErrorInvalidImage:

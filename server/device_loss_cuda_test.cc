@@ -1,0 +1,57 @@
+// Device loss on the CUDA driver, over the libcuda.so.1 TEST DOUBLE (no GPU here): a
+// sticky error injected into device 0's context is seen by CudaDriver::DeviceHealth, the
+// device worker resets that context (cuDevicePrimaryCtxReset) and serves again, and
+// device 1 keeps its data. The server-side rules are tested in device_loss_test.cc.
+
+#include "driver/cuda/cuda_driver.h"
+#include "driver/cuda/fake_cuda_control.h"
+#include "gtest/gtest.h"
+#include "server/command_factory.h"
+#include "server/device_worker.h"
+#include "server/worker_test_calls.h"
+
+namespace gpucmd {
+namespace {
+
+DeviceWorker::Factory CudaFactory(int device) {
+  return MakeCommandFactory<CudaDriver>(
+      [device] { return CudaBackend::Create({.ordinal = device, .stream_count = 2}); },
+      CommandOptions());
+}
+
+TEST(CudaDeviceLossTest, StickyErrorResetsOnlyThatDevicesContext) {
+  absl::StatusOr<const FakeCudaControl*> fake = LoadFakeCuda();
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  (*fake)->set_device_count(2);
+  Metrics metrics(2);
+  DeviceWorker lost({.ordinal = 0}, CudaFactory(0), &metrics);
+  DeviceWorker bystander({.ordinal = 1}, CudaFactory(1), &metrics);
+  const std::string data(3000, 'z');
+  absl::StatusOr<BufferId> before = AllocateAndWrite(lost, 1, data);
+  absl::StatusOr<BufferId> elsewhere = AllocateAndWrite(bystander, 1, data);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+
+  (*fake)->inject_sticky_error(0, CUDA_ERROR_ILLEGAL_ADDRESS);
+
+  absl::Status synced = SynchronizeAll(lost, 1);
+  EXPECT_EQ(synced.code(), absl::StatusCode::kUnavailable) << synced;
+  EXPECT_NE(synced.message().find("an illegal memory access was encountered"),
+            std::string::npos)
+      << synced;
+  EXPECT_EQ((*fake)->context_resets(0), 1);
+  EXPECT_EQ((*fake)->context_resets(1), 0);
+  EXPECT_EQ(ReadBack(lost, 1, *before, data.size()).status().code(),
+            absl::StatusCode::kUnavailable);
+
+  // A new session works on the new context.
+  absl::StatusOr<BufferId> after = AllocateAndWrite(lost, 2, data);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(ReadBack(lost, 2, *after, data.size()).value_or(""), data);
+  EXPECT_EQ(ReadBack(bystander, 1, *elsewhere, data.size()).value_or(""), data);
+  EXPECT_EQ(metrics.DeviceResets(0).Value(), 1);
+  EXPECT_EQ(metrics.DeviceResets(1).Value(), 0);
+}
+
+}  // namespace
+}  // namespace gpucmd
