@@ -63,7 +63,11 @@ check_gpu_daemon() {
 # their toolkit is installed, and say so where it is not.
 if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   mapfile -t cuda_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda\b", tests(//...))' 2>/dev/null)
-  run_config cuda --nocache_test_results "${cuda_tests[@]}"
+  run_config cuda --config=cuda --nocache_test_results "${cuda_tests[@]}"
+  # The CUDA driver's threads over the libcuda test double, under both sanitizers.
+  mapfile -t double_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda_double\b", tests(//...))' 2>/dev/null)
+  run_config cuda-asan --config=asan --nocache_test_results "${double_tests[@]}"
+  run_config cuda-tsan --config=tsan --nocache_test_results "${double_tests[@]}"
   check_gpu_daemon cuda "no CUDA driver\|no CUDA device"
   # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
   echo "=== bundle ===" >&2
@@ -77,10 +81,10 @@ else
   echo "=== tests: cuda skipped: no CUDA toolkit in /usr/local/cuda ===" >&2
 fi
 mapfile -t hip_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip\b", tests(//...))' 2>/dev/null)
-run_config hip --nocache_test_results "${hip_tests[@]}"
+run_config hip --config=hip --nocache_test_results "${hip_tests[@]}"
 check_gpu_daemon hip "no HIP device"
 bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 
 for failure in "${failures[@]}"; do echo "FAILED $failure"; done
-echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, hip)"
+echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, cuda-asan, cuda-tsan, hip)"
 ((failed == 0))

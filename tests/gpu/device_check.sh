@@ -6,7 +6,8 @@
 #   tests/gpu/device_check.sh [BUNDLE.tar.gz | BUNDLE_DIR]     # on the GPU machine
 #
 # Default bundle: .bundle/gpucmd-bundle.tar.gz. Runs the NVRTC compile tests and the
-# driver conformance suite against the real device, starts the CUDA daemon, and prints one
+# driver conformance suite against the real device, the kernel suite through the CUDA
+# daemon (a faulting kernel and the context reset included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
 # a direct cuMemcpy*Async from pinned memory, a pitched 2D copy, and empty-kernel launch
 # rates in-process, unary and in Submit batches. Finishes within 8 minutes.
@@ -42,8 +43,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null
   echo "nvidia-smi not available"
 "$bin/gpucmdd" --version
 
-run "NVRTC compile tests (kernel suite for sm_90)" 120 "$bin/nvrtc_compiler_test"
-run "driver conformance suite on the CUDA device" 120 "$bin/cuda_driver_conformance_test"
+run "NVRTC compile tests (kernel suite for sm_90)" 90 "$bin/nvrtc_compiler_test"
+run "driver conformance suite on the CUDA device" 60 "$bin/cuda_driver_conformance_test"
+
+# Binaries that start a daemon find it in their runfiles tree: point them at the bundle's.
+for binary in kernel_cuda_test cuda_bench; do
+  mkdir -p "$bin/$binary.runfiles/gpucmdd/server"
+  ln -sf "$bin/gpucmdd" "$bin/$binary.runfiles/gpucmdd/server/gpucmdd"
+done
+GPUCMD_EXPECT_DRIVER=cuda run "kernel suite through the CUDA daemon" 120 "$bin/kernel_cuda_test"
 
 step "daemon"
 socket=$work/gpucmdd.sock
@@ -64,11 +72,8 @@ else
   echo "the daemon did not start:"; cat "$work/daemon.log"; status=1
 fi
 
-# The benchmark starts its own daemon from its runfiles tree: point it at the bundle's.
-mkdir -p "$bin/cuda_bench.runfiles/gpucmdd/server"
-ln -sf "$bin/gpucmdd" "$bin/cuda_bench.runfiles/gpucmdd/server/gpucmdd"
 run "benchmark: NVRTC, bandwidth vs direct cuMemcpy (x_direct), 2D copy, launch rate (x_in_process)" \
-  300 "$bin/cuda_bench" --benchmark_min_time=0.1
+  180 "$bin/cuda_bench" --benchmark_min_time=0.1
 
 echo
 if ((status == 0)); then echo "DEVICE CHECK: PASSED"; else echo "DEVICE CHECK: FAILED"; fi

@@ -1,15 +1,23 @@
-// Real CUDA C++ kernels through the real daemon on the CPU driver: each is compiled,
+// The kernel suite: real CUDA C++ kernels through the real daemon, each compiled,
 // launched on random inputs and compared with a reference computed here. Plus the
 // compile and launch rules (errors with logs, skipped launches tainting their outputs,
-// argument and shape checks, the disk cache across restarts) and fault isolation: a
-// kernel that crashes or hangs takes down only the device's executor process.
+// argument and shape checks, the disk cache across restarts) and what a faulting kernel
+// does: on the CPU driver it takes down only the device's executor process; on a GPU it
+// costs the device its context, which is recreated.
+//
+// One source, one target per driver: kernel_test runs the daemon this build selects (the
+// CPU driver by default); kernel_cuda_test and kernel_hip_test are built with
+// --config=cuda / --config=hip and skip, saying why, where the machine has no such
+// device. GPUCMD_EXPECT_DRIVER, when set, names the driver the daemon must have.
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
@@ -23,6 +31,8 @@ namespace {
 using namespace ::gpucmd::kernels;  // NOLINT: the suite's kernel sources
 
 using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
@@ -54,11 +64,30 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expe
   }
 }
 
+// The driver the daemon was built with, from `gpucmdd --version`: "cpu", "cuda", "hip".
+std::string DaemonDriver() {
+  std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
+  size_t at = version.find("driver: ");
+  if (at == std::string::npos) return "unknown";
+  at += std::string("driver: ").size();
+  return version.substr(at, version.find_first_of(")\n", at) - at);
+}
+
 class KernelTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { cache_dir_ = new std::string(ShortTempDir() + "/cache"); }
+  static void SetUpTestSuite() {
+    cache_dir_ = new std::string(ShortTempDir() + "/cache");
+    driver_ = new std::string(DaemonDriver());
+  }
 
-  void SetUp() override { StartDaemon(); }
+  void SetUp() override {
+    if (const char* expected = std::getenv("GPUCMD_EXPECT_DRIVER")) {
+      ASSERT_EQ(*driver_, expected) << "gpucmdd was built for another driver";
+    }
+    StartDaemon();
+  }
+
+  static bool OnCpu() { return *driver_ == "cpu"; }
 
   void StartDaemon() {
     session_.reset();
@@ -72,6 +101,14 @@ class KernelTest : public ::testing::Test {
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
+    if (!daemon.ok() && !OnCpu()) {
+      for (const char* missing : {"no CUDA driver", "no CUDA device", "no HIP device"}) {
+        if (absl::StrContains(daemon.status().message(), missing)) {
+          GTEST_SKIP() << "the " << *driver_ << " kernel suite needs a device: "
+                       << daemon.status().message();
+        }
+      }
+    }
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_.emplace(*std::move(daemon));
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
@@ -111,12 +148,14 @@ class KernelTest : public ::testing::Test {
   }
 
   static std::string* cache_dir_;
+  static std::string* driver_;
   std::optional<DaemonProcess> daemon_;
   std::unique_ptr<Client> client_;
   std::optional<Session> session_;
 };
 
 std::string* KernelTest::cache_dir_ = nullptr;
+std::string* KernelTest::driver_ = nullptr;
 
 
 TEST_F(KernelTest, VectorAdd) {
@@ -252,6 +291,10 @@ TEST_F(KernelTest, CompileErrorReturnsTheLog) {
       "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }", "broken");
   EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(compiled.status().message()), HasSubstr("undefined_name"));
+}
+
+TEST_F(KernelTest, CpuDriverNamesWhatItCannotRun) {
+  if (!OnCpu()) GTEST_SKIP() << "GPUs run warp shuffles";
   absl::Status unsupported =
       session_->Compile("extern \"C\" __global__ void k(int* x) { x[0] = __shfl_sync(~0u, 1, 0); }",
                         "k")
@@ -338,6 +381,7 @@ TEST_F(KernelTest, CompiledKernelsSurviveARestartInTheDiskCache) {
 }
 
 TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions) {
+  if (!OnCpu()) GTEST_SKIP() << "on a GPU a fault costs the context: see the next test";
   absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
   ASSERT_TRUE(other.ok());
   absl::StatusOr<Buffer> kept = other->Allocate(16);
@@ -383,6 +427,50 @@ TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions
                                 BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(1)})
                   .ok());
   EXPECT_EQ(Download<float>(out)[0], 3.0f);
+}
+
+TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
+  if (OnCpu()) GTEST_SKIP() << "the CPU driver contains faults in its executor: see above";
+  absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> kept = other->Allocate(16);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(other->Write(*kept, 0, "bystander-bytes!").ok());
+  std::string wild = MustCompile(R"(
+    extern "C" __global__ void wild(float* out) {
+      float* p = (float*)0x10;
+      out[0] = *p;
+    })", "wild");
+  Buffer out = Zeros(16);
+  ASSERT_TRUE(session_->Launch(wild, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  absl::Status faulted = session_->Synchronize();
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+
+  // The context went with every buffer on it: each session hears so, nothing is stale.
+  absl::Status lost = session_->Read(out, 0, 16).status();
+  EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
+  EXPECT_THAT(std::string(lost.message()), HasSubstr("was lost"));
+  EXPECT_EQ(other->Read(*kept, 0, 16).status().code(), absl::StatusCode::kUnavailable);
+  absl::Status told = other->Synchronize();
+  EXPECT_EQ(told.code(), absl::StatusCode::kUnavailable) << told;
+  EXPECT_THAT(std::string(told.message()), HasSubstr("was reset"));
+
+  // The device serves again: the kernel module is loaded into the new context.
+  std::string add = MustCompile(kVectorAdd, "vector_add");
+  Buffer a = Upload(std::vector<float>{1}), b = Upload(std::vector<float>{2});
+  Buffer sum = Zeros(sizeof(float));
+  ASSERT_TRUE(session_->Launch(add, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(a, v1::ACCESS_READ),
+                                BufferArgument(b, v1::ACCESS_READ),
+                                BufferArgument(sum, v1::ACCESS_WRITE), Int32Argument(1)})
+                  .ok());
+  EXPECT_EQ(Download<float>(sum)[0], 3.0f);
+  absl::StatusOr<testing::HttpResponse> metrics =
+      testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_device_resets_total{device=\"0\"} 1"));
 }
 
 TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {
