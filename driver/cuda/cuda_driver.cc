@@ -82,15 +82,64 @@ absl::Status EncodeTensorMap(const CudaApi& api, const ResolvedTensorMap& map,
 
 }  // namespace
 
+// CudaEventPool ------------------------------------------------------------------------
+
+absl::StatusOr<CUevent> CudaEventPool::Take() {
+  {
+    MutexLock lock(&mutex_);
+    if (!idle_.empty()) {
+      CUevent event = idle_.back();
+      idle_.pop_back();
+      return event;
+    }
+  }
+  CUevent event = nullptr;
+  RETURN_IF_ERROR(
+      CudaStatus(*api_, api_->EventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  return event;
+}
+
+void CudaEventPool::Give(CUevent event) {
+  {
+    MutexLock lock(&mutex_);
+    if (idle_.size() < kMaxIdle) {
+      idle_.push_back(event);
+      return;
+    }
+  }
+  if (MakeCurrent(*api_, context_).ok()) api_->EventDestroy(event);
+}
+
+void CudaEventPool::DestroyIdle() {
+  std::vector<CUevent> idle;
+  {
+    MutexLock lock(&mutex_);
+    idle.swap(idle_);
+  }
+  if (idle.empty() || !MakeCurrent(*api_, context_).ok()) return;
+  for (CUevent event : idle) api_->EventDestroy(event);
+}
+
+size_t CudaEventPool::idle() const {
+  MutexLock lock(&mutex_);
+  return idle_.size();
+}
+
 // CudaEvent ----------------------------------------------------------------------------
 
+// Owns one recorded CUevent; the last CudaEvent copy gives it back to the pool.
 struct CudaEvent::Handle {
-  const CudaApi* api;
-  CUcontext context;
-  CUevent event;
-  ~Handle() {
-    if (MakeCurrent(*api, context).ok()) api->EventDestroy(event);
-  }
+  Handle(const CudaApi* api, CUcontext context, CUevent event,
+         std::shared_ptr<CudaEventPool> pool)
+      : api(api), context(context), event(event), pool(std::move(pool)) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { pool->Give(event); }
+
+  const CudaApi* const api;
+  const CUcontext context;
+  const CUevent event;
+  const std::shared_ptr<CudaEventPool> pool;
 };
 
 absl::Status CudaEvent::Wait() const {
@@ -120,13 +169,13 @@ absl::Status CudaStream::Enter() const { return MakeCurrent(*api_, context_); }
 CudaStream::Event CudaStream::RecordEvent() {
   Event event;
   if (!Enter().ok()) return event;
-  CUevent raw = nullptr;
-  if (api_->EventCreate(&raw, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event;
-  if (api_->EventRecord(raw, stream_) != CUDA_SUCCESS) {
-    api_->EventDestroy(raw);
+  absl::StatusOr<CUevent> raw = events_->Take();
+  if (!raw.ok()) return event;
+  if (api_->EventRecord(*raw, stream_) != CUDA_SUCCESS) {
+    events_->Give(*raw);
     return event;
   }
-  event.handle_ = std::make_shared<CudaEvent::Handle>(CudaEvent::Handle{api_, context_, raw});
+  event.handle_ = std::make_shared<CudaEvent::Handle>(api_, context_, *raw, events_);
   return event;
 }
 
@@ -160,6 +209,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   RETURN_IF_ERROR(CudaStatus(*api, api->DevicePrimaryCtxRetain(&context.context, backend->device_),
                              "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(MakeCurrent(*api, context.context));
+  backend->events_ = std::make_shared<CudaEventPool>(api, context.context);
   int least = 0, greatest = 0;
   RETURN_IF_ERROR(CudaStatus(*api, api->CtxGetStreamPriorityRange(&least, &greatest),
                              "cuCtxGetStreamPriorityRange"));
@@ -169,7 +219,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     RETURN_IF_ERROR(CudaStatus(
         *api, api->StreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, i == 0 ? greatest : least),
         "cuStreamCreateWithPriority"));
-    backend->streams_.push_back(std::make_unique<CudaStream>(api, context.context, stream));
+    backend->streams_.push_back(std::make_unique<CudaStream>(api, context.context, stream,
+                                                           backend->events_));
   }
   RETURN_IF_ERROR(CudaStatus(
       *api, api->StreamCreateWithPriority(&context.collectives, CU_STREAM_NON_BLOCKING, least),
@@ -200,6 +251,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
 
 CudaBackend::~CudaBackend() {
   streams_.clear();
+  // Every event is back by now (the Command and its reads went first).
+  if (events_ != nullptr) events_->DestroyIdle();
   if (context_.context != nullptr && MakeCurrent(*api_, context_.context).ok()) {
     if (allocation_stream_ != nullptr) api_->StreamDestroy(allocation_stream_);
     if (context_.collectives != nullptr) api_->StreamDestroy(context_.collectives);

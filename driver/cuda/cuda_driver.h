@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "driver/cuda/cuda_api.h"
 #include "driver/device_description.h"
 #include "driver/driver.h"
@@ -26,6 +27,35 @@
 namespace gpucmd {
 
 class CudaStream;
+
+// The idle CUevents of one context: recording an event takes one, and it comes back when
+// the last copy of the CudaEvent goes, instead of a create and destroy per command.
+//
+// Thread-safety: Take and Give may be called from any thread (events die on the device
+// and completion threads).
+class CudaEventPool {
+ public:
+  CudaEventPool(const CudaApi* api, CUcontext context) : api_(api), context_(context) {}
+  ~CudaEventPool() { DestroyIdle(); }
+  CudaEventPool(const CudaEventPool&) = delete;
+  CudaEventPool& operator=(const CudaEventPool&) = delete;
+
+  // An idle event, or a new one. The context must be current.
+  absl::StatusOr<CUevent> Take();
+  void Give(CUevent event);
+  // Destroys the idle events: before their context goes.
+  void DestroyIdle();
+  size_t idle() const;
+
+ private:
+  // More idle events than this are destroyed when given back.
+  static constexpr size_t kMaxIdle = 4096;
+
+  const CudaApi* const api_;
+  const CUcontext context_;
+  mutable Mutex mutex_;
+  std::vector<CUevent> idle_ ABSL_GUARDED_BY(mutex_);
+};
 
 // An event recorded on a CUDA stream; copies share the underlying CUevent.
 class CudaEvent {
@@ -45,8 +75,9 @@ class CudaStream {
   using Event = CudaEvent;
   using Signal = CudaStream*;
 
-  CudaStream(const CudaApi* api, CUcontext context, CUstream stream)
-      : api_(api), context_(context), stream_(stream) {}
+  CudaStream(const CudaApi* api, CUcontext context, CUstream stream,
+             std::shared_ptr<CudaEventPool> events)
+      : api_(api), context_(context), stream_(stream), events_(std::move(events)) {}
   ~CudaStream();
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -64,6 +95,7 @@ class CudaStream {
   const CudaApi* api_;
   CUcontext context_;
   CUstream stream_;
+  std::shared_ptr<CudaEventPool> events_;
 };
 
 struct CudaLaunchArgs {
@@ -107,6 +139,7 @@ class CudaBackend {
   absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
   void FreePinned(const HostResource& resource);
   CudaContext& context() { return context_; }
+  const CudaEventPool& event_pool() const { return *events_; }
 
  private:
   CudaBackend() = default;
@@ -115,6 +148,7 @@ class CudaBackend {
   CUdevice device_ = 0;
   uint64_t capacity_bytes_ = 0;
   CudaContext context_;
+  std::shared_ptr<CudaEventPool> events_;
   // Pages come from the device's memory pool on this stream, synchronized before they
   // are handed out; null where the device has no memory pools (cuMemAlloc instead).
   CUstream allocation_stream_ = nullptr;

@@ -54,6 +54,25 @@ TEST(CudaBackendTest, PagesFallBackToCuMemAllocWithoutMemoryPools) {
   (*backend)->FreeDevice(*page);
 }
 
+TEST(CudaBackendTest, EventsAreReusedOnceTheirLastCopyIsGone) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  CudaStream& stream = (*backend)->stream(0);
+  {
+    CudaEvent first = stream.RecordEvent();
+    CudaEvent second = stream.RecordEvent();
+    CudaEvent copy = first;
+    EXPECT_TRUE(copy.Wait().ok());
+  }
+  EXPECT_EQ((*backend)->event_pool().idle(), 2u);
+  int created = Fake().events_created();
+  for (int i = 0; i < 100; ++i) {
+    CudaEvent event = stream.RecordEvent();
+    EXPECT_TRUE(event.IsComplete());
+  }
+  EXPECT_EQ(Fake().events_created(), created) << "every event came from the pool";
+}
+
 TEST(CudaBackendTest, StickyErrorIsReportedAndTheContextResetWhenTheBackendGoes) {
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
   ASSERT_TRUE(backend.ok()) << backend.status();

@@ -29,6 +29,7 @@ absl::StatusOr<FakeCudaControl> Load() {
   resolve("fake_cuda_set_memory_pools", control.set_memory_pools);
   resolve("fake_cuda_async_allocations", control.async_allocations);
   resolve("fake_cuda_inject_sticky_error", control.inject_sticky_error);
+  resolve("fake_cuda_events_created", control.events_created);
   resolve("fake_cuda_context_resets", control.context_resets);
   if (!missing.ok()) return missing;
   return control;

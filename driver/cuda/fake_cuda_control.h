@@ -22,6 +22,8 @@ struct FakeCudaControl {
   int (*async_allocations)();
   // Every later call on `device`'s context returns `error` until the context is reset.
   void (*inject_sticky_error)(int device, CUresult error);
+  // How many cuEventCreate calls there were.
+  int (*events_created)();
   // How many times cuDevicePrimaryCtxReset reset `device`.
   int (*context_resets)(int device);
 };

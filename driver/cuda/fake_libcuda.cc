@@ -342,6 +342,10 @@ extern "C" void fake_cuda_inject_sticky_error(int device, CUresult error) {
   std::lock_guard<std::mutex> lock(mutex);
   sticky[device] = error;
 }
+extern "C" int fake_cuda_events_created() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return fake_event_count;
+}
 extern "C" int fake_cuda_context_resets(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   return context_resets[device];

@@ -24,12 +24,17 @@ absl::Status SelectDevice(int device) {
 
 }  // namespace
 
+// Owns one recorded hipEvent_t; the last HipEvent copy destroys it.
 struct HipEvent::Handle {
-  int device;
-  hipEvent_t event;
+  Handle(int device, hipEvent_t event) : device(device), event(event) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
   ~Handle() {
     if (SelectDevice(device).ok()) (void)hipEventDestroy(event);
   }
+
+  const int device;
+  const hipEvent_t event;
 };
 
 absl::Status HipEvent::Wait() const {
@@ -62,7 +67,7 @@ HipStream::Event HipStream::RecordEvent() {
     (void)hipEventDestroy(raw);
     return event;
   }
-  event.handle_ = std::make_shared<HipEvent::Handle>(HipEvent::Handle{device_, raw});
+  event.handle_ = std::make_shared<HipEvent::Handle>(device_, raw);
   return event;
 }
 
