@@ -143,7 +143,7 @@ struct CudaEvent::Handle {
 };
 
 absl::Status CudaEvent::Wait() const {
-  if (handle_ == nullptr) return absl::OkStatus();
+  if (handle_ == nullptr) return error_;
   RETURN_IF_ERROR(MakeCurrent(*handle_->api, handle_->context));
   return CudaStatus(*handle_->api, handle_->api->EventSynchronize(handle_->event),
                     "cuEventSynchronize");
@@ -168,14 +168,18 @@ absl::Status CudaStream::Enter() const { return MakeCurrent(*api_, context_); }
 
 CudaStream::Event CudaStream::RecordEvent() {
   Event event;
-  if (!Enter().ok()) return event;
-  absl::StatusOr<CUevent> raw = events_->Take();
-  if (!raw.ok()) return event;
-  if (api_->EventRecord(*raw, stream_) != CUDA_SUCCESS) {
-    events_->Give(*raw);
-    return event;
+  if (Enter().ok()) {
+    if (absl::StatusOr<CUevent> raw = events_->Take(); raw.ok()) {
+      if (api_->EventRecord(*raw, stream_) == CUDA_SUCCESS) {
+        event.handle_ = std::make_shared<CudaEvent::Handle>(api_, context_, *raw, events_);
+        return event;
+      }
+      events_->Give(*raw);
+    }
   }
-  event.handle_ = std::make_shared<CudaEvent::Handle>(api_, context_, *raw, events_);
+  // No event to wait on later: wait for the stream now, so that the event returned is
+  // complete for real (or carries the error), never falsely.
+  event.error_ = Synchronize();
   return event;
 }
 
@@ -261,6 +265,9 @@ CudaBackend::~CudaBackend() {
     // backend on this device retains a fresh one.
     if (!context_.lost.ok()) api_->DevicePrimaryCtxReset(device_);
     api_->DevicePrimaryCtxRelease(device_);
+    // The next backend on this thread makes its context current explicitly, even if the
+    // driver hands out the same handle again.
+    current_context = nullptr;
   }
 }
 

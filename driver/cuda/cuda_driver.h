@@ -67,7 +67,10 @@ class CudaEvent {
  private:
   friend class CudaStream;
   struct Handle;
-  std::shared_ptr<Handle> handle_;  // null: always complete
+  std::shared_ptr<Handle> handle_;  // null: complete
+  // Set when no event could be recorded and waiting for the stream instead failed:
+  // what Wait returns.
+  absl::Status error_;
 };
 
 class CudaStream {

@@ -84,6 +84,8 @@ TEST(CudaBackendTest, StickyErrorIsReportedAndTheContextResetWhenTheBackendGoes)
   EXPECT_NE(health.message().find("cuStreamQuery: an illegal memory access"), std::string::npos)
       << health;
   EXPECT_EQ((*backend)->stream(0).Synchronize().code(), absl::StatusCode::kUnavailable);
+  // An event that cannot be recorded is not complete by accident: it carries the error.
+  EXPECT_EQ((*backend)->stream(0).RecordEvent().Wait().code(), absl::StatusCode::kUnavailable);
   backend->reset();
   EXPECT_EQ(Fake().context_resets(0), resets + 1);
   absl::StatusOr<std::unique_ptr<CudaBackend>> fresh = CudaBackend::Create({.ordinal = 0});

@@ -38,7 +38,7 @@ struct HipEvent::Handle {
 };
 
 absl::Status HipEvent::Wait() const {
-  if (handle_ == nullptr) return absl::OkStatus();
+  if (handle_ == nullptr) return error_;
   RETURN_IF_ERROR(SelectDevice(handle_->device));
   return HipStatus(hipEventSynchronize(handle_->event), "hipEventSynchronize");
 }
@@ -60,14 +60,16 @@ absl::Status HipStream::Enter() const { return SelectDevice(device_); }
 HipStream::Event HipStream::RecordEvent() {
   Event event;
   hipEvent_t raw = nullptr;
-  if (!Enter().ok() || hipEventCreateWithFlags(&raw, hipEventDisableTiming) != hipSuccess) {
-    return event;
-  }
-  if (hipEventRecord(raw, stream_) != hipSuccess) {
+  if (Enter().ok() && hipEventCreateWithFlags(&raw, hipEventDisableTiming) == hipSuccess) {
+    if (hipEventRecord(raw, stream_) == hipSuccess) {
+      event.handle_ = std::make_shared<HipEvent::Handle>(device_, raw);
+      return event;
+    }
     (void)hipEventDestroy(raw);
-    return event;
   }
-  event.handle_ = std::make_shared<HipEvent::Handle>(device_, raw);
+  // No event to wait on later: wait for the stream now, so that the event returned is
+  // complete for real (or carries the error), never falsely.
+  event.error_ = Synchronize();
   return event;
 }
 

@@ -32,7 +32,10 @@ class HipEvent {
  private:
   friend class HipStream;
   struct Handle;
-  std::shared_ptr<Handle> handle_;  // null: always complete
+  std::shared_ptr<Handle> handle_;  // null: complete
+  // Set when no event could be recorded and waiting for the stream instead failed:
+  // what Wait returns.
+  absl::Status error_;
 };
 
 class HipStream {
