@@ -64,6 +64,13 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expe
   }
 }
 
+// Reads through a wild pointer: a fault on every driver.
+constexpr char kWildPointer[] = R"(
+    extern "C" __global__ void wild(float* out) {
+      float* p = (float*)0x10;
+      out[0] = *p;
+    })";
+
 // The driver the daemon was built with, from `gpucmdd --version`: "cpu", "cuda", "hip".
 std::string DaemonDriver() {
   std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
@@ -90,6 +97,8 @@ class KernelTest : public ::testing::Test {
   static bool OnCpu() { return *driver_ == "cpu"; }
 
   void StartDaemon() {
+    kept_.reset();
+    bystander_.reset();
     session_.reset();
     client_.reset();
     daemon_.reset();
@@ -147,11 +156,37 @@ class KernelTest : public ::testing::Test {
     return FromBytes<T>(bytes.value_or(""));
   }
 
+  // Another session with 16 known bytes on the device, to see what a fault does to it.
+  void OpenBystander() {
+    absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
+    ASSERT_TRUE(other.ok()) << other.status();
+    bystander_.emplace(*std::move(other));
+    absl::StatusOr<Buffer> kept = bystander_->Allocate(16);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    kept_.emplace(*std::move(kept));
+    ASSERT_TRUE(bystander_->Write(*kept_, 0, "bystander-bytes!").ok());
+  }
+
+  // Launches 1 + 2 into `out` and expects 3: the device runs kernels.
+  void ExpectKernelsRun(const Buffer& out) {
+    std::string add = MustCompile(kVectorAdd, "vector_add");
+    Buffer a = Upload(std::vector<float>{1}), b = Upload(std::vector<float>{2});
+    ASSERT_TRUE(session_->Launch(add, {MakeDim3(1), MakeDim3(1)},
+                                 {BufferArgument(a, v1::ACCESS_READ),
+                                  BufferArgument(b, v1::ACCESS_READ),
+                                  BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(1)})
+                    .ok());
+    EXPECT_EQ(Download<float>(out)[0], 3.0f);
+  }
+
   static std::string* cache_dir_;
   static std::string* driver_;
   std::optional<DaemonProcess> daemon_;
   std::unique_ptr<Client> client_;
   std::optional<Session> session_;
+  // Declared after the client: they go before it.
+  std::optional<Session> bystander_;
+  std::optional<Buffer> kept_;
 };
 
 std::string* KernelTest::cache_dir_ = nullptr;
@@ -382,17 +417,9 @@ TEST_F(KernelTest, CompiledKernelsSurviveARestartInTheDiskCache) {
 
 TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions) {
   if (!OnCpu()) GTEST_SKIP() << "on a GPU a fault costs the context: see the next test";
-  absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
-  ASSERT_TRUE(other.ok());
-  absl::StatusOr<Buffer> kept = other->Allocate(16);
-  ASSERT_TRUE(kept.ok());
-  ASSERT_TRUE(other->Write(*kept, 0, "bystander-bytes!").ok());
+  OpenBystander();
 
-  std::string wild = MustCompile(R"(
-    extern "C" __global__ void wild(float* out) {
-      float* p = (float*)0x10;
-      out[0] = *p;
-    })", "wild");
+  std::string wild = MustCompile(kWildPointer, "wild");
   std::string spin = MustCompile(R"(
     extern "C" __global__ void spin(int* out) {
       volatile int forever = 1;
@@ -418,29 +445,14 @@ TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions
   EXPECT_THAT(std::string(hung.message()), HasSubstr("time limit"));
 
   // The other session's memory is intact, and kernels run again on a new executor.
-  EXPECT_EQ(other->Read(*kept, 0, 16).value(), "bystander-bytes!");
-  std::string add = MustCompile(kVectorAdd, "vector_add");
-  Buffer a = Upload(std::vector<float>{1}), b = Upload(std::vector<float>{2});
-  ASSERT_TRUE(session_->Launch(add, {MakeDim3(1), MakeDim3(1)},
-                               {BufferArgument(a, v1::ACCESS_READ),
-                                BufferArgument(b, v1::ACCESS_READ),
-                                BufferArgument(out, v1::ACCESS_WRITE), Int32Argument(1)})
-                  .ok());
-  EXPECT_EQ(Download<float>(out)[0], 3.0f);
+  EXPECT_EQ(bystander_->Read(*kept_, 0, 16).value(), "bystander-bytes!");
+  ExpectKernelsRun(out);
 }
 
 TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
   if (OnCpu()) GTEST_SKIP() << "the CPU driver contains faults in its executor: see above";
-  absl::StatusOr<Session> other = client_->OpenSession(0, "bystander");
-  ASSERT_TRUE(other.ok());
-  absl::StatusOr<Buffer> kept = other->Allocate(16);
-  ASSERT_TRUE(kept.ok());
-  ASSERT_TRUE(other->Write(*kept, 0, "bystander-bytes!").ok());
-  std::string wild = MustCompile(R"(
-    extern "C" __global__ void wild(float* out) {
-      float* p = (float*)0x10;
-      out[0] = *p;
-    })", "wild");
+  OpenBystander();
+  std::string wild = MustCompile(kWildPointer, "wild");
   Buffer out = Zeros(16);
   ASSERT_TRUE(session_->Launch(wild, {MakeDim3(1), MakeDim3(1)},
                                {BufferArgument(out, v1::ACCESS_WRITE)})
@@ -452,21 +464,13 @@ TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
   absl::Status lost = session_->Read(out, 0, 16).status();
   EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
   EXPECT_THAT(std::string(lost.message()), HasSubstr("was lost"));
-  EXPECT_EQ(other->Read(*kept, 0, 16).status().code(), absl::StatusCode::kUnavailable);
-  absl::Status told = other->Synchronize();
+  EXPECT_EQ(bystander_->Read(*kept_, 0, 16).status().code(), absl::StatusCode::kUnavailable);
+  absl::Status told = bystander_->Synchronize();
   EXPECT_EQ(told.code(), absl::StatusCode::kUnavailable) << told;
   EXPECT_THAT(std::string(told.message()), HasSubstr("was reset"));
 
   // The device serves again: the kernel module is loaded into the new context.
-  std::string add = MustCompile(kVectorAdd, "vector_add");
-  Buffer a = Upload(std::vector<float>{1}), b = Upload(std::vector<float>{2});
-  Buffer sum = Zeros(sizeof(float));
-  ASSERT_TRUE(session_->Launch(add, {MakeDim3(1), MakeDim3(1)},
-                               {BufferArgument(a, v1::ACCESS_READ),
-                                BufferArgument(b, v1::ACCESS_READ),
-                                BufferArgument(sum, v1::ACCESS_WRITE), Int32Argument(1)})
-                  .ok());
-  EXPECT_EQ(Download<float>(sum)[0], 3.0f);
+  ExpectKernelsRun(Zeros(sizeof(float)));
   absl::StatusOr<testing::HttpResponse> metrics =
       testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
