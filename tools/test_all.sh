@@ -66,8 +66,8 @@ if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   run_config cuda --config=cuda --nocache_test_results "${cuda_tests[@]}"
   # The CUDA driver's threads over the libcuda test double, under both sanitizers.
   mapfile -t double_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda_double\b", tests(//...))' 2>/dev/null)
-  run_config cuda-asan --config=asan --nocache_test_results "${double_tests[@]}"
-  run_config cuda-tsan --config=tsan --nocache_test_results "${double_tests[@]}"
+  run_config cuda-asan --config=cuda --config=asan --nocache_test_results "${double_tests[@]}"
+  run_config cuda-tsan --config=cuda --config=tsan --test_tag_filters=-no_tsan --nocache_test_results "${double_tests[@]}"
   check_gpu_daemon cuda "no CUDA driver\|no CUDA device"
   # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
   echo "=== bundle ===" >&2

@@ -4,7 +4,9 @@
 // operation at once (so ordering holds trivially), events that are always complete, and
 // copies (contiguous, 2D, device to device) that honour their parameters exactly — which
 // is what it is for: running the driver conformance suite against the real CudaDriver
-// code in CI. Modules and launches are accepted and recorded, not executed.
+// code in CI. Modules and launches are accepted, not executed — except that launching a
+// kernel whose entry point is "fake_cuda_trap" faults the context with an illegal
+// address, as a kernel with a wild pointer does on a GPU.
 //
 // Tests steer it through the extern "C" fake_cuda_* functions at the end (see
 // driver/cuda/fake_cuda_control.h): how many devices there are, whether they support
@@ -19,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -39,6 +42,7 @@ int context_resets[kMaxDevices] = {};
 int device_count = 1;
 bool memory_pools = true;
 int async_allocations = 0;
+std::vector<std::string> function_names;  // a CUfunction is its index here, plus one
 int fake_stream_count = 0;
 int fake_event_count = 0;
 thread_local int current_device = 0;
@@ -242,15 +246,23 @@ CUresult ModuleLoadData(CUmodule* module, const void*) {
   *module = reinterpret_cast<CUmodule>(0x2);
   return CUDA_SUCCESS;
 }
-CUresult ModuleGetFunction(CUfunction* function, CUmodule, const char*) {
-  *function = reinterpret_cast<CUfunction>(0x3);
+CUresult ModuleGetFunction(CUfunction* function, CUmodule, const char* name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  function_names.push_back(name);
+  *function = reinterpret_cast<CUfunction>(function_names.size());
   return CUDA_SUCCESS;
 }
 CUresult ModuleUnload(CUmodule) { return CUDA_SUCCESS; }
 CUresult FuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
-CUresult LaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                      unsigned, CUstream, void**, void**) {
-  return Sticky();
+CUresult LaunchKernel(CUfunction function, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, unsigned, CUstream, void**, void**) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  size_t index = reinterpret_cast<uintptr_t>(function) - 1;
+  if (index >= function_names.size()) return CUDA_ERROR_INVALID_HANDLE;
+  // The launch itself succeeds; the fault surfaces at the next call, as on a GPU.
+  if (function_names[index] == "fake_cuda_trap") sticky[current_device] = CUDA_ERROR_ILLEGAL_ADDRESS;
+  return CUDA_SUCCESS;
 }
 CUresult LaunchHostFunc(CUstream, CUhostFn function, void* data) {
   function(data);

@@ -1,0 +1,122 @@
+// The CUDA daemon end to end over gRPC on the libcuda.so.1 TEST DOUBLE
+// (driver/cuda/fake_libcuda.cc; there is no GPU here): staged writes and reads,
+// contiguous and pitched, and device-to-device copies through the real CudaDriver; and a
+// device error. The double faults the context when a kernel named fake_cuda_trap runs,
+// as a wild pointer does on a GPU: every session on the device then hears UNAVAILABLE,
+// lost handles say so, the context is reset and new work runs.
+
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+class CudaDoubleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
+    ASSERT_THAT(version, HasSubstr("driver: cuda")) << "build with --config=cuda";
+    // The daemon's dlopen("libcuda.so.1") finds the double first.
+    std::string fake = RunfilePath("driver/cuda/fake/libcuda.so.1");
+    setenv("LD_LIBRARY_PATH", fake.substr(0, fake.rfind('/')).c_str(), 1);
+    std::string directory = ShortTempDir();
+    std::ofstream(directory + "/gpucmdd.textproto")
+        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
+    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+        {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
+         "--config=" + directory + "/gpucmdd.textproto"});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  Session Open(const std::string& name) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, name);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return *std::move(session);
+  }
+
+  std::string Get(const std::string& path) {
+    absl::StatusOr<testing::HttpResponse> response =
+        testing::HttpGet(daemon_->http_host(), daemon_->http_port(), path);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? response->body : "";
+  }
+
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(CudaDoubleTest, CopiesGoThroughTheCudaDriver) {
+  Session session = Open("copies");
+  const std::string data = testing::RandomBytes(3 << 20, 7);
+  absl::StatusOr<Buffer> source = session.Allocate(data.size());
+  absl::StatusOr<Buffer> target = session.Allocate(data.size());
+  ASSERT_TRUE(source.ok() && target.ok());
+  ASSERT_TRUE(session.Write(*source, 0, data).ok());
+  EXPECT_EQ(session.Read(*source, 0, data.size()).value_or(""), data);
+  ASSERT_TRUE(session.Copy(*source, 100, *target, 0, 5000).ok());
+  EXPECT_EQ(session.Read(*target, 0, 5000).value_or(""), data.substr(100, 5000));
+  // 16 rows of 100 bytes, 256 bytes apart: cuMemcpy2DAsync both ways.
+  const Pitched pitched{.width_bytes = 100, .height = 16, .stride_bytes = 256};
+  const std::string rows = data.substr(0, 1600);
+  ASSERT_TRUE(session.Write(*target, 64, rows, 0, pitched).ok());
+  EXPECT_EQ(session.ReadPitched(*target, 64, pitched).value_or(""), rows);
+  EXPECT_TRUE(session.Synchronize().ok());
+}
+
+TEST_F(CudaDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
+  Session faulting = Open("faulting");
+  Session bystander = Open("bystander");
+  absl::StatusOr<Buffer> out = faulting.Allocate(64);
+  absl::StatusOr<Buffer> kept = bystander.Allocate(16);
+  ASSERT_TRUE(out.ok() && kept.ok());
+  ASSERT_TRUE(bystander.Write(*kept, 0, "bystander-bytes!").ok());
+  absl::StatusOr<v1::CompileResponse> trap = faulting.Compile(
+      "extern \"C\" __global__ void fake_cuda_trap(int* out) { out[0] = 1; }", "fake_cuda_trap");
+  ASSERT_TRUE(trap.ok()) << trap.status();
+  ASSERT_TRUE(faulting.Launch(trap->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                              {BufferArgument(*out, v1::ACCESS_WRITE)})
+                  .ok());
+
+  absl::Status faulted = faulting.Synchronize();
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+  EXPECT_THAT(std::string(faulted.message()), HasSubstr("illegal memory access"));
+  absl::Status lost = faulting.Read(*out, 0, 64).status();
+  EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
+  EXPECT_THAT(std::string(lost.message()), HasSubstr("was lost"));
+  absl::Status told = bystander.Synchronize();
+  EXPECT_EQ(told.code(), absl::StatusCode::kUnavailable) << told;
+  EXPECT_THAT(std::string(told.message()), HasSubstr("device 0 was reset"));
+  EXPECT_EQ(bystander.Read(*kept, 0, 16).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(kept->Free().ok()) << "a lost handle can still be freed";
+
+  // New work, from old and new sessions, runs on the new context.
+  Session newcomer = Open("newcomer");
+  for (Session* session : {&bystander, &newcomer}) {
+    absl::StatusOr<Buffer> fresh = session->Allocate(16);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    ASSERT_TRUE(session->Write(*fresh, 0, "fresh-bytes-here").ok());
+    EXPECT_EQ(session->Read(*fresh, 0, 16).value_or(""), "fresh-bytes-here");
+  }
+  EXPECT_THAT(Get("/metrics"), HasSubstr("gpucmd_device_resets_total{device=\"0\"} 1"));
+  EXPECT_THAT(Get("/metrics"), HasSubstr("gpucmd_device_ready{device=\"0\"} 1"));
+}
+
+}  // namespace
+}  // namespace gpucmd
