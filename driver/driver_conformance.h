@@ -202,6 +202,8 @@ TYPED_TEST_P(DriverConformanceTest, OutOfMemoryIsResourceExhaustedAndRecoverable
   EXPECT_TRUE(again.ok()) << again.status();
   if (again.ok()) held.push_back(*again);
   for (const DeviceResource& device : held) this->backend_->FreeDevice(device);
+  // Running out of memory is not a device loss: the server must not reset over it.
+  EXPECT_TRUE(TypeParam::DeviceHealth(this->backend_->context()).ok());
 }
 
 TYPED_TEST_P(DriverConformanceTest, PinnedBytesGoBackToTheirOwner) {
