@@ -4,7 +4,7 @@
 // device 1 keeps its data. The server-side rules are tested in device_loss_test.cc.
 
 #include "driver/cuda/cuda_driver.h"
-#include "driver/cuda/fake_cuda_control.h"
+#include "driver/fake/fake_gpu_control.h"
 #include "gtest/gtest.h"
 #include "server/command_factory.h"
 #include "server/device_worker.h"
@@ -20,7 +20,7 @@ DeviceWorker::Factory CudaFactory(int device) {
 }
 
 TEST(CudaDeviceLossTest, StickyErrorResetsOnlyThatDevicesContext) {
-  absl::StatusOr<const FakeCudaControl*> fake = LoadFakeCuda();
+  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/cuda/fake/libcuda.so.1");
   ASSERT_TRUE(fake.ok()) << fake.status();
   (*fake)->set_device_count(2);
   Metrics metrics(2);

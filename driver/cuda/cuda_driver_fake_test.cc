@@ -5,13 +5,13 @@
 // which allocator pages come from, and how a sticky error is seen and cleared.
 
 #include "driver/cuda/cuda_driver.h"
-#include "driver/cuda/fake_cuda_control.h"
+#include "driver/fake/fake_gpu_control.h"
 #include "driver/driver_conformance.h"
 
 namespace gpucmd {
 
-const FakeCudaControl& Fake() {
-  absl::StatusOr<const FakeCudaControl*> control = LoadFakeCuda();
+const FakeGpuControl& Fake() {
+  absl::StatusOr<const FakeGpuControl*> control = LoadFakeGpu("driver/cuda/fake/libcuda.so.1");
   if (!control.ok()) {
     ADD_FAILURE() << control.status();
     std::abort();

@@ -1,7 +1,7 @@
 // The CUDA daemon end to end over gRPC on the libcuda.so.1 TEST DOUBLE
 // (driver/cuda/fake_libcuda.cc; there is no GPU here): staged writes and reads,
 // contiguous and pitched, and device-to-device copies through the real CudaDriver; and a
-// device error. The double faults the context when a kernel named fake_cuda_trap runs,
+// device error. The double faults the context when a kernel named fake_device_trap runs,
 // as a wild pointer does on a GPU: every session on the device then hears UNAVAILABLE,
 // lost handles say so, the context is reset and new work runs.
 
@@ -88,7 +88,8 @@ TEST_F(CudaDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
   ASSERT_TRUE(out.ok() && kept.ok());
   ASSERT_TRUE(bystander.Write(*kept, 0, "bystander-bytes!").ok());
   absl::StatusOr<v1::CompileResponse> trap = faulting.Compile(
-      "extern \"C\" __global__ void fake_cuda_trap(int* out) { out[0] = 1; }", "fake_cuda_trap");
+      "extern \"C\" __global__ void fake_device_trap(int* out) { out[0] = 1; }",
+      "fake_device_trap");
   ASSERT_TRUE(trap.ok()) << trap.status();
   ASSERT_TRUE(faulting.Launch(trap->kernel_id(), {MakeDim3(1), MakeDim3(1)},
                               {BufferArgument(*out, v1::ACCESS_WRITE)})

@@ -1,0 +1,170 @@
+#include "driver/fake/fake_devices.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace gpucmd::fake {
+namespace {
+
+struct Allocation {
+  size_t bytes;
+  int device;
+};
+
+struct State {
+  std::mutex mutex;
+  int device_count = 1;
+  bool memory_pools = true;
+  int async_allocations = 0;
+  int events_created = 0;
+  uintptr_t next_handle = 0x1000;
+  std::map<uintptr_t, Allocation> allocations;
+  size_t allocated[kMaxDevices] = {};
+  int sticky[kMaxDevices] = {};
+  int resets[kMaxDevices] = {};
+  std::vector<std::string> functions;
+};
+
+State& Get() {
+  static State* const kState = new State();
+  return *kState;
+}
+
+thread_local int current_device = 0;
+
+int Clamp(int device) { return device < 0 ? 0 : (device >= kMaxDevices ? kMaxDevices - 1 : device); }
+
+}  // namespace
+
+int DeviceCount() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().device_count;
+}
+
+void SetCurrentDevice(int device) { current_device = Clamp(device); }
+int CurrentDevice() { return current_device; }
+
+int StickyError() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().sticky[current_device];
+}
+
+void InjectStickyError(int device, int error) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().sticky[Clamp(device)] = error;
+}
+
+void ResetDevice(int device) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  device = Clamp(device);
+  for (auto it = state.allocations.begin(); it != state.allocations.end();) {
+    if (it->second.device == device) {
+      std::free(reinterpret_cast<void*>(it->first));
+      it = state.allocations.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  state.allocated[device] = 0;
+  state.sticky[device] = 0;
+  ++state.resets[device];
+}
+
+void* AllocateDevice(size_t bytes) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.allocated[current_device] + bytes > kFakeDeviceBytes) return nullptr;
+  void* memory = std::calloc(1, bytes == 0 ? 1 : bytes);
+  if (memory == nullptr) return nullptr;
+  state.allocations[reinterpret_cast<uintptr_t>(memory)] = Allocation{bytes, current_device};
+  state.allocated[current_device] += bytes;
+  return memory;
+}
+
+bool FreeDevice(void* pointer) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  auto it = state.allocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == state.allocations.end()) return false;
+  state.allocated[it->second.device] -= it->second.bytes;
+  state.allocations.erase(it);
+  std::free(pointer);
+  return true;
+}
+
+bool MemoryPools() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().memory_pools;
+}
+
+void CountAsyncAllocation() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  ++Get().async_allocations;
+}
+
+uintptr_t NewHandle() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return ++Get().next_handle;
+}
+
+void CountEventCreated() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  ++Get().events_created;
+}
+
+uintptr_t AddFunction(const std::string& entry_point) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().functions.push_back(entry_point);
+  return Get().functions.size();
+}
+
+bool KnownFunction(uintptr_t function) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return function >= 1 && function <= Get().functions.size();
+}
+
+bool FunctionTraps(uintptr_t function) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return function >= 1 && function <= Get().functions.size() &&
+         Get().functions[function - 1] == kTrapEntryPoint;
+}
+
+void CopyRows(char* target, size_t target_pitch, const char* source, size_t source_pitch,
+              size_t width, size_t height) {
+  for (size_t row = 0; row < height; ++row) {
+    std::memcpy(target + row * target_pitch, source + row * source_pitch, width);
+  }
+}
+
+// Test controls (driver/fake/fake_gpu_control.h), with C names so that tests find them
+// with dlsym. Call them before the driver creates backends, except
+// fake_gpu_inject_sticky_error.
+extern "C" void fake_gpu_set_device_count(int count) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().device_count = count < 1 ? 1 : (count > kMaxDevices ? kMaxDevices : count);
+}
+extern "C" void fake_gpu_set_memory_pools(int supported) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().memory_pools = supported != 0;
+}
+extern "C" int fake_gpu_async_allocations() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().async_allocations;
+}
+extern "C" int fake_gpu_events_created() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().events_created;
+}
+extern "C" void fake_gpu_inject_sticky_error(int device, int error) {
+  InjectStickyError(device, error);
+}
+extern "C" int fake_gpu_context_resets(int device) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().resets[Clamp(device)];
+}
+
+}  // namespace gpucmd::fake

@@ -1,0 +1,64 @@
+#ifndef GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
+#define GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
+
+// For the GPU driver TEST DOUBLES only (driver/cuda/fake_libcuda.cc,
+// driver/hip/fake_libamdhip64.cc): the devices they pretend to have. Device memory is host
+// memory, `kFakeDeviceBytes` per device; each device has a context that a sticky error
+// can corrupt (every later call on it fails with that error) until the context is reset,
+// which also frees its allocations, as on a GPU. Kernels are not executed, except that
+// launching one whose entry point is kTrapEntryPoint faults its device's context, as a
+// wild pointer does.
+//
+// Tests steer the doubles through the extern "C" fake_gpu_* functions (see
+// driver/fake/fake_gpu_control.h). Error codes are the double's own (CUresult,
+// hipError_t); 0 means success in both.
+//
+// Thread-safety: every function may be called from any thread; one mutex guards the
+// state. The current device is per thread, as a GPU runtime's is.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gpucmd::fake {
+
+inline constexpr size_t kFakeDeviceBytes = size_t{256} << 20;
+inline constexpr int kMaxDevices = 8;
+inline constexpr char kTrapEntryPoint[] = "fake_device_trap";
+
+int DeviceCount();
+void SetCurrentDevice(int device);
+int CurrentDevice();
+
+// The sticky error of the current device's context (0: healthy).
+int StickyError();
+void InjectStickyError(int device, int error);
+// Frees the device's allocations, clears its sticky error, counts the reset.
+void ResetDevice(int device);
+
+// Zeroed memory on the current device; nullptr when the device is full.
+void* AllocateDevice(size_t bytes);
+// False for a pointer that is not a live allocation.
+bool FreeDevice(void* pointer);
+
+// Whether the double reports memory pools (stream-ordered allocation); counts their use.
+bool MemoryPools();
+void CountAsyncAllocation();
+
+// Handles for streams, events, modules: distinct non-null values.
+uintptr_t NewHandle();
+void CountEventCreated();
+
+// A loaded kernel's handle (1-based) and, from it, whether launching it faults.
+uintptr_t AddFunction(const std::string& entry_point);
+// False for an unknown handle.
+bool KnownFunction(uintptr_t function);
+bool FunctionTraps(uintptr_t function);
+
+// Copies `height` rows of `width` bytes between pitched regions.
+void CopyRows(char* target, size_t target_pitch, const char* source, size_t source_pitch,
+              size_t width, size_t height);
+
+}  // namespace gpucmd::fake
+
+#endif  // GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
