@@ -22,7 +22,8 @@ namespace gpucmd {
 
 // Specialised by each leaf: `static absl::StatusOr<std::unique_ptr<typename
 // D::Backend>> Create(uint64_t capacity_bytes)`; an UNAVAILABLE status skips the
-// suite (no device on this machine).
+// suite (no device on this machine). A specialisation that can corrupt the device's
+// context on purpose (a test double) also has `static void InjectStickyError()`.
 template <typename D>
 struct ConformanceBackend;
 
@@ -215,12 +216,49 @@ TYPED_TEST_P(DriverConformanceTest, PinnedBytesGoBackToTheirOwner) {
   ASSERT_EQ(this->owner_.released().size(), 1u);
 }
 
+TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecreated) {
+  using Backend = ConformanceBackend<TypeParam>;
+  if constexpr (!requires { Backend::InjectStickyError(); }) {
+    GTEST_SKIP() << "no way to corrupt this backend's context on purpose";
+  } else {
+    ASSERT_TRUE(TypeParam::DeviceHealth(this->backend_->context()).ok());
+    const DeviceResource device = this->Device(4096);
+    Backend::InjectStickyError();
+    absl::Status health = TypeParam::DeviceHealth(this->backend_->context());
+    EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable) << health;
+    // Nothing pretends to work: not a copy, a synchronize, or an event.
+    Bytes out = this->Pinned(4096);
+    absl::Status copied = TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, 4096), out,
+                                                 this->backend_->stream(0));
+    copied.Update(this->backend_->stream(0).Synchronize());
+    EXPECT_EQ(copied.code(), absl::StatusCode::kUnavailable) << copied;
+    EXPECT_EQ(this->backend_->stream(1).Synchronize().code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(this->backend_->stream(0).RecordEvent().Wait().code(),
+              absl::StatusCode::kUnavailable);
+    // A new backend gets a new context, healthy and working.
+    this->TearDown();
+    this->pinned_.clear();
+    this->device_.clear();
+    this->backend_.reset();
+    absl::StatusOr<std::unique_ptr<typename TypeParam::Backend>> fresh =
+        Backend::Create(this->kCapacityBytes);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    this->backend_ = *std::move(fresh);
+    EXPECT_TRUE(TypeParam::DeviceHealth(this->backend_->context()).ok());
+    const DeviceResource again = this->Device(4096);
+    Bytes data = this->Pinned(4096, this->RandomBytes(4096, 9));
+    this->Upload(again, CopyLayout::Contiguous(0, 4096), data);
+    EXPECT_EQ(this->Download(again, CopyLayout::Contiguous(0, 4096)), this->Contents(data));
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
                             PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
                             EventsOrderWorkAcrossStreams,
                             EventWaitBlocksUntilPriorWorkCompleted,
                             OutOfMemoryIsResourceExhaustedAndRecoverable,
-                            PinnedBytesGoBackToTheirOwner);
+                            PinnedBytesGoBackToTheirOwner,
+                            StickyErrorIsReportedUntilTheBackendIsRecreated);
 
 }  // namespace gpucmd
 

@@ -2,7 +2,7 @@
 // library (fake_libcuda.cc, a test double of libcuda.so.1 on host memory): copies in both
 // directions, pitched 2D with padding, relocation copies, events and out-of-memory go
 // through the exact driver API calls and parameters the CUDA driver makes. Also checks
-// which allocator pages come from, and how a sticky error is seen and cleared.
+// which allocator pages come from, event reuse, and that a lost context is reset.
 
 #include "driver/cuda/cuda_driver.h"
 #include "driver/fake/fake_gpu_control.h"
@@ -25,6 +25,7 @@ struct ConformanceBackend<CudaDriver> {
     Fake().set_memory_pools(1);
     return CudaBackend::Create({.ordinal = 0, .stream_count = 2});
   }
+  static void InjectStickyError() { Fake().inject_sticky_error(0, CUDA_ERROR_ILLEGAL_ADDRESS); }
 };
 
 INSTANTIATE_TYPED_TEST_SUITE_P(FakeCuda, DriverConformanceTest, CudaDriver);
@@ -73,25 +74,16 @@ TEST(CudaBackendTest, EventsAreReusedOnceTheirLastCopyIsGone) {
   EXPECT_EQ(Fake().events_created(), created) << "every event came from the pool";
 }
 
-TEST(CudaBackendTest, StickyErrorIsReportedAndTheContextResetWhenTheBackendGoes) {
+TEST(CudaBackendTest, ALostContextIsResetWhenItsBackendGoes) {
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create({.ordinal = 0});
   ASSERT_TRUE(backend.ok()) << backend.status();
-  EXPECT_TRUE(CudaDriver::DeviceHealth((*backend)->context()).ok());
   int resets = Fake().context_resets(0);
   Fake().inject_sticky_error(0, CUDA_ERROR_ILLEGAL_ADDRESS);
   absl::Status health = CudaDriver::DeviceHealth((*backend)->context());
-  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(health.message().find("cuStreamQuery: an illegal memory access"), std::string::npos)
       << health;
-  EXPECT_EQ((*backend)->stream(0).Synchronize().code(), absl::StatusCode::kUnavailable);
-  // An event that cannot be recorded is not complete by accident: it carries the error.
-  EXPECT_EQ((*backend)->stream(0).RecordEvent().Wait().code(), absl::StatusCode::kUnavailable);
   backend->reset();
   EXPECT_EQ(Fake().context_resets(0), resets + 1);
-  absl::StatusOr<std::unique_ptr<CudaBackend>> fresh = CudaBackend::Create({.ordinal = 0});
-  ASSERT_TRUE(fresh.ok()) << fresh.status();
-  EXPECT_TRUE(CudaDriver::DeviceHealth((*fresh)->context()).ok());
-  EXPECT_TRUE((*fresh)->stream(0).Synchronize().ok());
 }
 
 TEST(CudaBackendTest, NonStickyErrorsAreNotADeviceLoss) {
