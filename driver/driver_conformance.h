@@ -23,7 +23,8 @@ namespace gpucmd {
 // Specialised by each leaf: `static absl::StatusOr<std::unique_ptr<typename
 // D::Backend>> Create(uint64_t capacity_bytes)`; an UNAVAILABLE status skips the
 // suite (no device on this machine). A specialisation that can corrupt the device's
-// context on purpose (a test double) also has `static void InjectStickyError()`.
+// context on purpose (a test double) also has `static void InjectStickyError()` and
+// `static int ContextResets()` (how many times the context was reset so far).
 template <typename D>
 struct ConformanceBackend;
 
@@ -218,7 +219,10 @@ TYPED_TEST_P(DriverConformanceTest, PinnedBytesGoBackToTheirOwner) {
 
 TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecreated) {
   using Backend = ConformanceBackend<TypeParam>;
-  if constexpr (!requires { Backend::InjectStickyError(); }) {
+  if constexpr (!requires {
+                  Backend::InjectStickyError();
+                  Backend::ContextResets();
+                }) {
     GTEST_SKIP() << "no way to corrupt this backend's context on purpose";
   } else {
     ASSERT_TRUE(TypeParam::DeviceHealth(this->backend_->context()).ok());
@@ -226,6 +230,8 @@ TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecrea
     Backend::InjectStickyError();
     absl::Status health = TypeParam::DeviceHealth(this->backend_->context());
     EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable) << health;
+    EXPECT_NE(health.message().find("illegal memory access"), std::string::npos)
+        << "the driver's own words for the cause: " << health;
     // Nothing pretends to work: not a copy, a synchronize, or an event.
     Bytes out = this->Pinned(4096);
     absl::Status copied = TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, 4096), out,
@@ -235,11 +241,14 @@ TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecrea
     EXPECT_EQ(this->backend_->stream(1).Synchronize().code(), absl::StatusCode::kUnavailable);
     EXPECT_EQ(this->backend_->stream(0).RecordEvent().Wait().code(),
               absl::StatusCode::kUnavailable);
-    // A new backend gets a new context, healthy and working.
+    // The lost context goes with its backend; a new backend gets a new one, healthy and
+    // working.
+    const int resets = Backend::ContextResets();
     this->TearDown();
     this->pinned_.clear();
     this->device_.clear();
     this->backend_.reset();
+    EXPECT_EQ(Backend::ContextResets(), resets + 1);
     absl::StatusOr<std::unique_ptr<typename TypeParam::Backend>> fresh =
         Backend::Create(this->kCapacityBytes);
     ASSERT_TRUE(fresh.ok()) << fresh.status();

@@ -82,9 +82,12 @@ else
 fi
 mapfile -t hip_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip\b", tests(//...))' 2>/dev/null)
 run_config hip --config=hip --nocache_test_results "${hip_tests[@]}"
+mapfile -t hip_double_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip_double\b", tests(//...))' 2>/dev/null)
+run_config hip-asan --config=hip --config=asan --nocache_test_results "${hip_double_tests[@]}"
+run_config hip-tsan --config=hip --config=tsan --test_tag_filters=-no_tsan --nocache_test_results "${hip_double_tests[@]}"
 check_gpu_daemon hip "no HIP device"
 bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 
 for failure in "${failures[@]}"; do echo "FAILED $failure"; done
-echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, cuda-asan, cuda-tsan, hip)"
+echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, cuda-asan, cuda-tsan, hip, hip-asan, hip-tsan)"
 ((failed == 0))

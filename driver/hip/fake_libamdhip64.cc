@@ -1,0 +1,150 @@
+// A TEST DOUBLE of the HIP runtime library (libamdhip64.so.5), for CI machines without an
+// AMD GPU: the calls the HIP driver makes, over the fake devices of
+// driver/fake/fake_devices.h (host memory, sticky errors, device resets, a trapping
+// kernel). Streams run every operation at once, events are always complete, copies
+// (contiguous, 2D, device to device) honour their parameters exactly. The HIP driver links
+// the runtime, so a test runs with this library's directory first in LD_LIBRARY_PATH;
+// its symbols carry the runtime's version node (fake_libamdhip64.lds). Only the HIP
+// driver's calls exist here: hiprtc does not. Never install it.
+
+#include <hip/hip_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "driver/fake/fake_devices.h"
+
+namespace {
+
+namespace fake = ::gpucmd::fake;
+
+template <typename Handle>
+Handle NewHandle() {
+  return reinterpret_cast<Handle>(fake::NewHandle());
+}
+hipError_t Sticky() { return static_cast<hipError_t>(fake::StickyError()); }
+
+}  // namespace
+
+const char* hipGetErrorString(hipError_t error) {
+  switch (error) {
+    case hipErrorOutOfMemory:
+      return "out of memory (fake)";
+    case hipErrorIllegalAddress:
+      return "an illegal memory access was encountered (fake)";
+    default:
+      return "error (fake)";
+  }
+}
+hipError_t hipGetDeviceCount(int* count) {
+  *count = fake::DeviceCount();
+  return hipSuccess;
+}
+hipError_t hipSetDevice(int device) {
+  if (device < 0 || device >= fake::DeviceCount()) return hipErrorInvalidDevice;
+  fake::SetCurrentDevice(device);
+  return hipSuccess;
+}
+hipError_t hipDeviceReset() {
+  fake::ResetDevice(fake::CurrentDevice());
+  return hipSuccess;
+}
+hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t) {
+  *bytes = fake::kFakeDeviceBytes;
+  return hipSuccess;
+}
+hipError_t hipGetDeviceProperties(hipDeviceProp_t* properties, int device) {
+  if (device < 0 || device >= fake::DeviceCount()) return hipErrorInvalidDevice;
+  *properties = hipDeviceProp_t{};
+  std::snprintf(properties->name, sizeof(properties->name), "Fake HIP device (test double)");
+  std::snprintf(properties->gcnArchName, sizeof(properties->gcnArchName), "gfx90a:sramecc+:xnack-");
+  properties->totalGlobalMem = fake::kFakeDeviceBytes;
+  properties->maxThreadsPerBlock = 1024;
+  properties->sharedMemPerBlock = 64 << 10;
+  return hipSuccess;
+}
+hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -1;
+  return hipSuccess;
+}
+hipError_t hipStreamCreateWithPriority(hipStream_t* stream, unsigned int, int) {
+  *stream = NewHandle<hipStream_t>();
+  return hipSuccess;
+}
+hipError_t hipStreamDestroy(hipStream_t) { return hipSuccess; }
+hipError_t hipStreamSynchronize(hipStream_t) { return Sticky(); }
+hipError_t hipStreamQuery(hipStream_t) { return Sticky(); }
+hipError_t hipStreamWaitEvent(hipStream_t, hipEvent_t, unsigned int) { return Sticky(); }
+hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned) {
+  *event = NewHandle<hipEvent_t>();
+  fake::CountEventCreated();
+  return hipSuccess;
+}
+hipError_t hipEventRecord(hipEvent_t, hipStream_t) { return Sticky(); }
+hipError_t hipEventQuery(hipEvent_t) { return Sticky(); }
+hipError_t hipEventSynchronize(hipEvent_t) { return Sticky(); }
+hipError_t hipEventDestroy(hipEvent_t) { return hipSuccess; }
+hipError_t hipMalloc(void** pointer, size_t bytes) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  *pointer = fake::AllocateDevice(bytes);
+  return *pointer == nullptr ? hipErrorOutOfMemory : hipSuccess;
+}
+hipError_t hipFree(void* pointer) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  return fake::FreeDevice(pointer) ? hipSuccess : hipErrorInvalidValue;
+}
+hipError_t hipHostMalloc(void** pointer, size_t bytes, unsigned int) {
+  *pointer = std::malloc(bytes);
+  return *pointer == nullptr ? hipErrorOutOfMemory : hipSuccess;
+}
+hipError_t hipHostFree(void* pointer) {
+  std::free(pointer);
+  return hipSuccess;
+}
+hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t target, void* source, size_t bytes, hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  std::memcpy(target, source, bytes);
+  return hipSuccess;
+}
+hipError_t hipMemcpyDtoHAsync(void* target, hipDeviceptr_t source, size_t bytes, hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  std::memcpy(target, source, bytes);
+  return hipSuccess;
+}
+hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t target, hipDeviceptr_t source, size_t bytes,
+                              hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  std::memmove(target, source, bytes);
+  return hipSuccess;
+}
+hipError_t hipMemcpy2DAsync(void* target, size_t target_pitch, const void* source,
+                            size_t source_pitch, size_t width, size_t height, hipMemcpyKind,
+                            hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  if (target_pitch < width || source_pitch < width) return hipErrorInvalidValue;
+  fake::CopyRows(static_cast<char*>(target), target_pitch, static_cast<const char*>(source),
+                 source_pitch, width, height);
+  return hipSuccess;
+}
+hipError_t hipModuleLoadData(hipModule_t* module, const void*) {
+  *module = NewHandle<hipModule_t>();
+  return hipSuccess;
+}
+hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t, const char* name) {
+  *function = reinterpret_cast<hipFunction_t>(fake::AddFunction(name));
+  return hipSuccess;
+}
+hipError_t hipModuleUnload(hipModule_t) { return hipSuccess; }
+hipError_t hipModuleLaunchKernel(hipFunction_t function, unsigned int, unsigned int,
+                                 unsigned int, unsigned int, unsigned int, unsigned int,
+                                 unsigned int, hipStream_t, void**, void**) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  auto handle = reinterpret_cast<uintptr_t>(function);
+  if (!fake::KnownFunction(handle)) return hipErrorInvalidHandle;
+  if (fake::FunctionTraps(handle)) {
+    fake::InjectStickyError(fake::CurrentDevice(), hipErrorIllegalAddress);
+  }
+  return hipSuccess;
+}

@@ -1,0 +1,44 @@
+// Runs the driver conformance suite on the real HipDriver code over the libamdhip64.so.5
+// test double (fake_libamdhip64.cc, host memory): copies in both directions, pitched 2D
+// with padding, relocation copies, events, out-of-memory and a sticky error go through
+// the exact runtime calls and parameters the HIP driver makes.
+
+#include "driver/driver_conformance.h"
+#include "driver/fake/fake_gpu_control.h"
+#include "driver/hip/hip_driver.h"
+
+namespace gpucmd {
+
+const FakeGpuControl& Fake() {
+  absl::StatusOr<const FakeGpuControl*> control =
+      LoadFakeGpu("driver/hip/fake/libamdhip64.so.5");
+  if (!control.ok()) {
+    ADD_FAILURE() << control.status();
+    std::abort();
+  }
+  return **control;
+}
+
+template <>
+struct ConformanceBackend<HipDriver> {
+  static absl::StatusOr<std::unique_ptr<HipBackend>> Create(uint64_t) {
+    return HipBackend::Create({.ordinal = 0, .stream_count = 2});
+  }
+  static int ContextResets() { return Fake().context_resets(0); }
+  static void InjectStickyError() { Fake().inject_sticky_error(0, hipErrorIllegalAddress); }
+};
+
+INSTANTIATE_TYPED_TEST_SUITE_P(FakeHip, DriverConformanceTest, HipDriver);
+
+namespace {
+
+TEST(HipDevicesTest, DescribesTheDoublesDevice) {
+  absl::StatusOr<std::vector<DeviceDescription>> devices = DescribeHipDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].architecture, "gfx90a");
+  EXPECT_EQ((*devices)[0].name, "Fake HIP device (test double)");
+}
+
+}  // namespace
+}  // namespace gpucmd
