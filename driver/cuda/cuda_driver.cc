@@ -82,49 +82,6 @@ absl::Status EncodeTensorMap(const CudaApi& api, const ResolvedTensorMap& map,
 
 }  // namespace
 
-// CudaEventPool ------------------------------------------------------------------------
-
-absl::StatusOr<CUevent> CudaEventPool::Take() {
-  {
-    MutexLock lock(&mutex_);
-    if (!idle_.empty()) {
-      CUevent event = idle_.back();
-      idle_.pop_back();
-      return event;
-    }
-  }
-  CUevent event = nullptr;
-  RETURN_IF_ERROR(
-      CudaStatus(*api_, api_->EventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
-  return event;
-}
-
-void CudaEventPool::Give(CUevent event) {
-  {
-    MutexLock lock(&mutex_);
-    if (idle_.size() < kMaxIdle) {
-      idle_.push_back(event);
-      return;
-    }
-  }
-  if (MakeCurrent(*api_, context_).ok()) api_->EventDestroy(event);
-}
-
-void CudaEventPool::DestroyIdle() {
-  std::vector<CUevent> idle;
-  {
-    MutexLock lock(&mutex_);
-    idle.swap(idle_);
-  }
-  if (idle.empty() || !MakeCurrent(*api_, context_).ok()) return;
-  for (CUevent event : idle) api_->EventDestroy(event);
-}
-
-size_t CudaEventPool::idle() const {
-  MutexLock lock(&mutex_);
-  return idle_.size();
-}
-
 // CudaEvent ----------------------------------------------------------------------------
 
 // Owns one recorded CUevent; the last CudaEvent copy gives it back to the pool.
@@ -213,7 +170,17 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   RETURN_IF_ERROR(CudaStatus(*api, api->DevicePrimaryCtxRetain(&context.context, backend->device_),
                              "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(MakeCurrent(*api, context.context));
-  backend->events_ = std::make_shared<CudaEventPool>(api, context.context);
+  backend->events_ = std::make_shared<CudaEventPool>(
+      [api, context = context.context]() -> absl::StatusOr<CUevent> {
+        RETURN_IF_ERROR(MakeCurrent(*api, context));
+        CUevent event = nullptr;
+        RETURN_IF_ERROR(CudaStatus(*api, api->EventCreate(&event, CU_EVENT_DISABLE_TIMING),
+                                   "cuEventCreate"));
+        return event;
+      },
+      [api, context = context.context](CUevent event) {
+        if (MakeCurrent(*api, context).ok()) api->EventDestroy(event);
+      });
   int least = 0, greatest = 0;
   RETURN_IF_ERROR(CudaStatus(*api, api->CtxGetStreamPriorityRange(&least, &greatest),
                              "cuCtxGetStreamPriorityRange"));

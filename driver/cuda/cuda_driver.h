@@ -19,43 +19,16 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
 #include "driver/cuda/cuda_api.h"
 #include "driver/device_description.h"
 #include "driver/driver.h"
+#include "driver/event_pool.h"
 
 namespace gpucmd {
 
 class CudaStream;
 
-// The idle CUevents of one context: recording an event takes one, and it comes back when
-// the last copy of the CudaEvent goes, instead of a create and destroy per command.
-//
-// Thread-safety: Take and Give may be called from any thread (events die on the device
-// and completion threads).
-class CudaEventPool {
- public:
-  CudaEventPool(const CudaApi* api, CUcontext context) : api_(api), context_(context) {}
-  ~CudaEventPool() { DestroyIdle(); }
-  CudaEventPool(const CudaEventPool&) = delete;
-  CudaEventPool& operator=(const CudaEventPool&) = delete;
-
-  // An idle event, or a new one. The context must be current.
-  absl::StatusOr<CUevent> Take();
-  void Give(CUevent event);
-  // Destroys the idle events: before their context goes.
-  void DestroyIdle();
-  size_t idle() const;
-
- private:
-  // More idle events than this are destroyed when given back.
-  static constexpr size_t kMaxIdle = 4096;
-
-  const CudaApi* const api_;
-  const CUcontext context_;
-  mutable Mutex mutex_;
-  std::vector<CUevent> idle_ ABSL_GUARDED_BY(mutex_);
-};
+using CudaEventPool = EventPool<CUevent>;
 
 // An event recorded on a CUDA stream; copies share the underlying CUevent.
 class CudaEvent {

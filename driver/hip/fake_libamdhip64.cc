@@ -95,6 +95,22 @@ hipError_t hipFree(void* pointer) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
   return fake::FreeDevice(pointer) ? hipSuccess : hipErrorInvalidValue;
 }
+hipError_t hipMallocAsync(void** pointer, size_t bytes, hipStream_t) {
+  if (!fake::MemoryPools()) return hipErrorNotSupported;
+  hipError_t result = hipMalloc(pointer, bytes);
+  if (result == hipSuccess) fake::CountAsyncAllocation();
+  return result;
+}
+hipError_t hipFreeAsync(void* pointer, hipStream_t) { return hipFree(pointer); }
+hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attribute, int) {
+  *value = attribute == hipDeviceAttributeMemoryPoolsSupported && fake::MemoryPools() ? 1 : 0;
+  return hipSuccess;
+}
+hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool, int) {
+  *pool = NewHandle<hipMemPool_t>();
+  return hipSuccess;
+}
+hipError_t hipMemPoolSetAttribute(hipMemPool_t, hipMemPoolAttr, void*) { return hipSuccess; }
 hipError_t hipHostMalloc(void** pointer, size_t bytes, unsigned int) {
   *pointer = std::malloc(bytes);
   return *pointer == nullptr ? hipErrorOutOfMemory : hipSuccess;

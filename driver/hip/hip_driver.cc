@@ -24,17 +24,17 @@ absl::Status SelectDevice(int device) {
 
 }  // namespace
 
-// Owns one recorded hipEvent_t; the last HipEvent copy destroys it.
+// Owns one recorded hipEvent_t; the last HipEvent copy gives it back to the pool.
 struct HipEvent::Handle {
-  Handle(int device, hipEvent_t event) : device(device), event(event) {}
+  Handle(int device, hipEvent_t event, std::shared_ptr<HipEventPool> pool)
+      : device(device), event(event), pool(std::move(pool)) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
-  ~Handle() {
-    if (SelectDevice(device).ok()) (void)hipEventDestroy(event);
-  }
+  ~Handle() { pool->Give(event); }
 
   const int device;
   const hipEvent_t event;
+  const std::shared_ptr<HipEventPool> pool;
 };
 
 absl::Status HipEvent::Wait() const {
@@ -59,13 +59,14 @@ absl::Status HipStream::Enter() const { return SelectDevice(device_); }
 
 HipStream::Event HipStream::RecordEvent() {
   Event event;
-  hipEvent_t raw = nullptr;
-  if (Enter().ok() && hipEventCreateWithFlags(&raw, hipEventDisableTiming) == hipSuccess) {
-    if (hipEventRecord(raw, stream_) == hipSuccess) {
-      event.handle_ = std::make_shared<HipEvent::Handle>(device_, raw);
-      return event;
+  if (Enter().ok()) {
+    if (absl::StatusOr<hipEvent_t> raw = events_->Take(); raw.ok()) {
+      if (hipEventRecord(*raw, stream_) == hipSuccess) {
+        event.handle_ = std::make_shared<HipEvent::Handle>(device_, *raw, events_);
+        return event;
+      }
+      events_->Give(*raw);
     }
-    (void)hipEventDestroy(raw);
   }
   // No event to wait on later: wait for the stream now, so that the event returned is
   // complete for real (or carries the error), never falsely.
@@ -97,6 +98,18 @@ absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& op
   size_t total = 0;
   RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
   backend->capacity_bytes_ = total;
+  const int device = options.ordinal;
+  backend->events_ = std::make_shared<HipEventPool>(
+      [device]() -> absl::StatusOr<hipEvent_t> {
+        RETURN_IF_ERROR(SelectDevice(device));
+        hipEvent_t event = nullptr;
+        RETURN_IF_ERROR(HipStatus(hipEventCreateWithFlags(&event, hipEventDisableTiming),
+                                  "hipEventCreateWithFlags"));
+        return event;
+      },
+      [device](hipEvent_t event) {
+        if (SelectDevice(device).ok()) (void)hipEventDestroy(event);
+      });
   int least = 0, greatest = 0;
   RETURN_IF_ERROR(HipStatus(hipDeviceGetStreamPriorityRange(&least, &greatest),
                             "hipDeviceGetStreamPriorityRange"));
@@ -106,14 +119,36 @@ absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& op
     RETURN_IF_ERROR(HipStatus(
         hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, i == 0 ? greatest : least),
         "hipStreamCreateWithPriority"));
-    backend->streams_.push_back(std::make_unique<HipStream>(options.ordinal, stream));
+    backend->streams_.push_back(
+        std::make_unique<HipStream>(options.ordinal, stream, backend->events_));
+  }
+  int memory_pools = 0;
+  RETURN_IF_ERROR(HipStatus(
+      hipDeviceGetAttribute(&memory_pools, hipDeviceAttributeMemoryPoolsSupported, device),
+      "hipDeviceGetAttribute(MemoryPoolsSupported)"));
+  if (memory_pools != 0) {
+    // Freed pages stay in the pool for the next allocation: the server's own pool decides
+    // how much the device holds.
+    hipMemPool_t pool = nullptr;
+    RETURN_IF_ERROR(
+        HipStatus(hipDeviceGetDefaultMemPool(&pool, device), "hipDeviceGetDefaultMemPool"));
+    uint64_t keep_everything = ~uint64_t{0};
+    RETURN_IF_ERROR(HipStatus(
+        hipMemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep_everything),
+        "hipMemPoolSetAttribute(ReleaseThreshold)"));
+    RETURN_IF_ERROR(HipStatus(hipStreamCreateWithPriority(&backend->allocation_stream_,
+                                                          hipStreamNonBlocking, greatest),
+                              "hipStreamCreateWithPriority"));
   }
   return backend;
 }
 
 HipBackend::~HipBackend() {
   streams_.clear();
+  // Every event is back by now (the Command and its reads went first).
+  if (events_ != nullptr) events_->DestroyIdle();
   if (SelectDevice(context_.device).ok()) {
+    if (allocation_stream_ != nullptr) (void)hipStreamDestroy(allocation_stream_);
     for (hipModule_t module : context_.modules) (void)hipModuleUnload(module);
     // A corrupted context goes with everything in it; the next backend gets a new one.
     if (!context_.lost.ok()) (void)hipDeviceReset();
@@ -131,15 +166,36 @@ absl::Status HipDriver::DeviceHealth(Context& context) {
   return context.lost;
 }
 
+// With memory pools, pages are allocated and freed in stream order (hipFreeAsync does not
+// wait for the whole device); the server frees a page only when no enqueued work touches
+// it, so ordering it on its own stream is enough.
 absl::StatusOr<DeviceResource> HipBackend::AllocateDevice(uint64_t size_bytes) {
   RETURN_IF_ERROR(SelectDevice(context_.device));
   void* pointer = nullptr;
-  RETURN_IF_ERROR(HipStatus(hipMalloc(&pointer, size_bytes), "hipMalloc"));
+  if (allocation_stream_ == nullptr) {
+    RETURN_IF_ERROR(HipStatus(hipMalloc(&pointer, size_bytes), "hipMalloc"));
+    return DeviceResource{reinterpret_cast<DeviceAddress>(pointer), size_bytes};
+  }
+  RETURN_IF_ERROR(
+      HipStatus(hipMallocAsync(&pointer, size_bytes, allocation_stream_), "hipMallocAsync"));
+  // Every stream may use the page once its allocation completed.
+  if (absl::Status allocated = HipStatus(hipStreamSynchronize(allocation_stream_),
+                                         "hipStreamSynchronize(allocation)");
+      !allocated.ok()) {
+    (void)hipFreeAsync(pointer, allocation_stream_);
+    return allocated;
+  }
   return DeviceResource{reinterpret_cast<DeviceAddress>(pointer), size_bytes};
 }
 
 void HipBackend::FreeDevice(const DeviceResource& resource) {
-  if (SelectDevice(context_.device).ok()) (void)hipFree(reinterpret_cast<void*>(resource.address));
+  if (!SelectDevice(context_.device).ok()) return;
+  void* pointer = reinterpret_cast<void*>(resource.address);
+  if (allocation_stream_ == nullptr) {
+    (void)hipFree(pointer);
+  } else {
+    (void)hipFreeAsync(pointer, allocation_stream_);
+  }
 }
 
 absl::StatusOr<HostResource> HipBackend::AllocatePinned(uint64_t size_bytes) {

@@ -20,8 +20,11 @@
 #include "absl/status/statusor.h"
 #include "driver/device_description.h"
 #include "driver/driver.h"
+#include "driver/event_pool.h"
 
 namespace gpucmd {
+
+using HipEventPool = EventPool<hipEvent_t>;
 
 class HipEvent {
  public:
@@ -43,7 +46,8 @@ class HipStream {
   using Event = HipEvent;
   using Signal = HipStream*;
 
-  HipStream(int device, hipStream_t stream) : device_(device), stream_(stream) {}
+  HipStream(int device, hipStream_t stream, std::shared_ptr<HipEventPool> events)
+      : device_(device), stream_(stream), events_(std::move(events)) {}
   ~HipStream();
   HipStream(const HipStream&) = delete;
   HipStream& operator=(const HipStream&) = delete;
@@ -59,6 +63,7 @@ class HipStream {
  private:
   int device_;
   hipStream_t stream_;
+  std::shared_ptr<HipEventPool> events_;
 };
 
 struct HipLaunchArgs {
@@ -98,13 +103,18 @@ class HipBackend {
   absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
   void FreePinned(const HostResource& resource);
   HipContext& context() { return context_; }
+  const HipEventPool& event_pool() const { return *events_; }
 
  private:
   HipBackend() = default;
 
   uint64_t capacity_bytes_ = 0;
   HipContext context_;
+  std::shared_ptr<HipEventPool> events_;
   std::vector<std::unique_ptr<HipStream>> streams_;
+  // Pages come from the device's memory pool on this stream, synchronized before they
+  // are handed out; null where the device has no memory pools (hipMalloc instead).
+  hipStream_t allocation_stream_ = nullptr;
 };
 
 struct HipDriver : DriverDefaults {

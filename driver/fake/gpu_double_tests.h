@@ -1,0 +1,94 @@
+#ifndef GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
+#define GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
+
+// Typed tests of a GPU driver over its test double: what the double lets a test see and
+// real hardware does not — which allocator pages come from, and whether events are
+// reused. A leaf runs them beside the conformance suite, with a ConformanceBackend<D>
+// that also has `static const FakeGpuControl& Fake()`:
+//
+//   INSTANTIATE_TYPED_TEST_SUITE_P(FakeCuda, GpuDoubleTest, CudaDriver);
+//
+// The backend must expose its event pool (`event_pool()`).
+
+#include <cstdlib>
+#include <string>
+
+#include "driver/driver_conformance.h"
+#include "driver/fake/fake_gpu_control.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+
+// The double at `runfile` (in the test's data), loaded once; ends the test binary when
+// it cannot be loaded.
+inline const FakeGpuControl& RequireFakeGpu(const std::string& runfile) {
+  absl::StatusOr<const FakeGpuControl*> control = LoadFakeGpu(runfile);
+  if (!control.ok()) {
+    ADD_FAILURE() << control.status();
+    std::abort();
+  }
+  return **control;
+}
+
+template <typename D>
+class GpuDoubleTest : public ::testing::Test {
+ protected:
+  using Backend = ConformanceBackend<D>;
+
+  static const FakeGpuControl& Fake() { return Backend::Fake(); }
+
+  static std::unique_ptr<typename D::Backend> MakeBackend(bool memory_pools) {
+    Fake().set_memory_pools(memory_pools ? 1 : 0);
+    absl::StatusOr<std::unique_ptr<typename D::Backend>> backend = Backend::Create(0);
+    Fake().set_memory_pools(1);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    return backend.ok() ? *std::move(backend) : nullptr;
+  }
+
+  // How many stream-ordered allocations one page allocation made.
+  static int AsyncAllocationsOfOnePage(typename D::Backend& backend) {
+    const int before = Fake().async_allocations();
+    absl::StatusOr<DeviceResource> page = backend.AllocateDevice(1 << 20);
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (page.ok()) backend.FreeDevice(*page);
+    return Fake().async_allocations() - before;
+  }
+};
+
+TYPED_TEST_SUITE_P(GpuDoubleTest);
+
+TYPED_TEST_P(GpuDoubleTest, PagesComeFromTheMemoryPoolWhereTheDeviceHasOne) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(this->AsyncAllocationsOfOnePage(*backend), 1);
+}
+
+TYPED_TEST_P(GpuDoubleTest, PagesFallBackToPlainAllocationWithoutMemoryPools) {
+  auto backend = this->MakeBackend(/*memory_pools=*/false);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(this->AsyncAllocationsOfOnePage(*backend), 0);
+}
+
+TYPED_TEST_P(GpuDoubleTest, EventsAreReusedOnceTheirLastCopyIsGone) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  auto& stream = backend->stream(0);
+  {
+    auto first = stream.RecordEvent();
+    auto second = stream.RecordEvent();
+    auto copy = first;
+    EXPECT_TRUE(copy.Wait().ok());
+  }
+  EXPECT_EQ(backend->event_pool().idle(), 2u);
+  const int created = this->Fake().events_created();
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(stream.RecordEvent().IsComplete());
+  EXPECT_EQ(this->Fake().events_created(), created) << "every event came from the pool";
+}
+
+REGISTER_TYPED_TEST_SUITE_P(GpuDoubleTest, PagesComeFromTheMemoryPoolWhereTheDeviceHasOne,
+                            PagesFallBackToPlainAllocationWithoutMemoryPools,
+                            EventsAreReusedOnceTheirLastCopyIsGone);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
