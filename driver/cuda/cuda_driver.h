@@ -144,6 +144,10 @@ struct CudaDriver {
                                    absl::Span<const std::byte> data, Stream& stream);
   static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
                                    Stream::Signal signal);
+  // Refusals (a missing module, too many resources) come back at once. A kernel that
+  // faults on the device corrupts the context instead: DeviceHealth reports it and the
+  // server resets the device, so the launch's outcome is never left stale; it is not
+  // set here.
   static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
                              Dim3 grid, LaunchArgs& args);
   // Waits for the collectives stream: relocation must not move memory it still uses.
