@@ -4,14 +4,17 @@
 // kernel). Streams run every operation at once, events are always complete, copies
 // (contiguous, 2D, device to device) honour their parameters exactly. The HIP driver links
 // the runtime, so a test runs with this library's directory first in LD_LIBRARY_PATH;
-// its symbols carry the runtime's version node (fake_libamdhip64.lds). Only the HIP
-// driver's calls exist here: hiprtc does not. Never install it.
+// its symbols carry the runtime's version nodes (fake_libamdhip64.lds). Its hiprtc
+// "compiles" every program into a placeholder code object that only this double can load.
+// Never install it.
 
 #include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "driver/fake/fake_devices.h"
 
@@ -26,6 +29,11 @@ Handle NewHandle() {
 hipError_t Sticky() { return static_cast<hipError_t>(fake::StickyError()); }
 
 }  // namespace
+
+// What hiprtcProgram points to here.
+struct _hiprtcProgram {
+  std::string code;
+};
 
 const char* hipGetErrorString(hipError_t error) {
   switch (error) {
@@ -163,4 +171,33 @@ hipError_t hipModuleLaunchKernel(hipFunction_t function, unsigned int, unsigned 
     fake::InjectStickyError(fake::CurrentDevice(), hipErrorIllegalAddress);
   }
   return hipSuccess;
+}
+
+const char* hiprtcGetErrorString(hiprtcResult) { return "hiprtc error (fake)"; }
+hiprtcResult hiprtcCreateProgram(hiprtcProgram* program, const char* source, const char*, int,
+                                 const char**, const char**) {
+  *program = new _hiprtcProgram{std::string("fake code object\n") + source};
+  return HIPRTC_SUCCESS;
+}
+hiprtcResult hiprtcCompileProgram(hiprtcProgram, int, const char**) { return HIPRTC_SUCCESS; }
+hiprtcResult hiprtcGetProgramLogSize(hiprtcProgram, size_t* size) {
+  *size = 1;
+  return HIPRTC_SUCCESS;
+}
+hiprtcResult hiprtcGetProgramLog(hiprtcProgram, char* log) {
+  *log = '\0';
+  return HIPRTC_SUCCESS;
+}
+hiprtcResult hiprtcGetCodeSize(hiprtcProgram program, size_t* size) {
+  *size = program->code.size();
+  return HIPRTC_SUCCESS;
+}
+hiprtcResult hiprtcGetCode(hiprtcProgram program, char* code) {
+  std::memcpy(code, program->code.data(), program->code.size());
+  return HIPRTC_SUCCESS;
+}
+hiprtcResult hiprtcDestroyProgram(hiprtcProgram* program) {
+  delete *program;
+  *program = nullptr;
+  return HIPRTC_SUCCESS;
 }

@@ -1,14 +1,19 @@
-// The CUDA daemon end to end over gRPC on the libcuda.so.1 TEST DOUBLE
-// (driver/cuda/fake_libcuda.cc; there is no GPU here): staged writes and reads,
-// contiguous and pitched, and device-to-device copies through the real CudaDriver; and a
-// device error. The double faults the context when a kernel named fake_device_trap runs,
-// as a wild pointer does on a GPU: every session on the device then hears UNAVAILABLE,
-// lost handles say so, the context is reset and new work runs.
+// A GPU daemon end to end over gRPC on its driver's TEST DOUBLE (there is no GPU here):
+// staged writes and reads, contiguous and pitched, and device-to-device copies through
+// the real driver code; and a device error. The doubles fault the context when a kernel
+// named fake_device_trap runs, as a wild pointer does on a GPU: every session on the
+// device then hears UNAVAILABLE, lost handles say so, the context is reset and new work
+// runs.
+//
+// One source, one target per driver (cuda_double_test, hip_double_test, built with
+// --config=cuda / --config=hip): GPUCMD_EXPECT_DRIVER names the daemon's driver and
+// GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
+// LD_LIBRARY_PATH.
 
 #include <cstdlib>
 #include <fstream>
 
-#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,13 +29,17 @@ using ::gpucmd::testing::RunfilePath;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
-class CudaDoubleTest : public ::testing::Test {
+class GpuDoubleTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    const char* driver = std::getenv("GPUCMD_EXPECT_DRIVER");
+    const char* library = std::getenv("GPUCMD_FAKE_LIBRARY");
+    ASSERT_TRUE(driver != nullptr && library != nullptr) << "run through its Bazel target";
     std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
-    ASSERT_THAT(version, HasSubstr("driver: cuda")) << "build with --config=cuda";
-    // The daemon's dlopen("libcuda.so.1") finds the double first.
-    std::string fake = RunfilePath("driver/cuda/fake/libcuda.so.1");
+    ASSERT_THAT(version, HasSubstr(absl::StrCat("driver: ", driver)))
+        << "build with --config=" << driver;
+    // The daemon loads the double instead of the vendor's library.
+    std::string fake = RunfilePath(library);
     setenv("LD_LIBRARY_PATH", fake.substr(0, fake.rfind('/')).c_str(), 1);
     std::string directory = ShortTempDir();
     std::ofstream(directory + "/gpucmdd.textproto")
@@ -62,7 +71,7 @@ class CudaDoubleTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(CudaDoubleTest, CopiesGoThroughTheCudaDriver) {
+TEST_F(GpuDoubleTest, CopiesGoThroughTheDriver) {
   Session session = Open("copies");
   const std::string data = testing::RandomBytes(3 << 20, 7);
   absl::StatusOr<Buffer> source = session.Allocate(data.size());
@@ -72,7 +81,7 @@ TEST_F(CudaDoubleTest, CopiesGoThroughTheCudaDriver) {
   EXPECT_EQ(session.Read(*source, 0, data.size()).value_or(""), data);
   ASSERT_TRUE(session.Copy(*source, 100, *target, 0, 5000).ok());
   EXPECT_EQ(session.Read(*target, 0, 5000).value_or(""), data.substr(100, 5000));
-  // 16 rows of 100 bytes, 256 bytes apart: cuMemcpy2DAsync both ways.
+  // 16 rows of 100 bytes, 256 bytes apart: a 2D copy both ways.
   const Pitched pitched{.width_bytes = 100, .height = 16, .stride_bytes = 256};
   const std::string rows = data.substr(0, 1600);
   ASSERT_TRUE(session.Write(*target, 64, rows, 0, pitched).ok());
@@ -80,7 +89,7 @@ TEST_F(CudaDoubleTest, CopiesGoThroughTheCudaDriver) {
   EXPECT_TRUE(session.Synchronize().ok());
 }
 
-TEST_F(CudaDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
+TEST_F(GpuDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
   Session faulting = Open("faulting");
   Session bystander = Open("bystander");
   absl::StatusOr<Buffer> out = faulting.Allocate(64);
