@@ -11,6 +11,10 @@ DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* met
       metrics_(metrics),
       queue_(options.queue_capacity, options.per_session_limit),
       factory_(std::move(factory)) {
+  // The threads below log. spdlog creates its registry on first use; create it here,
+  // before them, so that no two threads race to (Debian's spdlog is not instrumented for
+  // ThreadSanitizer, which then cannot see that first use is synchronised).
+  spdlog::default_logger_raw();
   completion_thread_ = std::thread([this] { RunCompletions(); });
   device_thread_ = std::thread([this] { RunDevice(); });
 }
