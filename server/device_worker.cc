@@ -203,7 +203,7 @@ void DeviceWorker::RunCompletions() {
       completion_running_ = true;
     }
     absl::Status status = completion.wait();
-    completion.done(status);
+    completion.done(std::move(status));
     completion = Completion();  // what it held goes before the command may
     metrics_->CommandsInFlight(options_.ordinal).Decrement();
     MutexLock lock(&completion_mutex_);
