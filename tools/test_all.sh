@@ -37,6 +37,16 @@ run_config() {
 run_config default --nocache_test_results //...
 run_config asan --config=asan --nocache_test_results //...
 run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan //...
+# run_double_tests DRIVER: the tests over DRIVER's test double (tag DRIVER_double) under
+# both sanitizers; the doubles make the GPU drivers' threads run on this machine.
+run_double_tests() {
+  local driver=$1 tests
+  mapfile -t tests < <(bazel query --noshow_progress "attr(tags, \"\\b${driver}_double\\b\", tests(//...))" 2>/dev/null)
+  run_config "$driver-asan" "--config=$driver" --config=asan --nocache_test_results "${tests[@]}"
+  run_config "$driver-tsan" "--config=$driver" --config=tsan --test_tag_filters=-no_tsan \
+    --nocache_test_results "${tests[@]}"
+}
+
 # check_gpu_daemon NAME PATTERN: builds the daemon with --config=NAME; it must serve
 # until stopped (a machine with that GPU) or exit with a message matching PATTERN.
 check_gpu_daemon() {
@@ -64,10 +74,7 @@ check_gpu_daemon() {
 if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   mapfile -t cuda_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda\b", tests(//...))' 2>/dev/null)
   run_config cuda --config=cuda --nocache_test_results "${cuda_tests[@]}"
-  # The CUDA driver's threads over the libcuda test double, under both sanitizers.
-  mapfile -t double_tests < <(bazel query --noshow_progress 'attr(tags, "\bcuda_double\b", tests(//...))' 2>/dev/null)
-  run_config cuda-asan --config=cuda --config=asan --nocache_test_results "${double_tests[@]}"
-  run_config cuda-tsan --config=cuda --config=tsan --test_tag_filters=-no_tsan --nocache_test_results "${double_tests[@]}"
+  run_double_tests cuda
   check_gpu_daemon cuda "no CUDA driver\|no CUDA device"
   # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
   echo "=== bundle ===" >&2
@@ -82,9 +89,7 @@ else
 fi
 mapfile -t hip_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip\b", tests(//...))' 2>/dev/null)
 run_config hip --config=hip --nocache_test_results "${hip_tests[@]}"
-mapfile -t hip_double_tests < <(bazel query --noshow_progress 'attr(tags, "\bhip_double\b", tests(//...))' 2>/dev/null)
-run_config hip-asan --config=hip --config=asan --nocache_test_results "${hip_double_tests[@]}"
-run_config hip-tsan --config=hip --config=tsan --test_tag_filters=-no_tsan --nocache_test_results "${hip_double_tests[@]}"
+run_double_tests hip
 check_gpu_daemon hip "no HIP device"
 bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 

@@ -31,8 +31,7 @@ namespace {
 using namespace ::gpucmd::kernels;  // NOLINT: the suite's kernel sources
 
 using ::gpucmd::testing::DaemonProcess;
-using ::gpucmd::testing::RunCommand;
-using ::gpucmd::testing::RunfilePath;
+using ::gpucmd::testing::DaemonDriver;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
@@ -70,15 +69,6 @@ constexpr char kWildPointer[] = R"(
       float* p = (float*)0x10;
       out[0] = *p;
     })";
-
-// The driver the daemon was built with, from `gpucmdd --version`: "cpu", "cuda", "hip".
-std::string DaemonDriver() {
-  std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
-  size_t at = version.find("driver: ");
-  if (at == std::string::npos) return "unknown";
-  at += std::string("driver: ").size();
-  return version.substr(at, version.find_first_of(")\n", at) - at);
-}
 
 class KernelTest : public ::testing::Test {
  protected:

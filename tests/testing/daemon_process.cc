@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -76,6 +77,15 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   int wait_status = 0;
   waitpid(pid, &wait_status, 0);
   return {ExitCode(wait_status), ReadFileOrEmpty(out_path), ReadFileOrEmpty(err_path)};
+}
+
+std::string DaemonDriver() {
+  constexpr std::string_view kField = "driver: ";
+  std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;
+  size_t at = version.find(kField);
+  if (at == std::string::npos) return "unknown";
+  at += kField.size();
+  return version.substr(at, version.find_first_of(")\n", at) - at);
 }
 
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,

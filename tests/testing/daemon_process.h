@@ -32,6 +32,10 @@ struct CommandResult {
 // Runs `argv` to completion, capturing its output.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 
+// The driver the runfiles' gpucmdd was built with, from its --version: "cpu", "cuda",
+// "hip", or "unknown".
+std::string DaemonDriver();
+
 struct HttpResponse {
   int status = 0;
   std::string body;
