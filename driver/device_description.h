@@ -18,6 +18,12 @@ struct DeviceDescription {
   uint64_t memory_capacity_bytes = 0;
   uint32_t max_threads_per_block = 0;
   uint32_t max_shared_memory_per_block_bytes = 0;
+  // The largest grid, per dimension (CUDA: x up to 2^31-1, y and z up to 65535).
+  uint32_t max_grid_x = 2147483647;
+  uint32_t max_grid_y = 65535;
+  uint32_t max_grid_z = 65535;
+  // Whether launches may pass tensor-map arguments (only the CUDA driver encodes them).
+  bool takes_tensor_maps = false;
 };
 
 }  // namespace gpucmd

@@ -14,7 +14,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/driver_setup.h"
 #include "server/listen_address.h"
-#include "server/metrics_interceptor.h"
+#include "server/rpc/metrics_interceptor.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {

@@ -15,11 +15,11 @@
 #include "absl/status/statusor.h"
 #include "gpucmd/v1/config.pb.h"
 #include "grpcpp/server.h"
-#include "server/compile_cache.h"
+#include "server/core/compile_cache.h"
 #include "server/http_endpoint.h"
-#include "server/metrics.h"
-#include "server/server_core.h"
-#include "server/service.h"
+#include "server/core/metrics.h"
+#include "server/core/server_core.h"
+#include "server/rpc/service.h"
 
 namespace gpucmd {
 

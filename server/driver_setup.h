@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "driver/device_description.h"
 #include "gpucmd/v1/config.pb.h"
-#include "server/command.h"
-#include "server/compile_cache.h"
-#include "server/device_worker.h"
+#include "server/command/command_interface.h"
+#include "server/command/command_options.h"
+#include "server/core/compile_cache.h"
 
 namespace gpucmd {
 
@@ -24,7 +24,7 @@ struct DriverSetup {
   std::vector<DeviceDescription> devices;
   std::unique_ptr<CompileCache> compiler;
   // One per device, in ordinal order.
-  std::vector<DeviceWorker::Factory> factories;
+  std::vector<CommandFactory> factories;
 };
 
 // The name of the driver this build runs.

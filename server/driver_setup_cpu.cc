@@ -7,7 +7,7 @@
 #include "driver/cpu/cpu_devices.h"
 #include "driver/cpu/cpu_driver.h"
 #include "driver/cpu/kernel_executor.h"
-#include "server/command_factory.h"
+#include "server/command/command_factory.h"
 #include "server/driver_setup.h"
 #include "spdlog/spdlog.h"
 

@@ -8,7 +8,7 @@
 #include "base/status_macros.h"
 #include "driver/cuda/cuda_driver.h"
 #include "driver/cuda/nvrtc_compiler.h"
-#include "server/command_factory.h"
+#include "server/command/command_factory.h"
 #include "server/driver_setup.h"
 #include "spdlog/spdlog.h"
 

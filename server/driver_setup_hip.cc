@@ -6,7 +6,7 @@
 #include "base/status_macros.h"
 #include "driver/hip/hip_driver.h"
 #include "driver/hip/hiprtc_compiler.h"
-#include "server/command_factory.h"
+#include "server/command/command_factory.h"
 #include "server/driver_setup.h"
 
 namespace gpucmd {

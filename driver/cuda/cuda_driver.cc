@@ -436,6 +436,10 @@ absl::StatusOr<std::vector<DeviceDescription>> DescribeCudaDevices() {
     api->DeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device);
     api->DeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                             device);
+    int grid[3] = {};
+    api->DeviceGetAttribute(&grid[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, device);
+    api->DeviceGetAttribute(&grid[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, device);
+    api->DeviceGetAttribute(&grid[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, device);
     devices.push_back(DeviceDescription{
         .ordinal = ordinal,
         .name = name,
@@ -443,7 +447,11 @@ absl::StatusOr<std::vector<DeviceDescription>> DescribeCudaDevices() {
         .architecture = absl::StrCat("sm_", major, minor),
         .memory_capacity_bytes = memory,
         .max_threads_per_block = static_cast<uint32_t>(threads),
-        .max_shared_memory_per_block_bytes = static_cast<uint32_t>(shared)});
+        .max_shared_memory_per_block_bytes = static_cast<uint32_t>(shared),
+        .max_grid_x = static_cast<uint32_t>(grid[0]),
+        .max_grid_y = static_cast<uint32_t>(grid[1]),
+        .max_grid_z = static_cast<uint32_t>(grid[2]),
+        .takes_tensor_maps = true});
   }
   return devices;
 }

@@ -70,6 +70,13 @@ CUresult DeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) 
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       *value = 1024;
       break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      *value = 2147483647;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      *value = 65535;
+      break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
       *value = fake::MemoryPools() ? 1 : 0;
       break;

@@ -70,6 +70,9 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t* properties, int device) {
   properties->totalGlobalMem = fake::kFakeDeviceBytes;
   properties->maxThreadsPerBlock = 1024;
   properties->sharedMemPerBlock = 64 << 10;
+  properties->maxGridSize[0] = 2147483647;
+  properties->maxGridSize[1] = 65536;
+  properties->maxGridSize[2] = 65536;
   return hipSuccess;
 }
 hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {

@@ -310,7 +310,10 @@ absl::StatusOr<std::vector<DeviceDescription>> DescribeHipDevices() {
         .memory_capacity_bytes = properties.totalGlobalMem,
         .max_threads_per_block = static_cast<uint32_t>(properties.maxThreadsPerBlock),
         .max_shared_memory_per_block_bytes =
-            static_cast<uint32_t>(properties.sharedMemPerBlock)});
+            static_cast<uint32_t>(properties.sharedMemPerBlock),
+        .max_grid_x = static_cast<uint32_t>(properties.maxGridSize[0]),
+        .max_grid_y = static_cast<uint32_t>(properties.maxGridSize[1]),
+        .max_grid_z = static_cast<uint32_t>(properties.maxGridSize[2])});
   }
   return devices;
 }

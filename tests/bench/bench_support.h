@@ -14,7 +14,7 @@
 #include "benchmark/benchmark.h"
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
-#include "server/command_interface.h"
+#include "server/command/command_interface.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd::bench {

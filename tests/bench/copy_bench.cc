@@ -13,7 +13,7 @@
 #include "benchmark/benchmark.h"
 #include "client/client.h"
 #include "driver/cpu/cpu_driver.h"
-#include "server/command.h"
+#include "server/command/command.h"
 #include "tests/bench/bench_support.h"
 
 namespace gpucmd {

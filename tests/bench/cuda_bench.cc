@@ -12,7 +12,7 @@
 #include "benchmark/benchmark.h"
 #include "driver/cuda/cuda_driver.h"
 #include "driver/cuda/nvrtc_compiler.h"
-#include "server/command.h"
+#include "server/command/command.h"
 #include "tests/bench/bench_support.h"
 #include "tests/kernels/kernel_sources.h"
 

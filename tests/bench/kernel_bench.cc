@@ -15,8 +15,8 @@
 #include "driver/cpu/cpu_compiler.h"
 #include "driver/cpu/cpu_driver.h"
 #include "grpcpp/grpcpp.h"
-#include "server/command.h"
-#include "server/compile_cache.h"
+#include "server/command/command.h"
+#include "server/core/compile_cache.h"
 #include "tests/bench/bench_support.h"
 
 namespace gpucmd {

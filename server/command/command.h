@@ -1,0 +1,633 @@
+#ifndef GPUCMDD_SERVER_COMMAND_COMMAND_H_
+#define GPUCMDD_SERVER_COMMAND_COMMAND_H_
+
+// Command<D>: everything a command does that is the same whichever driver is
+// underneath — staging, bounds checks, the contiguous-versus-pitched decision, drop
+// queues, memory reservation and reclaim, per-buffer stream ordering, relocation.
+// Only the calls in driver/driver.h reach the device.
+//
+// Thread-safety: one Command per device, owned by that device's thread, which alone
+// calls it (server/device_worker.h). Its state needs no lock for that reason. The
+// PendingRead::wait closures it returns are the only parts used on other threads.
+//
+// Note [Per-buffer stream ordering]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A daemon's buffers are long-lived and rewritten from several streams, so ordering is
+// tracked per buffer: the event of its last write and the events of the reads since,
+// one per stream. Work on stream S that reads a buffer waits (on the device, with
+// WaitEvent) for a last write made on another stream; work that writes it also waits
+// for other streams' reads. A freed buffer's memory is reserved until every event that
+// may still touch it completed (the deferred list), so a reader on another stream never
+// sees a new owner's bytes.
+//
+// Note [Relocation]
+// ~~~~~~~~~~~~~~~~~
+// Pages the pool reports as outdated or fragmented are evacuated: every page is
+// retired, then planned on its own, all or nothing (a target slice for each live slice;
+// if one cannot be had, the page's targets are released and it stays). Before copying,
+// every stream is waited for and so is work outside the streams (WaitOutsideStreams).
+// All copies are enqueued with CopyOnDevice, then waited for; only then are the new
+// locations committed and the old slices released. If that final wait fails, the
+// targets stay reserved (leaked) rather than freed, since a copy may still write them.
+// Buffer ids never change: that is the point of handles in a daemon.
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "driver/driver.h"
+#include "server/command/command_interface.h"
+#include "server/command/command_options.h"
+#include "server/command/launch_checks.h"
+#include "server/command/drop_queue.h"
+#include "server/command/memory_pool.h"
+#include "server/command/pinned_pool.h"
+
+namespace gpucmd {
+
+template <Driver D>
+class Command final : public CommandInterface {
+ public:
+  using Backend = typename D::Backend;
+  using Stream = typename D::Stream;
+  using Event = typename Stream::Event;
+
+  Command(Backend& backend, CommandOptions options)
+      : backend_(backend),
+        options_(options),
+        pool_(PoolOptions(options, backend), [&backend](uint64_t size) {
+                return backend.AllocateDevice(size);
+              },
+              [&backend](const DeviceResource& page) { backend.FreeDevice(page); }),
+        pinned_([&backend](uint64_t size) { return backend.AllocatePinned(size); },
+                [&backend](const HostResource& host) { backend.FreePinned(host); },
+                options.max_cached_pinned_bytes) {
+    for (int i = 0; i < backend.stream_count(); ++i) {
+      drop_queues_.emplace_back(options.drop_queue);
+    }
+  }
+
+  ~Command() override {
+    // Nothing may still read or write memory the pool is about to return.
+    for (int i = 0; i < backend_.stream_count(); ++i) {
+      backend_.stream(i).Synchronize().IgnoreError();
+      drop_queues_[i].Drain(backend_.stream(i)).IgnoreError();
+    }
+  }
+
+  PinnedPool& pinned_pool() { return pinned_; }
+  const MemoryPool& memory_pool() const { return pool_; }
+
+  absl::StatusOr<BufferId> Allocate(SessionId session, uint64_t size_bytes) override {
+    if (size_bytes == 0) return absl::InvalidArgumentError("size_bytes must be positive");
+    SessionState& state = sessions_[session];
+    uint64_t footprint = pool_.FootprintBytes(size_bytes);
+    if (options_.session_quota_bytes != 0 &&
+        state.used_bytes + footprint > options_.session_quota_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "session quota: requested ", size_bytes, " bytes, the session holds ",
+          state.used_bytes, " of its ", options_.session_quota_bytes, " bytes"));
+    }
+    BufferId id = next_buffer_++;
+    ASSIGN_OR_RETURN(SliceLocation location, ReserveWithRetry(size_bytes, id));
+    Buffer& buffer = buffers_[id];
+    buffer.session = session;
+    buffer.size_bytes = size_bytes;
+    buffer.footprint_bytes = footprint;
+    buffer.location = location;
+    state.buffers.insert(id);
+    state.used_bytes += footprint;
+    return id;
+  }
+
+  absl::Status Free(SessionId session, BufferId id) override {
+    if (auto lost = lost_.buffers.find(id);
+        lost != lost_.buffers.end() && lost->second.session == session) {
+      lost_.buffers.erase(lost);  // its memory went with the old context
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    Release(id, *buffer);
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(SessionId session, LogicalStream logical, BufferId id,
+                     const CopyLayout& layout, std::string data) override {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    if (data.size() != layout.host_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("write carries ", data.size(),
+                                                     " bytes but its layout needs ",
+                                                     layout.host_bytes()));
+    }
+    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
+    if (layout.host_bytes() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
+    ASSIGN_OR_RETURN(Bytes staged, Stage(std::move(data)));
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
+    RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
+                                    staged.const_span(), stream));
+    MarkWritten(*buffer, index);
+    if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
+        layout.is_contiguous()) {
+      buffer->taint = absl::OkStatus();  // every byte is fresh data now
+      buffer->producer.reset();
+    }
+    drop_queues_[index].Push(std::move(staged));
+    if (drop_queues_[index].ShouldFlush()) RETURN_IF_ERROR(drop_queues_[index].Flush(stream));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream logical, BufferId id,
+                                   const CopyLayout& layout) override {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
+    RETURN_IF_ERROR(CheckNotTainted(id, *buffer));
+    if (layout.host_bytes() == 0) {
+      return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
+    }
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
+    ASSIGN_OR_RETURN(Bytes out, HostBuffer(layout.host_bytes()));
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
+    RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
+    Event done = stream.RecordEvent();
+    MarkRead(*buffer, index, done);
+    return PendingRead{std::move(out), [done, id, producer = buffer->producer] {
+                         RETURN_IF_ERROR(done.Wait());
+                         return ProducerStatus(id, producer.get());
+                       }};
+  }
+
+  absl::Status Copy(SessionId session, LogicalStream logical, BufferId source_id,
+                    uint64_t source_offset, BufferId target_id, uint64_t target_offset,
+                    uint64_t size_bytes) override {
+    ASSIGN_OR_RETURN(Buffer * source, Lookup(session, source_id));
+    ASSIGN_OR_RETURN(Buffer * target, Lookup(session, target_id));
+    RETURN_IF_ERROR(CheckNotTainted(source_id, *source));
+    RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(source_offset, size_bytes),
+                                      source->size_bytes));
+    RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(target_offset, size_bytes),
+                                      target->size_bytes));
+    if (size_bytes == 0) return absl::OkStatus();
+    if (source_id == target_id && source_offset < target_offset + size_bytes &&
+        target_offset < source_offset + size_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "copy within buffer ", source_id, ": source [", source_offset, ", +", size_bytes,
+          ") overlaps target [", target_offset, ", +", size_bytes, ")"));
+    }
+    ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
+    ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(target->location, target_id));
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(AwaitBeforeRead(*source, index));
+    RETURN_IF_ERROR(AwaitBeforeWrite(*target, index));
+    RETURN_IF_ERROR(D::CopyOnDevice(DeviceResource{from.address + source_offset, size_bytes},
+                                    DeviceResource{to.address + target_offset, size_bytes},
+                                    stream.signal()));
+    Event done = stream.RecordEvent();
+    if (source_id != target_id) MarkRead(*source, index, done);
+    MarkWritten(*target, index, done);
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(SessionId session, LogicalStream logical,
+                      const KernelLaunch& launch) override {
+    // The rule: a launch always runs a compiled kernel. One whose compile failed is
+    // skipped before any resource is resolved, and its outputs are tainted with the cause.
+    if (!launch.params.ok()) {
+      absl::Status cause = absl::FailedPreconditionError(
+          absl::StrCat("launch of kernel ", launch.kernel.hex,
+                       " skipped: its compile failed: ", launch.params.status().message()));
+      TaintOutputs(session, launch, cause);
+      return cause;
+    }
+    RETURN_IF_ERROR(CheckArguments(*launch.params, launch.args, options_.launch));
+    RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
+    if (launch.grid.volume() == 0) return absl::OkStatus();
+
+    LaunchSpec spec;
+    spec.block = launch.block;
+    spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
+    spec.outcome = std::make_shared<LaunchOutcome>();
+    std::vector<std::pair<Buffer*, BufferAccess>> touched;
+    for (size_t i = 0; i < launch.args.size(); ++i) {
+      const LaunchArgument& arg = launch.args[i];
+      if (arg.kind == ParamKind::kScalar) {
+        spec.slots.push_back(arg.bits);
+        continue;
+      }
+      ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, arg.buffer));
+      if (arg.offset_bytes > buffer->size_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": offset ",
+                                                       arg.offset_bytes, " is past the end of a ",
+                                                       buffer->size_bytes, "-byte buffer"));
+      }
+      if (arg.access != BufferAccess::kWrite) RETURN_IF_ERROR(CheckNotTainted(arg.buffer, *buffer));
+      ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, arg.buffer));
+      const DeviceAddress address = resource.address + arg.offset_bytes;
+      if (arg.kind == ParamKind::kTensorMap) {
+        absl::Status valid = ValidateTensorMap(arg.tensor_map, address,
+                                               buffer->size_bytes - arg.offset_bytes);
+        if (!valid.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("argument ", i, ": ", valid.message()));
+        }
+        spec.tensor_maps.push_back(ResolvedTensorMap{i, address, arg.tensor_map});
+        spec.slots.push_back(0);  // the driver puts the encoded map in this argument's place
+      } else {
+        spec.slots.push_back(address);
+      }
+      touched.emplace_back(buffer, arg.access);
+    }
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    for (const auto& [buffer, access] : touched) {
+      RETURN_IF_ERROR(access == BufferAccess::kRead ? AwaitBeforeRead(*buffer, index)
+                                                    : AwaitBeforeWrite(*buffer, index));
+    }
+    std::shared_ptr<LaunchOutcome> outcome = spec.outcome;
+    typename D::LaunchArgs args(std::move(spec));
+    if (absl::Status launched =
+            D::Launch(backend_.context(), stream, launch.kernel, launch.grid, args);
+        !launched.ok()) {
+      TaintOutputs(session, launch, launched);
+      return launched;
+    }
+    Event done = stream.RecordEvent();
+    for (const auto& [buffer, access] : touched) {
+      if (access == BufferAccess::kRead) {
+        MarkRead(*buffer, index, done);
+      } else {
+        MarkWritten(*buffer, index, done);
+        buffer->taint = absl::OkStatus();
+        buffer->producer = outcome;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
+    std::vector<int> indices;
+    if (logical.has_value()) {
+      indices.push_back(StreamFor(session, *logical));
+    } else {
+      for (const auto& [unused, index] : sessions_[session].streams) indices.push_back(index);
+    }
+    // A device reset took whatever the session had in flight: say so once.
+    absl::Status first_error;
+    if (auto lost = lost_.unreported.find(session); lost != lost_.unreported.end()) {
+      first_error = lost->second;
+      lost_.unreported.erase(lost);
+    }
+    for (int index : indices) {
+      Stream& stream = backend_.stream(index);
+      first_error.Update(stream.Synchronize());
+      // Everything on the stream completed, so both halves of its drop queue can go.
+      first_error.Update(drop_queues_[index].Drain(stream));
+    }
+    return first_error;
+  }
+
+  uint64_t CloseSession(SessionId session) override {
+    lost_.unreported.erase(session);
+    for (auto lost = lost_.buffers.begin(); lost != lost_.buffers.end();) {
+      if (lost->second.session == session) {
+        lost_.buffers.erase(lost++);
+      } else {
+        ++lost;
+      }
+    }
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return 0;
+    uint64_t reclaimed = it->second.used_bytes;
+    for (BufferId id : std::vector<BufferId>(it->second.buffers.begin(),
+                                             it->second.buffers.end())) {
+      Release(id, buffers_.at(id));
+    }
+    sessions_.erase(session);
+    return reclaimed;
+  }
+
+  absl::StatusOr<RelocationReport> Relocate() override {
+    RelocationReport report;
+    std::vector<uint64_t> pages = pool_.PagesToEvacuate();
+    if (pages.empty()) {
+      pool_.CleanUp();  // an explicit request at least returns empty pages
+      return report;
+    }
+    // Nothing may read or write the memory being moved: wait for every stream and for
+    // device work outside them.
+    for (int i = 0; i < backend_.stream_count(); ++i) {
+      RETURN_IF_ERROR(backend_.stream(i).RecordEvent().Wait());
+    }
+    RETURN_IF_ERROR(D::WaitOutsideStreams(backend_.context()));
+    ReclaimFinished();
+
+    struct Move {
+      BufferId id;
+      SliceLocation from;
+      SliceLocation to;
+    };
+    std::vector<Move> moves;
+    std::vector<uint64_t> planned_pages;
+    for (uint64_t page : pages) pool_.SetRetired(page, true);
+    for (uint64_t page : pages) {
+      std::vector<Move> plan;
+      bool complete = true;
+      for (const auto& [slot, owner] : pool_.LiveSlices(page)) {
+        absl::StatusOr<SliceLocation> target = pool_.Reserve(pool_.slice_bytes(page), owner);
+        if (!target.ok()) {
+          complete = false;
+          break;
+        }
+        plan.push_back(Move{owner, SliceLocation{page, slot}, *target});
+      }
+      if (!complete) {  // all or nothing per page
+        for (const Move& move : plan) pool_.Release(move.to);
+        continue;
+      }
+      planned_pages.push_back(page);
+      moves.insert(moves.end(), plan.begin(), plan.end());
+    }
+
+    Stream& stream = backend_.stream(0);
+    for (const Move& move : moves) {
+      ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(move.from, move.id));
+      ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(move.to, move.id));
+      RETURN_IF_ERROR(D::CopyOnDevice(from, to, stream.signal()));
+      report.bytes_moved += from.size_bytes;
+    }
+    if (absl::Status copied = stream.Synchronize(); !copied.ok()) {
+      // A copy may still write the targets: keep them reserved (leak) rather than free.
+      for (uint64_t page : pages) pool_.SetRetired(page, false);
+      return absl::InternalError(
+          absl::StrCat("relocation copies failed; ", moves.size(),
+                       " target slices stay reserved: ", copied.message()));
+    }
+    for (const Move& move : moves) {
+      buffers_.at(move.id).location = move.to;
+      pool_.Release(move.from);
+    }
+    for (uint64_t page : pages) pool_.SetRetired(page, false);
+    pool_.CleanUp();
+    report.pages_relocated = planned_pages.size();
+    report.allocations_moved = moves.size();
+    relocations_ += report.pages_relocated;
+    return report;
+  }
+
+  void ReclaimFinished() override {
+    std::erase_if(deferred_, [this](DeferredFree& deferred) {
+      bool finished = std::all_of(deferred.events.begin(), deferred.events.end(),
+                                  [](const Event& event) { return event.IsComplete(); });
+      if (finished) pool_.Release(deferred.location);
+      return finished;
+    });
+  }
+
+  bool WantsRelocation() const override { return !pool_.PagesToEvacuate().empty(); }
+
+  DeviceUsage Usage() const override {
+    DeviceUsage usage;
+    usage.memory_capacity_bytes = backend_.capacity_bytes();
+    usage.memory_used_bytes = pool_.used_bytes();
+    usage.memory_reserved_bytes = pool_.reserved_bytes();
+    for (const DropQueue<Stream>& queue : drop_queues_) {
+      usage.drop_queue_bytes += queue.held_bytes();
+      usage.drop_queue_entries += queue.held_entries();
+    }
+    usage.relocations = relocations_;
+    usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
+    for (const auto& [id, state] : sessions_) {
+      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size()};
+    }
+    return usage;
+  }
+
+  absl::Status DeviceHealth() override { return D::DeviceHealth(backend_.context()); }
+
+  DeviceLoss Abandon(const absl::Status& cause) override {
+    DeviceLoss loss = std::move(lost_);
+    for (const auto& [id, buffer] : buffers_) {
+      loss.buffers[id] = DeviceLoss::LostBuffer{buffer.session, cause};
+    }
+    for (const auto& [session, state] : sessions_) loss.unreported.try_emplace(session, cause);
+    loss.next_buffer = next_buffer_;
+    return loss;
+  }
+
+  void Inherit(DeviceLoss loss) override {
+    lost_ = std::move(loss);
+    next_buffer_ = lost_.next_buffer;
+  }
+
+ private:
+  struct Access {
+    int stream;
+    Event event;
+  };
+
+  struct Buffer {
+    SessionId session = 0;
+    uint64_t size_bytes = 0;
+    uint64_t footprint_bytes = 0;
+    SliceLocation location;
+    std::optional<Access> last_write;
+    std::vector<Access> reads;  // at most one per stream
+    // Why the contents are not valid data (a skipped launch wrote nothing); OK if valid.
+    absl::Status taint;
+    // The launch that last wrote the buffer; its outcome says whether it really did.
+    std::shared_ptr<LaunchOutcome> producer;
+  };
+
+  struct SessionState {
+    absl::flat_hash_set<BufferId> buffers;
+    uint64_t used_bytes = 0;
+    absl::flat_hash_map<LogicalStream, int> streams;
+  };
+
+  struct DeferredFree {
+    SliceLocation location;
+    std::vector<Event> events;
+  };
+
+  static absl::Status CheckNotTainted(BufferId id, const Buffer& buffer) {
+    return buffer.taint.ok() ? absl::OkStatus() : TaintedBufferError(id, buffer.taint);
+  }
+
+  static MemoryPool::Options PoolOptions(const CommandOptions& options, const Backend& backend) {
+    MemoryPool::Options pool = options.memory;
+    pool.capacity_bytes = backend.capacity_bytes();
+    return pool;
+  }
+
+  // A pitched layout whose rows are not padded is one linear copy.
+  static CopyLayout NormalizedLayout(const CopyLayout& layout) {
+    if (!layout.is_contiguous() || layout.height <= 1) return layout;
+    return CopyLayout::Contiguous(layout.offset_bytes, layout.host_bytes());
+  }
+
+  // Marks the launch's write and read-write buffers (those of the session) as holding
+  // no valid data because of `cause`.
+  void TaintOutputs(SessionId session, const KernelLaunch& launch, const absl::Status& cause) {
+    for (const LaunchArgument& arg : launch.args) {
+      if (arg.kind != ParamKind::kBuffer || arg.access == BufferAccess::kRead) continue;
+      absl::StatusOr<Buffer*> buffer = Lookup(session, arg.buffer);
+      if (buffer.ok()) (*buffer)->taint = cause;
+    }
+  }
+
+  absl::StatusOr<Buffer*> Lookup(SessionId session, BufferId id) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end() || it->second.session != session) {
+      if (auto lost = lost_.buffers.find(id);
+          lost != lost_.buffers.end() && lost->second.session == session) {
+        return absl::UnavailableError(
+            absl::StrCat("buffer ", id, " was lost: ", lost->second.cause.message()));
+      }
+      // Unknown and foreign look the same: a session learns nothing about others.
+      return absl::NotFoundError(absl::StrCat("buffer ", id, " not found in this session"));
+    }
+    return &it->second;
+  }
+
+  int StreamFor(SessionId session, LogicalStream logical) {
+    auto [it, inserted] = sessions_[session].streams.try_emplace(logical, 0);
+    if (inserted) it->second = static_cast<int>(next_stream_++ % backend_.stream_count());
+    return it->second;
+  }
+
+  absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
+    if (pool_.NeverFits(size_bytes)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "requested ", size_bytes, " bytes never fit: the device holds ",
+          backend_.capacity_bytes(), " bytes, ", Available(), " available"));
+    }
+    absl::StatusOr<SliceLocation> location = pool_.Reserve(size_bytes, owner);
+    if (location.ok() || !absl::IsResourceExhausted(location.status())) return location;
+    // Out of memory right now: release what staging and finished work still hold,
+    // return empty pages, and try once more.
+    RETURN_IF_ERROR(RelieveMemoryPressure());
+    location = pool_.Reserve(size_bytes, owner);
+    if (location.ok()) return location;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of device memory: requested ", size_bytes, " bytes, ", Available(),
+        " available of ", backend_.capacity_bytes()));
+  }
+
+  absl::Status RelieveMemoryPressure() {
+    for (int i = 0; i < backend_.stream_count(); ++i) {
+      RETURN_IF_ERROR(drop_queues_[i].Drain(backend_.stream(i)));
+    }
+    for (DeferredFree& deferred : deferred_) {
+      for (const Event& event : deferred.events) RETURN_IF_ERROR(event.Wait());
+    }
+    ReclaimFinished();
+    pool_.CleanUp();
+    pinned_.Trim();
+    return absl::OkStatus();
+  }
+
+  uint64_t Available() const { return backend_.capacity_bytes() - pool_.used_bytes(); }
+
+  absl::StatusOr<Bytes> Stage(std::string data) {
+    if (data.size() > options_.staging_threshold_bytes) {
+      return Bytes::FromString(std::move(data));  // owned: safe to copy from in place
+    }
+    absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(data.size());
+    if (!lease.ok()) return Bytes::FromString(std::move(data));
+    std::memcpy(lease->resource.data, data.data(), data.size());
+    return D::PinnedBytes(lease->binding, lease->resource, data.size());
+  }
+
+  absl::StatusOr<Bytes> HostBuffer(uint64_t size) {
+    if (size <= options_.staging_threshold_bytes) {
+      absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
+      if (lease.ok()) return D::PinnedBytes(lease->binding, lease->resource, size);
+    }
+    return Bytes::FromString(std::string(size, '\0'));
+  }
+
+  absl::Status AwaitBeforeRead(const Buffer& buffer, int index) {
+    if (buffer.last_write && buffer.last_write->stream != index &&
+        !buffer.last_write->event.IsComplete()) {
+      RETURN_IF_ERROR(backend_.stream(index).WaitEvent(buffer.last_write->event));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AwaitBeforeWrite(const Buffer& buffer, int index) {
+    RETURN_IF_ERROR(AwaitBeforeRead(buffer, index));
+    for (const Access& read : buffer.reads) {
+      if (read.stream != index && !read.event.IsComplete()) {
+        RETURN_IF_ERROR(backend_.stream(index).WaitEvent(read.event));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void MarkRead(Buffer& buffer, int index, const Event& event) {
+    for (Access& read : buffer.reads) {
+      if (read.stream == index) {
+        read.event = event;
+        return;
+      }
+    }
+    buffer.reads.push_back(Access{index, event});
+  }
+
+  void MarkWritten(Buffer& buffer, int index) {
+    MarkWritten(buffer, index, backend_.stream(index).RecordEvent());
+  }
+
+  void MarkWritten(Buffer& buffer, int index, const Event& event) {
+    buffer.last_write = Access{index, event};
+    buffer.reads.clear();
+  }
+
+  // Drops the buffer; its memory is reserved until every stream that may touch it is
+  // past that work (Note [Per-buffer stream ordering]).
+  void Release(BufferId id, Buffer& buffer) {
+    std::vector<Event> pending;
+    if (buffer.last_write && !buffer.last_write->event.IsComplete()) {
+      pending.push_back(buffer.last_write->event);
+    }
+    for (const Access& read : buffer.reads) {
+      if (!read.event.IsComplete()) pending.push_back(read.event);
+    }
+    if (pending.empty()) {
+      pool_.Release(buffer.location);
+    } else {
+      deferred_.push_back(DeferredFree{buffer.location, std::move(pending)});
+    }
+    SessionState& state = sessions_[buffer.session];
+    state.buffers.erase(id);
+    state.used_bytes -= buffer.footprint_bytes;
+    buffers_.erase(id);
+  }
+
+  Backend& backend_;
+  const CommandOptions options_;
+  MemoryPool pool_;
+  PinnedPool pinned_;
+  std::vector<DropQueue<Stream>> drop_queues_;  // one per device stream
+  absl::flat_hash_map<BufferId, Buffer> buffers_;
+  absl::flat_hash_map<SessionId, SessionState> sessions_;
+  std::vector<DeferredFree> deferred_;
+  // Handles and sessions a device reset took from a predecessor (next_buffer unused).
+  DeviceLoss lost_;
+  BufferId next_buffer_ = 1;
+  uint64_t next_stream_ = 0;
+  uint64_t relocations_ = 0;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_COMMAND_COMMAND_H_

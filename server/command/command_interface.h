@@ -1,0 +1,153 @@
+#ifndef GPUCMDD_SERVER_COMMAND_COMMAND_INTERFACE_H_
+#define GPUCMDD_SERVER_COMMAND_COMMAND_INTERFACE_H_
+
+// What the device thread can be asked to do, independent of the driver underneath.
+// Command<D> implements it; the service layer and the device worker speak only this
+// interface, so nothing above server/command.h is a template over the driver.
+//
+// Thread-safety: every method is called on the owning device thread only.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "driver/bytes.h"
+#include "driver/kernel_signature.h"
+#include "driver/tensor_map.h"
+#include "driver/types.h"
+#include "server/command/ids.h"
+
+namespace gpucmd {
+
+// A read whose copy is enqueued: `bytes` are valid once `wait()` returned OK. `wait`
+// blocks, so it is called off the device thread.
+struct PendingRead {
+  Bytes bytes;
+  absl::AnyInvocable<absl::Status()> wait;
+};
+
+enum class BufferAccess { kRead, kWrite, kReadWrite };
+
+// One argument of a launch, handles not yet resolved.
+struct LaunchArgument {
+  ParamKind kind = ParamKind::kScalar;
+  // kBuffer: the kernel gets the buffer's device address plus `offset_bytes`.
+  BufferId buffer = 0;
+  uint64_t offset_bytes = 0;
+  BufferAccess access = BufferAccess::kReadWrite;
+  // kScalar: the value's bits in the low bytes of `bits`.
+  ScalarKind scalar = ScalarKind::kNone;
+  uint64_t bits = 0;
+  // kTensorMap: the map over the buffer (from `offset_bytes`), encoded by the driver.
+  TensorMapSpec tensor_map;
+};
+
+struct KernelLaunch {
+  KernelId kernel;
+  // The compiled kernel's parameters, or why it has none (its compile failed).
+  absl::StatusOr<std::vector<KernelParam>> params;
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamic_shared_memory_bytes = 0;
+  std::vector<LaunchArgument> args;
+};
+
+struct RelocationReport {
+  uint64_t pages_relocated = 0;
+  uint64_t allocations_moved = 0;
+  uint64_t bytes_moved = 0;
+};
+
+struct SessionUsage {
+  uint64_t memory_used_bytes = 0;
+  uint64_t buffers = 0;
+};
+
+struct DeviceUsage {
+  uint64_t memory_capacity_bytes = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_reserved_bytes = 0;
+  uint64_t drop_queue_bytes = 0;
+  uint64_t drop_queue_entries = 0;
+  uint64_t relocations = 0;
+  uint64_t pinned_outstanding_bytes = 0;
+  absl::flat_hash_map<SessionId, SessionUsage> sessions;
+};
+
+// What outlives a device reset (Note [Device loss] in server/device_worker.h): the
+// handles whose memory went with the old context, the sessions not yet told, and where
+// buffer ids continue so that a lost handle never names a new buffer.
+struct DeviceLoss {
+  struct LostBuffer {
+    SessionId session = 0;
+    absl::Status cause;
+  };
+  absl::flat_hash_map<BufferId, LostBuffer> buffers;
+  // Each session's first Synchronize after the reset reports its cause.
+  absl::flat_hash_map<SessionId, absl::Status> unreported;
+  BufferId next_buffer = 1;
+};
+
+class CommandInterface {
+ public:
+  virtual ~CommandInterface() = default;
+
+  // Allocates `size_bytes` for `session`. RESOURCE_EXHAUSTED names the requested and
+  // available bytes (device or session quota).
+  virtual absl::StatusOr<BufferId> Allocate(SessionId session, uint64_t size_bytes) = 0;
+  // NOT_FOUND for an unknown, foreign or already freed buffer. Every other method that
+  // takes a buffer answers the same, and UNAVAILABLE for one lost in a device reset
+  // (freeing such a handle is OK).
+  virtual absl::Status Free(SessionId session, BufferId buffer) = 0;
+  // Enqueues host->device: `data` (exactly layout.host_bytes()) lands per `layout`.
+  virtual absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
+                             const CopyLayout& layout, std::string data) = 0;
+  // Enqueues device->host of `layout`'s region.
+  virtual absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream,
+                                           BufferId buffer, const CopyLayout& layout) = 0;
+  // Enqueues a device->device copy between two of the session's buffers.
+  virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
+                            uint64_t source_offset, BufferId target, uint64_t target_offset,
+                            uint64_t size_bytes) = 0;
+  // Enqueues a compiled kernel. Arguments are checked against its parameters first
+  // (INVALID_ARGUMENT); a kernel whose compile failed is skipped before anything is
+  // resolved and its output buffers are tainted (FAILED_PRECONDITION); a zero grid does
+  // nothing.
+  virtual absl::Status Launch(SessionId session, LogicalStream stream,
+                              const KernelLaunch& launch) = 0;
+  // Waits for the session's work on `stream` (all its streams when absent); returns the
+  // first asynchronous error, or once the cause of a device reset that took its work.
+  virtual absl::Status Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // Frees everything the session holds; the bytes reclaimed.
+  virtual uint64_t CloseSession(SessionId session) = 0;
+  // Moves live allocations off outdated or fragmented pages.
+  virtual absl::StatusOr<RelocationReport> Relocate() = 0;
+  // Cheap upkeep between commands: frees memory whose last users finished.
+  virtual void ReclaimFinished() = 0;
+  // True when relocation would move something (checked when the device is idle).
+  virtual bool WantsRelocation() const = 0;
+  virtual DeviceUsage Usage() const = 0;
+
+  // OK while the device can serve; otherwise the sticky error that lost it.
+  virtual absl::Status DeviceHealth() = 0;
+  // The device is lost with `cause`: every buffer and session becomes part of the
+  // returned record. Called once, just before the Command and its backend are dropped.
+  virtual DeviceLoss Abandon(const absl::Status& cause) = 0;
+  // Takes over what an abandoned predecessor lost. Called once, before any command.
+  virtual void Inherit(DeviceLoss loss) = 0;
+};
+
+// Makes a device's Command (and the backend under it) on the device's own thread;
+// called again to rebuild both after a device loss.
+using CommandFactory =
+    absl::AnyInvocable<absl::StatusOr<std::shared_ptr<CommandInterface>>()>;
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_COMMAND_COMMAND_INTERFACE_H_

@@ -1,0 +1,423 @@
+#include "server/command/command.h"
+
+#include <atomic>
+#include <thread>
+
+#include "driver/cpu/cpu_driver.h"
+#include "driver/cpu/stream_gate.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/random_bytes.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr SessionId kSession = 1;
+constexpr SessionId kOtherSession = 2;
+
+
+class CommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reset(64 * kMiB, CommandOptions()); }
+
+  void Reset(uint64_t capacity, CommandOptions options) {
+    command_.reset();
+    backend_.reset();
+    auto backend = CpuBackend::Create({.capacity_bytes = capacity, .stream_count = 2});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    options.memory.min_page_bytes = kMiB;
+    command_ = std::make_unique<Command<CpuDriver>>(*backend_, options);
+  }
+
+  BufferId MustAllocate(uint64_t size, SessionId session = kSession) {
+    absl::StatusOr<BufferId> id = command_->Allocate(session, size);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return *id;
+  }
+
+  absl::StatusOr<std::string> ReadAll(BufferId id, uint64_t size, LogicalStream stream = 0,
+                                      SessionId session = kSession) {
+    ASSIGN_OR_RETURN(PendingRead read,
+                     command_->Read(session, stream, id, CopyLayout::Contiguous(0, size)));
+    RETURN_IF_ERROR(read.wait());
+    return read.bytes.ToString();
+  }
+
+  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Command<CpuDriver>> command_;
+};
+
+TEST_F(CommandTest, WriteThenReadRoundTrips) {
+  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 3 * kMiB}) {  // staged and in place
+    BufferId id = MustAllocate(size);
+    std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
+    ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), data).ok());
+    EXPECT_EQ(ReadAll(id, size).value(), data) << size;
+  }
+}
+
+TEST_F(CommandTest, PitchedWriteLeavesPaddingAlone) {
+  constexpr uint64_t kWidth = 30, kHeight = 5, kStride = 48, kSize = 256;
+  BufferId id = MustAllocate(kSize);
+  std::string background(kSize, 'x');
+  ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, kSize), background).ok());
+  std::string rows = testing::RandomBytes(kWidth * kHeight, 7);
+  CopyLayout pitched = CopyLayout::Pitched(8, kWidth, kHeight, kStride);
+  ASSERT_TRUE(command_->Write(kSession, 0, id, pitched, rows).ok());
+  std::string expected = background;
+  for (uint64_t row = 0; row < kHeight; ++row) {
+    expected.replace(8 + row * kStride, kWidth, rows.substr(row * kWidth, kWidth));
+  }
+  EXPECT_EQ(ReadAll(id, kSize).value(), expected);
+  absl::StatusOr<PendingRead> read = command_->Read(kSession, 0, id, pitched);
+  ASSERT_TRUE(read.ok());
+  ASSERT_TRUE(read->wait().ok());
+  EXPECT_EQ(read->bytes.ToString(), rows);
+}
+
+TEST_F(CommandTest, BadInputIsRejectedBeforeAnythingIsEnqueued) {
+  BufferId id = MustAllocate(100);
+  absl::Status out_of_bounds =
+      command_->Write(kSession, 0, id, CopyLayout::Contiguous(90, 11), std::string(11, 'a'));
+  EXPECT_EQ(out_of_bounds.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out_of_bounds.message()), HasSubstr("out of bounds"));
+  // The slice is 128 bytes: the slack past the buffer's size is out of bounds too.
+  EXPECT_FALSE(command_->Read(kSession, 0, id, CopyLayout::Contiguous(100, 1)).ok());
+  EXPECT_EQ(command_->Write(kSession, 0, id, CopyLayout::Pitched(0, 20, 2, 10),
+                            std::string(40, 'a')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, 10), "short").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(command_->Write(kOtherSession, 0, id, CopyLayout::Contiguous(0, 1), "a").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(command_->Write(kSession, 0, 999, CopyLayout::Contiguous(0, 1), "a").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(100, 0), "").ok());
+  EXPECT_EQ(command_->Allocate(kSession, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(command_->Free(kOtherSession, id).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(command_->Free(kSession, id).ok());
+  EXPECT_EQ(command_->Free(kSession, id).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
+  BufferId id = MustAllocate(kMiB);
+  // The session's first two logical streams land on device streams 0 and 1.
+  ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
+  ASSERT_TRUE(command_->Synchronize(kSession, 20).ok());
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  std::string data = testing::RandomBytes(kMiB, 3);
+  ASSERT_TRUE(command_->Write(kSession, 10, id, CopyLayout::Contiguous(0, kMiB), data).ok());
+  absl::StatusOr<PendingRead> read =
+      command_->Read(kSession, 20, id, CopyLayout::Contiguous(0, kMiB));
+  ASSERT_TRUE(read.ok());
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    EXPECT_TRUE(read->wait().ok());
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(done) << "the read ran before the write it depends on";
+  gate.Open();
+  reader.join();
+  EXPECT_EQ(read->bytes.ToString(), data);
+}
+
+TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
+  constexpr uint64_t kSize = 64 << 10;
+  BufferId old_id = MustAllocate(kSize);
+  ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());  // logical 10 -> stream 0
+  ASSERT_TRUE(command_->Synchronize(kSession, 20).ok());  // logical 20 -> stream 1
+  std::string old_data = testing::RandomBytes(kSize, 4);
+  ASSERT_TRUE(command_->Write(kSession, 10, old_id, CopyLayout::Contiguous(0, kSize), old_data).ok());
+  ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
+
+  StreamGate gate;
+  gate.Block(backend_->stream(1));  // the reader's stream is stuck
+  absl::StatusOr<PendingRead> read =
+      command_->Read(kSession, 20, old_id, CopyLayout::Contiguous(0, kSize));
+  ASSERT_TRUE(read.ok());
+  ASSERT_TRUE(command_->Free(kSession, old_id).ok());
+  // A new buffer of the same class, written on the other stream at once.
+  BufferId new_id = MustAllocate(kSize);
+  ASSERT_TRUE(command_->Write(kSession, 10, new_id, CopyLayout::Contiguous(0, kSize),
+                              testing::RandomBytes(kSize, 5)).ok());
+  ASSERT_TRUE(command_->Synchronize(kSession, 10).ok());
+  gate.Open();
+  ASSERT_TRUE(read->wait().ok());
+  EXPECT_EQ(read->bytes.ToString(), old_data) << "the freed memory was reused under a reader";
+}
+
+TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
+  CommandOptions options;
+  options.drop_queue = {.max_entries = 2, .max_bytes = 1 << 30};  // flush often
+  Reset(64 * kMiB, options);
+  BufferId id = MustAllocate(64 << 10);
+
+  // Drop queues free in push order, so the k-th release gives back the bytes of the
+  // k-th write. Each write's copy is followed by an event recorded right after it; the
+  // release is early unless that event (hence the copy) completed.
+  constexpr int kWrites = 16;
+  std::vector<CpuStream::Event> copied(kWrites);
+  int releases = 0;
+  int early_releases = 0;
+  command_->pinned_pool().SetReleaseObserver([&](uint64_t) {
+    if (!copied[releases++].IsComplete()) ++early_releases;
+  });
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  // Flushes wait for the gated copies, so the gate opens from another thread.
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.Open();
+  });
+  std::vector<std::string> written;
+  for (int i = 0; i < kWrites; ++i) {  // staged in pinned memory; the queue flushes every 2
+    written.push_back(testing::RandomBytes(4096, i));
+    ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(i * 4096, 4096),
+                                written.back()).ok());
+    copied[i] = backend_->stream(0).RecordEvent();
+  }
+  ASSERT_TRUE(command_->Synchronize(kSession, 0).ok());
+  opener.join();
+  EXPECT_EQ(early_releases, 0) << "staged bytes were freed before their copy completed";
+  EXPECT_EQ(releases, kWrites);
+  EXPECT_EQ(command_->pinned_pool().outstanding_count(), 0u);
+  command_->pinned_pool().SetReleaseObserver(nullptr);
+  // Recycled staging memory would show up as another write's bytes.
+  std::string contents = ReadAll(id, kWrites * 4096).value();
+  for (int i = 0; i < kWrites; ++i) EXPECT_EQ(contents.substr(i * 4096, 4096), written[i]) << i;
+}
+
+TEST_F(CommandTest, RelocationMovesLiveBuffersAndKeepsHandlesAndContents) {
+  // Fill two pages of the 4 KiB class, then free most of the first: it is fragmented.
+  std::vector<BufferId> ids;
+  for (int i = 0; i < 400; ++i) ids.push_back(MustAllocate(4096));
+  std::map<BufferId, std::string> survivors;
+  for (int i = 0; i < 400; ++i) {
+    if (i % 16 == 0 || i >= 256) {
+      survivors[ids[i]] = testing::RandomBytes(4096, i);
+      ASSERT_TRUE(command_->Write(kSession, i % 2, ids[i], CopyLayout::Contiguous(0, 4096),
+                                  survivors[ids[i]]).ok());
+    } else {
+      ASSERT_TRUE(command_->Free(kSession, ids[i]).ok());
+    }
+  }
+  ASSERT_TRUE(command_->WantsRelocation());
+  uint64_t reserved_before = command_->Usage().memory_reserved_bytes;
+  absl::StatusOr<RelocationReport> report = command_->Relocate();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->pages_relocated, 1u);
+  EXPECT_EQ(report->allocations_moved, 16u);
+  EXPECT_EQ(report->bytes_moved, 16u * 4096);
+  EXPECT_LT(command_->Usage().memory_reserved_bytes, reserved_before);
+  EXPECT_FALSE(command_->WantsRelocation());
+  EXPECT_EQ(command_->Usage().relocations, 1u);
+  for (const auto& [id, data] : survivors) {
+    EXPECT_EQ(ReadAll(id, 4096).value(), data) << "buffer " << id;
+  }
+}
+
+TEST_F(CommandTest, OutOfMemoryDrainsCleansUpAndRetries) {
+  Reset(16 * kMiB, CommandOptions());
+  std::vector<BufferId> small;
+  while (true) {
+    absl::StatusOr<BufferId> id = command_->Allocate(kSession, 256 << 10);
+    if (!id.ok()) {
+      EXPECT_EQ(id.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(std::string(id.status().message()), HasSubstr("out of device memory"));
+      break;
+    }
+    small.push_back(*id);
+  }
+  // Freed slices keep their pages cached; a large request needs them returned first.
+  for (BufferId id : small) ASSERT_TRUE(command_->Free(kSession, id).ok());
+  EXPECT_GT(command_->Usage().memory_reserved_bytes, 0u);
+  absl::StatusOr<BufferId> large = command_->Allocate(kSession, 12 * kMiB);
+  EXPECT_TRUE(large.ok()) << large.status();
+}
+
+TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {
+  absl::Status status = command_->Allocate(kSession, 65 * kMiB).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("requested 68157440 bytes never fit"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("available"));
+}
+
+TEST_F(CommandTest, SessionQuotaIsEnforced) {
+  CommandOptions options;
+  options.session_quota_bytes = kMiB;
+  Reset(64 * kMiB, options);
+  BufferId first = MustAllocate(kMiB / 2);
+  MustAllocate(kMiB / 2);
+  absl::Status over = command_->Allocate(kSession, 1).status();
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(over.message()), HasSubstr("session quota"));
+  EXPECT_TRUE(command_->Allocate(kOtherSession, kMiB / 2).ok());
+  ASSERT_TRUE(command_->Free(kSession, first).ok());
+  EXPECT_TRUE(command_->Allocate(kSession, 1).ok());
+}
+
+TEST_F(CommandTest, CopyBetweenBuffersAndOverlapRejected) {
+  BufferId a = MustAllocate(1024);
+  BufferId b = MustAllocate(1024);
+  std::string data = testing::RandomBytes(1024, 9);
+  ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, 1024), data).ok());
+  ASSERT_TRUE(command_->Copy(kSession, 1, a, 100, b, 200, 500).ok());
+  std::string copied = ReadAll(b, 1024, 0).value();
+  EXPECT_EQ(copied.substr(200, 500), data.substr(100, 500));
+  EXPECT_EQ(command_->Copy(kSession, 0, a, 0, a, 100, 200).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(command_->Copy(kSession, 0, a, 0, a, 512, 512).ok());
+  EXPECT_EQ(command_->Copy(kSession, 0, a, 600, b, 0, 500).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CommandTest, ClosingASessionReclaimsEverything) {
+  for (int i = 0; i < 10; ++i) MustAllocate(100 << 10);
+  MustAllocate(4096, kOtherSession);
+  DeviceUsage before = command_->Usage();
+  EXPECT_EQ(before.sessions[kSession].buffers, 10u);
+  uint64_t reclaimed = command_->CloseSession(kSession);
+  EXPECT_EQ(reclaimed, 10u * (128 << 10));
+  DeviceUsage after = command_->Usage();
+  EXPECT_FALSE(after.sessions.contains(kSession));
+  EXPECT_EQ(after.memory_used_bytes, 4096u);
+}
+
+// Launch rules that hold before any kernel runs (this backend has no executor).
+class CommandLaunchTest : public CommandTest {
+ protected:
+  static KernelLaunch VectorAdd(absl::StatusOr<std::vector<KernelParam>> params, BufferId a,
+                                BufferId b, BufferId out) {
+    KernelLaunch launch;
+    launch.kernel = KernelId{"feedface"};
+    launch.params = std::move(params);
+    launch.grid = {1, 1, 1};
+    launch.block = {4, 1, 1};
+    launch.args = {{.kind = ParamKind::kBuffer, .buffer = a, .access = BufferAccess::kRead},
+                   {.kind = ParamKind::kBuffer, .buffer = b, .access = BufferAccess::kRead},
+                   {.kind = ParamKind::kBuffer, .buffer = out, .access = BufferAccess::kWrite},
+                   {.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32, .bits = 4}};
+    return launch;
+  }
+
+  static std::vector<KernelParam> VectorAddParams() {
+    return {{ParamKind::kBuffer, ScalarKind::kNone, "const float* a"},
+            {ParamKind::kBuffer, ScalarKind::kNone, "const float* b"},
+            {ParamKind::kBuffer, ScalarKind::kNone, "float* out"},
+            {ParamKind::kScalar, ScalarKind::kI32, "int n"}};
+  }
+};
+
+TEST_F(CommandLaunchTest, FailedCompileIsSkippedAndTaintsOnlyItsOutputs) {
+  BufferId a = MustAllocate(16), b = MustAllocate(16), out = MustAllocate(16);
+  ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, 16), "aaaaaaaaaaaaaaaa").ok());
+  absl::Status skipped = command_->Launch(
+      kSession, 0,
+      VectorAdd(absl::FailedPreconditionError("kernel.cu:3: error: 'y' was not declared"), a, b,
+                out));
+  EXPECT_EQ(skipped.code(), absl::StatusCode::kFailedPrecondition);
+  absl::Status read = ReadAll(out, 16).status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(read.message()), HasSubstr("'y' was not declared"));
+  EXPECT_EQ(ReadAll(a, 16).value(), "aaaaaaaaaaaaaaaa") << "inputs stay valid";
+  // A copy from the tainted buffer is refused too; rewriting it whole clears the taint.
+  EXPECT_EQ(command_->Copy(kSession, 0, out, 0, b, 0, 16).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(command_->Write(kSession, 0, out, CopyLayout::Contiguous(0, 16), "bbbbbbbbbbbbbbbb").ok());
+  EXPECT_EQ(ReadAll(out, 16).value(), "bbbbbbbbbbbbbbbb");
+}
+
+TEST_F(CommandLaunchTest, ArgumentsAreCheckedBeforeAnythingIsResolved) {
+  // Unknown buffers: a mismatch must be reported before any lookup would fail.
+  KernelLaunch launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args.pop_back();
+  absl::Status count = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(count.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(count.message()), HasSubstr("takes 4 arguments, the launch passes 3"));
+  launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args[3].scalar = ScalarKind::kF32;
+  EXPECT_THAT(std::string(command_->Launch(kSession, 0, launch).message()), HasSubstr("int n"));
+  launch = VectorAdd(VectorAddParams(), 901, 902, 903);
+  launch.args[0].kind = ParamKind::kScalar;
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  // With the right shape, the unknown buffers are what is wrong.
+  EXPECT_EQ(command_->Launch(kSession, 0, VectorAdd(VectorAddParams(), 901, 902, 903)).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(CommandLaunchTest, ShapeLimitsAndZeroGrid) {
+  BufferId a = MustAllocate(16), b = MustAllocate(16), out = MustAllocate(16);
+  KernelLaunch launch = VectorAdd(VectorAddParams(), a, b, out);
+  launch.block = {32, 64, 1};  // 2048 threads
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  launch.block = {4, 1, 1};
+  launch.dynamic_shared_memory_bytes = 1 << 20;
+  EXPECT_EQ(command_->Launch(kSession, 0, launch).code(), absl::StatusCode::kInvalidArgument);
+  launch.dynamic_shared_memory_bytes = 0;
+  launch.grid = {0, 0, 0};
+  // This backend has no executor: reaching the driver would fail, so OK proves the
+  // zero grid returned first.
+  EXPECT_TRUE(command_->Launch(kSession, 0, launch).ok());
+  launch.grid = {1, 1, 1};
+  absl::Status refused = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadAll(out, 16).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "a launch the driver refused taints its outputs";
+}
+
+// A launch with one tensor map over `matrix` (read) and one output buffer.
+KernelLaunch TensorMapLaunch(BufferId matrix, BufferId out) {
+  KernelLaunch launch;
+  launch.kernel = KernelId{"feedface"};
+  launch.params = std::vector<KernelParam>{
+      {ParamKind::kTensorMap, ScalarKind::kNone, "const __grid_constant__ CUtensorMap map"},
+      {ParamKind::kBuffer, ScalarKind::kNone, "float* out"}};
+  launch.grid = {1, 1, 1};
+  launch.block = {32, 1, 1};
+  LaunchArgument map{.kind = ParamKind::kTensorMap, .buffer = matrix,
+                     .access = BufferAccess::kRead};
+  map.tensor_map = {.data_type = TensorDataType::kF32,
+                    .global_dims = {64, 64},  // 64 rows of 512 bytes: twice the buffer
+                    .global_strides_bytes = {512},
+                    .box_dims = {32, 16},
+                    .element_strides = {1, 1}};
+  launch.args = {map, {.kind = ParamKind::kBuffer, .buffer = out,
+                       .access = BufferAccess::kWrite}};
+  return launch;
+}
+
+TEST_F(CommandLaunchTest, TensorMapsAreValidatedAgainstTheirBuffer) {
+  CommandOptions options;
+  options.launch.accepts_tensor_maps = true;  // as on the CUDA driver
+  Reset(64 * kMiB, options);
+  BufferId matrix = MustAllocate(512 * 32);
+  BufferId out = MustAllocate(16);
+  KernelLaunch launch = TensorMapLaunch(matrix, out);
+  absl::Status too_big = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("argument 0: tensor map"));
+  EXPECT_THAT(std::string(too_big.message()), HasSubstr("buffer has 16384"));
+}
+
+TEST_F(CommandLaunchTest, TensorMapsAreRefusedBeforeAnythingWhereTheDriverHasNone) {
+  BufferId matrix = MustAllocate(512 * 32);
+  BufferId out = MustAllocate(16);
+  ASSERT_TRUE(command_->Write(kSession, 0, out, CopyLayout::Contiguous(0, 16),
+                              std::string(16, 'k')).ok());
+  KernelLaunch launch = TensorMapLaunch(matrix, out);
+  launch.args[0].tensor_map.global_dims = {64, 32};  // valid for the buffer
+  absl::Status refused = command_->Launch(kSession, 0, launch);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("does not take tensor maps"));
+  EXPECT_EQ(ReadAll(out, 16).value(), std::string(16, 'k'))
+      << "a refused launch leaves its outputs untainted";
+}
+
+}  // namespace
+}  // namespace gpucmd

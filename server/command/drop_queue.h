@@ -1,0 +1,93 @@
+#ifndef GPUCMDD_SERVER_COMMAND_DROP_QUEUE_H_
+#define GPUCMDD_SERVER_COMMAND_DROP_QUEUE_H_
+
+// Note [Drop queue]
+// ~~~~~~~~~~~~~~~~~
+// A host->device copy is enqueued, not done: its source bytes must stay alive until the
+// stream has executed it. Each stream therefore has a drop queue of the Bytes its copies
+// read, double-buffered:
+//
+//   Push   adds to `staged`.
+//   Flush  waits on the fence recorded by the previous flush, frees `pending` (all of
+//          its copies were enqueued before that fence, so they have completed), moves
+//          `staged` to `pending`, and records a new fence on the stream.
+//
+// So staged bytes are freed at the earliest one flush later, and only after a fence
+// that follows their copy has completed: never before the copy that reads them. The
+// previous fence is usually long complete when the next flush comes, so the wait is
+// cheap. A queue is flushed when it passes a count or byte threshold (64-bit
+// counters), on Synchronize, and under memory pressure, where Drain (two flushes)
+// releases everything staged so far.
+//
+// Thread-safety: owned by the device thread, which alone touches it; no lock.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "driver/bytes.h"
+
+namespace gpucmd {
+
+// When a drop queue asks to be flushed.
+struct DropQueueThresholds {
+  uint64_t max_entries = 1024;
+  uint64_t max_bytes = uint64_t{256} << 20;
+};
+
+template <typename Stream>
+class DropQueue {
+ public:
+  using Event = typename Stream::Event;
+  using Thresholds = DropQueueThresholds;
+
+  explicit DropQueue(Thresholds thresholds) : thresholds_(thresholds) {}
+
+  void Push(Bytes bytes) {
+    staged_bytes_ += bytes.size();
+    staged_.push_back(std::move(bytes));
+  }
+
+  bool ShouldFlush() const {
+    return staged_.size() >= thresholds_.max_entries || staged_bytes_ >= thresholds_.max_bytes;
+  }
+
+  absl::Status Flush(Stream& stream) {
+    if (fence_.has_value()) {
+      absl::Status waited = fence_->Wait();
+      if (!waited.ok()) return waited;  // keep `pending`: its copies may still read it
+    }
+    pending_.clear();
+    pending_bytes_ = 0;
+    pending_.swap(staged_);
+    pending_bytes_ = std::exchange(staged_bytes_, 0);
+    fence_ = stream.RecordEvent();
+    ++flushes_;
+    return absl::OkStatus();
+  }
+
+  // Two flushes: everything pushed so far is released.
+  absl::Status Drain(Stream& stream) {
+    absl::Status first = Flush(stream);
+    if (!first.ok()) return first;
+    return Flush(stream);
+  }
+
+  uint64_t held_entries() const { return staged_.size() + pending_.size(); }
+  uint64_t held_bytes() const { return staged_bytes_ + pending_bytes_; }
+  uint64_t flushes() const { return flushes_; }
+
+ private:
+  const Thresholds thresholds_;
+  std::vector<Bytes> staged_;
+  std::vector<Bytes> pending_;
+  uint64_t staged_bytes_ = 0;
+  uint64_t pending_bytes_ = 0;
+  uint64_t flushes_ = 0;
+  std::optional<Event> fence_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_COMMAND_DROP_QUEUE_H_

@@ -1,0 +1,51 @@
+#ifndef GPUCMDD_SERVER_COMMAND_UNAVAILABLE_COMMAND_H_
+#define GPUCMDD_SERVER_COMMAND_UNAVAILABLE_COMMAND_H_
+
+// What a device thread serves with when its device could not be brought up (or back
+// after a reset): every command answers UNAVAILABLE with the reason, so work queued
+// before the failure still gets its reply.
+//
+// Thread-safety: as CommandInterface (device thread only).
+
+#include "server/command/command_interface.h"
+
+namespace gpucmd {
+
+class UnavailableCommand final : public CommandInterface {
+ public:
+  // `reason` must be UNAVAILABLE.
+  explicit UnavailableCommand(absl::Status reason) : reason_(std::move(reason)) {}
+
+  absl::StatusOr<BufferId> Allocate(SessionId, uint64_t) override { return reason_; }
+  absl::Status Free(SessionId, BufferId) override { return reason_; }
+  absl::Status Write(SessionId, LogicalStream, BufferId, const CopyLayout&,
+                     std::string) override {
+    return reason_;
+  }
+  absl::StatusOr<PendingRead> Read(SessionId, LogicalStream, BufferId,
+                                   const CopyLayout&) override {
+    return reason_;
+  }
+  absl::Status Copy(SessionId, LogicalStream, BufferId, uint64_t, BufferId, uint64_t,
+                    uint64_t) override {
+    return reason_;
+  }
+  absl::Status Launch(SessionId, LogicalStream, const KernelLaunch&) override { return reason_; }
+  absl::Status Synchronize(SessionId, std::optional<LogicalStream>) override { return reason_; }
+  uint64_t CloseSession(SessionId) override { return 0; }
+  absl::StatusOr<RelocationReport> Relocate() override { return reason_; }
+  void ReclaimFinished() override {}
+  bool WantsRelocation() const override { return false; }
+  DeviceUsage Usage() const override { return DeviceUsage(); }
+  // Already down: nothing more to lose.
+  absl::Status DeviceHealth() override { return absl::OkStatus(); }
+  DeviceLoss Abandon(const absl::Status&) override { return DeviceLoss(); }
+  void Inherit(DeviceLoss) override {}
+
+ private:
+  const absl::Status reason_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_COMMAND_UNAVAILABLE_COMMAND_H_

@@ -1,0 +1,180 @@
+#include "server/core/batch.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpucmd {
+namespace {
+
+template <typename... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+}  // namespace
+
+Batch::Batch(std::vector<BatchCommand> commands)
+    : commands_(std::move(commands)),
+      results_(commands_.size()),
+      failures_(commands_.size()),
+      allocated_(commands_.size()) {
+  for (size_t i = 0; i < commands_.size(); ++i) {
+    if (!commands_[i].operation.ok()) Fail(i, commands_[i].operation.status());
+  }
+}
+
+void Batch::Fail(size_t index, absl::Status status) {
+  results_[index].status = status;
+  failures_[index] = std::move(status);
+}
+
+absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
+                        absl::AnyInvocable<absl::Status()> abandoned,
+                        absl::AnyInvocable<void()> done) {
+  return worker.Submit(session, [self = shared_from_this(), worker = &worker, session, begin,
+                                 end, abandoned = std::move(abandoned),
+                                 done = std::move(done)](CommandInterface& command) mutable {
+    absl::Status gone = abandoned();
+    bool reads = false;
+    for (size_t i = begin; i < end; ++i) {
+      if (self->answered(i)) continue;
+      if (!gone.ok()) {
+        self->Fail(i, gone);
+        continue;
+      }
+      self->Execute(command, session, i);
+      reads |= self->results_[i].read.has_value();
+    }
+    if (!reads) {
+      worker->Defer(std::move(done));
+      return;
+    }
+    worker->Complete(
+        [self, begin, end] {
+          for (size_t i = begin; i < end; ++i) {
+            OperationResult& result = self->results_[i];
+            if (result.read.has_value()) result.status = result.read->wait();
+          }
+          return absl::OkStatus();
+        },
+        [done = std::move(done)](absl::Status) mutable { done(); });
+  });
+}
+
+std::vector<Batch::BufferUse> Batch::UsesOf(Operation& operation) {
+  return std::visit(
+      Overloaded{
+          [](AllocateOp&) { return std::vector<BufferUse>(); },
+          [](FreeOp& free) { return std::vector<BufferUse>{{&free.buffer, false, false}}; },
+          [](WriteOp& write) { return std::vector<BufferUse>{{&write.buffer, false, true}}; },
+          [](ReadOp& read) { return std::vector<BufferUse>{{&read.buffer, true, false}}; },
+          [](CopyOp& copy) {
+            return std::vector<BufferUse>{{&copy.source, true, false},
+                                          {&copy.target, false, true}};
+          },
+          [](LaunchOp& launch) {
+            std::vector<BufferUse> uses;
+            for (size_t i = 0; i < launch.launch.args.size(); ++i) {
+              const LaunchArgument& arg = launch.launch.args[i];
+              if (arg.kind == ParamKind::kScalar) continue;
+              uses.push_back({&launch.buffers[i], arg.access != BufferAccess::kWrite,
+                              arg.access != BufferAccess::kRead});
+            }
+            return uses;
+          },
+          [](SynchronizeOp&) { return std::vector<BufferUse>(); },
+      },
+      operation);
+}
+
+OperationResult Batch::Apply(CommandInterface& command, SessionId session,
+                             Operation& operation) {
+  OperationResult result;
+  std::visit(
+      Overloaded{
+          [&](AllocateOp& allocate) {
+            absl::StatusOr<BufferId> id = command.Allocate(session, allocate.size_bytes);
+            result.status = id.status();
+            if (id.ok()) result.allocated = *id;
+          },
+          [&](FreeOp& free) { result.status = command.Free(session, free.buffer.id); },
+          [&](WriteOp& write) {
+            uint64_t size = write.data.size();
+            result.status = command.Write(session, write.stream, write.buffer.id, write.layout,
+                                          std::move(write.data));
+            if (result.status.ok()) result.bytes_written = size;
+          },
+          [&](ReadOp& read) {
+            absl::StatusOr<PendingRead> pending =
+                command.Read(session, read.stream, read.buffer.id, read.layout);
+            result.status = pending.status();
+            if (pending.ok()) result.read = *std::move(pending);
+          },
+          [&](CopyOp& copy) {
+            result.status = command.Copy(session, copy.stream, copy.source.id,
+                                         copy.source_offset_bytes, copy.target.id,
+                                         copy.target_offset_bytes, copy.size_bytes);
+          },
+          [&](LaunchOp& launch) {
+            if (!launch.refused.ok()) {
+              result.status = launch.refused;
+              return;
+            }
+            for (size_t i = 0; i < launch.launch.args.size(); ++i) {
+              if (launch.launch.args[i].kind != ParamKind::kScalar) {
+                launch.launch.args[i].buffer = launch.buffers[i].id;
+              }
+            }
+            result.status = command.Launch(session, launch.stream, launch.launch);
+          },
+          [&](SynchronizeOp& synchronize) {
+            result.status = command.Synchronize(session, synchronize.stream);
+          },
+      },
+      operation);
+  return result;
+}
+
+void Batch::Execute(CommandInterface& command, SessionId session, size_t index) {
+  Operation& operation = *commands_[index].operation;
+  std::vector<BufferUse> uses = UsesOf(operation);
+  absl::Status blocked;
+  for (BufferUse& use : uses) {
+    if (use.ref->batch_index.has_value()) {
+      size_t allocate = *use.ref->batch_index;
+      if (!allocated_[allocate].has_value()) {
+        blocked = DependencyError(allocate);
+        break;
+      }
+      use.ref->id = *allocated_[allocate];
+    }
+    if (auto writer = failed_writer_.find(use.ref->id);
+        use.reads && writer != failed_writer_.end()) {
+      blocked = DependencyError(writer->second);
+      break;
+    }
+  }
+  if (blocked.ok()) results_[index] = Apply(command, session, operation);
+  else results_[index].status = blocked;
+  if (results_[index].status.ok()) {
+    if (std::holds_alternative<AllocateOp>(operation)) {
+      allocated_[index] = results_[index].allocated;
+    }
+    return;
+  }
+  failures_[index] = results_[index].status;
+  for (const BufferUse& use : uses) {
+    bool resolved = !use.ref->batch_index.has_value() || allocated_[*use.ref->batch_index];
+    if (use.writes && resolved) failed_writer_[use.ref->id] = index;
+  }
+}
+
+absl::Status Batch::DependencyError(size_t failed) const {
+  const BatchCommand& cause = commands_[failed];
+  return absl::FailedPreconditionError(
+      absl::StrCat("depends on command ", cause.sequence, " (", cause.kind,
+                   ") of this batch, which failed: ", failures_[failed].message()));
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,87 @@
+#ifndef GPUCMDD_SERVER_CORE_BATCH_H_
+#define GPUCMDD_SERVER_CORE_BATCH_H_
+
+// Note [One command path]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Every request runs as a Batch: a unary RPC is a batch of one, a Submit message a batch
+// of many. The RPC layer converts each command into an Operation (server/core/
+// operation.h) and rejects malformed ones before anything is queued; the Batch then runs
+// consecutive commands of one session as one device task, through one function
+// (Batch::Execute), whatever the RPC they came from.
+//
+// Batch-local references. A command may name the buffer of an earlier Allocate of the
+// same batch (BufferRef::batch_index); it is resolved on the device thread once that
+// Allocate ran. A failed command fails the commands that depend on it with
+// FAILED_PRECONDITION naming it: those whose reference it could not resolve (a failed
+// Allocate), and those that read a buffer it was to write (a failed Write, Copy or
+// Launch), so a batch never returns stale bytes as if its own earlier write had landed.
+// Commands that do not depend on it still run.
+//
+// Thread-safety: a Batch is used by one thread at a time, handed between the RPC thread,
+// the device thread (Execute) and the completion thread through the DeviceWorker's
+// queue, which orders those hand-offs. Run's task holds a reference to the batch.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "server/core/device_worker.h"
+#include "server/core/operation.h"
+
+namespace gpucmd {
+
+class Batch : public std::enable_shared_from_this<Batch> {
+ public:
+  // Commands whose operation is an error are answered with it and count as failed.
+  explicit Batch(std::vector<BatchCommand> commands);
+
+  size_t size() const { return commands_.size(); }
+  BatchCommand& command(size_t index) { return commands_[index]; }
+  OperationResult& result(size_t index) { return results_[index]; }
+  // True when the command has its answer before running (rejected or failed).
+  bool answered(size_t index) const { return !failures_[index].ok(); }
+
+  // Answers command `index` with `status` without running it (counts as failed).
+  void Fail(size_t index, absl::Status status);
+
+  // Queues commands [begin, end), all of `session`, as one task on `worker`. On the
+  // device thread, `abandoned` is asked first: a non-OK answer fails every command with
+  // it. `done` runs once the task finished and every read among the commands completed
+  // (results final): after the task, or on the completion thread when there were reads.
+  // An error means nothing was queued and `done` will not run.
+  absl::Status Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
+                   absl::AnyInvocable<absl::Status()> abandoned,
+                   absl::AnyInvocable<void()> done);
+
+ private:
+  // A buffer the command reads or writes, through its reference.
+  struct BufferUse {
+    BufferRef* ref;
+    bool reads;
+    bool writes;
+  };
+
+  static std::vector<BufferUse> UsesOf(Operation& operation);
+  static OperationResult Apply(CommandInterface& command, SessionId session,
+                               Operation& operation);
+
+  // Runs command `index` on the device thread: resolves its references, checks what it
+  // depends on, applies it, and records what its failure takes down.
+  void Execute(CommandInterface& command, SessionId session, size_t index);
+  // FAILED_PRECONDITION: command `index` depends on command `failed`, which failed.
+  absl::Status DependencyError(size_t failed) const;
+
+  std::vector<BatchCommand> commands_;
+  std::vector<OperationResult> results_;
+  std::vector<absl::Status> failures_;                  // per command; OK unless it failed
+  std::vector<std::optional<BufferId>> allocated_;      // per command: what Allocate made
+  absl::flat_hash_map<BufferId, size_t> failed_writer_;  // buffer -> failed command
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_BATCH_H_

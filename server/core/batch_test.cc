@@ -1,0 +1,149 @@
+#include "server/core/batch.h"
+
+#include <future>
+
+#include "driver/cpu/cpu_driver.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/command/command_factory.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr SessionId kSession = 1;
+
+class BatchTest : public ::testing::Test {
+ protected:
+  BatchTest()
+      : metrics_(1),
+        worker_({.ordinal = 0},
+                MakeCommandFactory<CpuDriver>(
+                    [] { return CpuBackend::Create({.capacity_bytes = 16 * kMiB}); },
+                    CommandOptions()),
+                &metrics_) {}
+
+  // Runs every command of `batch` in one device task and waits for the results.
+  void RunAll(Batch& batch) {
+    std::promise<void> done;
+    absl::Status queued = batch.Run(
+        worker_, kSession, 0, batch.size(), [] { return absl::OkStatus(); },
+        [&done] { done.set_value(); });
+    ASSERT_TRUE(queued.ok()) << queued;
+    done.get_future().get();
+  }
+
+  static BatchCommand Command(uint64_t sequence, absl::string_view kind, Operation operation) {
+    return BatchCommand{.sequence = sequence, .kind = kind, .operation = std::move(operation)};
+  }
+
+  static BufferRef Ref(size_t index) { return BufferRef{.batch_index = index}; }
+
+  static WriteOp Write(BufferRef buffer, std::string data) {
+    CopyLayout layout = CopyLayout::Contiguous(0, data.size());
+    return WriteOp{.buffer = buffer, .layout = layout, .data = std::move(data)};
+  }
+
+  static ReadOp Read(BufferRef buffer, uint64_t size) {
+    return ReadOp{.buffer = buffer, .layout = CopyLayout::Contiguous(0, size)};
+  }
+
+  static std::string Bytes(const OperationResult& result) {
+    return result.read.has_value() ? result.read->bytes.ToString() : "";
+  }
+
+  Metrics metrics_;
+  DeviceWorker worker_;
+};
+
+TEST_F(BatchTest, LaterCommandsUseTheBuffersOfEarlierAllocates) {
+  std::vector<BatchCommand> commands;
+  commands.push_back(Command(10, "allocate", AllocateOp{.size_bytes = 8}));
+  commands.push_back(Command(11, "write", Write(Ref(0), "abcdefgh")));
+  commands.push_back(Command(12, "read", Read(Ref(0), 8)));
+  commands.push_back(Command(13, "free", FreeOp{.buffer = Ref(0)}));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  RunAll(*batch);
+  for (size_t i = 0; i < batch->size(); ++i) {
+    EXPECT_TRUE(batch->result(i).status.ok()) << i << ": " << batch->result(i).status;
+  }
+  EXPECT_NE(batch->result(0).allocated, 0u);
+  EXPECT_EQ(batch->result(1).bytes_written, 8u);
+  EXPECT_EQ(Bytes(batch->result(2)), "abcdefgh");
+}
+
+TEST_F(BatchTest, AFailedAllocateFailsItsDependentsAndNothingElse) {
+  std::vector<BatchCommand> commands;
+  commands.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 1024 * kMiB}));  // too big
+  commands.push_back(Command(2, "allocate", AllocateOp{.size_bytes = 4}));
+  commands.push_back(Command(3, "write", Write(Ref(0), "lost")));
+  commands.push_back(Command(4, "write", Write(Ref(1), "kept")));
+  commands.push_back(Command(5, "read", Read(Ref(1), 4)));
+  commands.push_back(Command(6, "free", FreeOp{.buffer = Ref(0)}));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  RunAll(*batch);
+  EXPECT_EQ(batch->result(0).status.code(), absl::StatusCode::kResourceExhausted);
+  for (size_t dependent : {2, 5}) {
+    const absl::Status& status = batch->result(dependent).status;
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << dependent;
+    EXPECT_THAT(status.message(), HasSubstr("depends on command 1 (allocate)"));
+  }
+  EXPECT_TRUE(batch->result(3).status.ok());
+  EXPECT_EQ(Bytes(batch->result(4)), "kept");
+}
+
+TEST_F(BatchTest, ReadsOfABufferWhoseWriteFailedFailNamingIt) {
+  std::vector<BatchCommand> commands;
+  commands.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
+  WriteOp past_the_end = Write(Ref(0), "xy");
+  past_the_end.layout.offset_bytes = 3;  // two bytes at offset 3 of a 4-byte buffer
+  commands.push_back(Command(2, "write", std::move(past_the_end)));
+  commands.push_back(Command(3, "read", Read(Ref(0), 4)));
+  CopyOp copy{.source = Ref(0), .target = Ref(0), .target_offset_bytes = 2, .size_bytes = 2};
+  commands.push_back(Command(4, "copy", copy));
+  commands.push_back(Command(5, "free", FreeOp{.buffer = Ref(0)}));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  RunAll(*batch);
+  EXPECT_EQ(batch->result(1).status.code(), absl::StatusCode::kInvalidArgument);
+  for (size_t dependent : {2, 3}) {
+    const absl::Status& status = batch->result(dependent).status;
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << dependent;
+    EXPECT_THAT(status.message(), HasSubstr("command 2 (write)"));
+  }
+  EXPECT_TRUE(batch->result(4).status.ok()) << "freeing does not read: it still runs";
+}
+
+TEST_F(BatchTest, RejectedCommandsAreAnsweredWithoutRunning) {
+  std::vector<BatchCommand> commands;
+  commands.push_back(BatchCommand{.sequence = 7,
+                                  .kind = "allocate",
+                                  .operation = absl::InvalidArgumentError("size_bytes")});
+  commands.push_back(Command(8, "write", Write(Ref(0), "ab")));
+  commands.push_back(Command(9, "synchronize", SynchronizeOp()));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  EXPECT_TRUE(batch->answered(0));
+  RunAll(*batch);
+  EXPECT_EQ(batch->result(0).status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(batch->result(1).status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(batch->result(1).status.message(), HasSubstr("command 7 (allocate)"));
+  EXPECT_TRUE(batch->result(2).status.ok());
+}
+
+TEST_F(BatchTest, AnAbandonedCallRunsNothing) {
+  std::vector<BatchCommand> commands;
+  commands.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  std::promise<void> done;
+  ASSERT_TRUE(batch->Run(worker_, kSession, 0, 1,
+                         [] { return absl::CancelledError("the client cancelled the call"); },
+                         [&done] { done.set_value(); })
+                  .ok());
+  done.get_future().get();
+  EXPECT_EQ(batch->result(0).status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(worker_.usage().memory_used_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace gpucmd

@@ -1,0 +1,183 @@
+#include "server/core/compile_cache.h"
+
+#include <openssl/evp.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "base/file.h"
+#include "absl/strings/str_join.h"
+
+namespace gpucmd {
+namespace {
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), length));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CompileCache>> CompileCache::Create(const Options& options,
+                                                                    BackendCompiler compiler) {
+  std::error_code error;
+  std::filesystem::create_directories(options.directory, error);
+  if (error || access(options.directory.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compile cache directory ", options.directory, " is not writable",
+        error ? ": " + error.message() : ""));
+  }
+  return std::unique_ptr<CompileCache>(new CompileCache(options, std::move(compiler)));
+}
+
+CompileCache::CompileCache(const Options& options, BackendCompiler compiler)
+    : options_(options), compiler_(std::move(compiler)) {
+  for (int i = 0; i < std::max(1, options.workers); ++i) {
+    workers_.emplace_back([this] { Work(); });
+  }
+}
+
+CompileCache::~CompileCache() {
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+    work_ready_.NotifyAll();
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+KernelId CompileCache::IdFor(const KernelSource& kernel) const {
+  // Length-prefixed fields: no two different inputs hash the same text.
+  std::string key;
+  for (const std::string& field :
+       {options_.driver, options_.architecture, kernel.entry_point, kernel.source}) {
+    absl::StrAppend(&key, field.size(), ":", field, ";");
+  }
+  for (const std::string& option : kernel.options) absl::StrAppend(&key, option.size(), ":", option, ";");
+  return KernelId{Sha256Hex(key)};
+}
+
+std::string CompileCache::ArtifactPath(const KernelId& id) const {
+  return absl::StrCat(options_.directory, "/", id.hex, options_.artifact_extension);
+}
+
+void CompileCache::Compile(KernelSource kernel,
+                           absl::AnyInvocable<void(absl::StatusOr<Result>)> done) {
+  KernelId id = IdFor(kernel);
+  std::optional<absl::StatusOr<Result>> answer;
+  {
+    MutexLock lock(&mutex_);
+    if (auto it = compiled_.find(id.hex); it != compiled_.end()) {
+      ++memory_hits_;
+      answer = Result{it->second, true};
+    } else if (auto failure = failed_.find(id.hex); failure != failed_.end()) {
+      answer = failure->second;
+    }
+  }
+  if (!answer) {
+    if (absl::StatusOr<CompiledKernel> disk = LoadFromDisk(id); disk.ok()) {
+      answer = Result{*std::move(disk), true};
+    }
+  }
+  if (!answer) {
+    MutexLock lock(&mutex_);
+    if (jobs_.size() < options_.max_pending) {
+      jobs_.push_back(Job{std::move(kernel), std::move(id), std::move(done)});
+      work_ready_.NotifyOne();
+      return;
+    }
+    answer = absl::ResourceExhaustedError(
+        absl::StrCat("compile queue is full (", options_.max_pending, " pending)"));
+  }
+  done(*std::move(answer));
+}
+
+absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
+  std::string signature_path = absl::StrCat(options_.directory, "/", id.hex, ".sig");
+  if (access(ArtifactPath(id).c_str(), R_OK) != 0 || access(signature_path.c_str(), R_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " was never compiled"));
+  }
+  absl::StatusOr<std::vector<KernelParam>> params =
+      DeserializeSignature(ReadFileOrEmpty(signature_path));
+  if (!params.ok()) return params.status();
+  CompiledKernel kernel{id, *std::move(params), ""};
+  MutexLock lock(&mutex_);
+  ++disk_hits_;
+  compiled_[id.hex] = kernel;
+  return kernel;
+}
+
+absl::StatusOr<CompiledKernel> CompileCache::Lookup(const KernelId& id) {
+  {
+    MutexLock lock(&mutex_);
+    if (auto it = compiled_.find(id.hex); it != compiled_.end()) return it->second;
+    if (auto it = failed_.find(id.hex); it != failed_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", id.hex, " failed to compile: ", it->second.message()));
+    }
+  }
+  return LoadFromDisk(id);
+}
+
+void CompileCache::Work() {
+  while (true) {
+    Job job;
+    {
+      MutexLock lock(&mutex_);
+      work_ready_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return stopping_ || !jobs_.empty();
+      });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++misses_;
+    }
+    absl::StatusOr<CompileOutput> output = compiler_(job.kernel, ArtifactPath(job.id));
+    if (!output.ok()) {
+      if (absl::IsInvalidArgument(output.status())) {  // the source's fault: remember it
+        MutexLock lock(&mutex_);
+        failed_[job.id.hex] = output.status();
+      }
+      job.done(output.status());
+      continue;
+    }
+    absl::Status stored = WriteFileAtomically(
+        absl::StrCat(options_.directory, "/", job.id.hex, ".sig"),
+        SerializeSignature(output->params));
+    if (!stored.ok()) {
+      job.done(stored);
+      continue;
+    }
+    CompiledKernel kernel{job.id, std::move(output->params), std::move(output->log)};
+    {
+      MutexLock lock(&mutex_);
+      compiled_[job.id.hex] = kernel;
+    }
+    job.done(Result{std::move(kernel), false});
+  }
+}
+
+uint64_t CompileCache::memory_hits() const {
+  MutexLock lock(&mutex_);
+  return memory_hits_;
+}
+
+uint64_t CompileCache::disk_hits() const {
+  MutexLock lock(&mutex_);
+  return disk_hits_;
+}
+
+uint64_t CompileCache::misses() const {
+  MutexLock lock(&mutex_);
+  return misses_;
+}
+
+}  // namespace gpucmd

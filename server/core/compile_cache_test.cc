@@ -1,0 +1,112 @@
+#include "server/core/compile_cache.h"
+
+#include <atomic>
+#include <fstream>
+#include <future>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+// A stand-in for a driver's compiler: "compiles" by writing the source to the artifact;
+// sources containing "error" fail with a log. Counts its calls.
+class FakeCompiler {
+ public:
+  CompileCache::BackendCompiler Function() {
+    return [this](const KernelSource& kernel,
+                  const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+      ++calls_;
+      if (kernel.source.find("error") != std::string::npos) {
+        return absl::InvalidArgumentError("kernel.cu:1: error: broken");
+      }
+      std::ofstream(artifact) << kernel.source;
+      return CompileOutput{{KernelParam{ParamKind::kBuffer, ScalarKind::kNone, "float* x"}},
+                           "a warning"};
+    };
+  }
+  int calls() const { return calls_; }
+
+ private:
+  std::atomic<int> calls_{0};
+};
+
+absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
+  std::promise<absl::StatusOr<CompileCache::Result>> promise;
+  cache.Compile(std::move(kernel), [&promise](absl::StatusOr<CompileCache::Result> result) {
+    promise.set_value(std::move(result));
+  });
+  return promise.get_future().get();
+}
+
+CompileCache::Options Options(const std::string& directory) {
+  return {.directory = directory, .driver = "cpu", .architecture = "x86_64", .workers = 2};
+}
+
+TEST(CompileCacheTest, IdsHashEveryInput) {
+  FakeCompiler compiler;
+  auto cache = CompileCache::Create(Options(std::string(getenv("TEST_TMPDIR")) + "/ids"),
+                                    compiler.Function());
+  ASSERT_TRUE(cache.ok());
+  KernelSource base{"src", "k", {"-DA"}};
+  KernelId id = (*cache)->IdFor(base);
+  EXPECT_EQ(id.hex.size(), 64u);
+  EXPECT_EQ((*cache)->IdFor(base), id);
+  EXPECT_NE((*cache)->IdFor({"src", "k2", {"-DA"}}), id);
+  EXPECT_NE((*cache)->IdFor({"src ", "k", {"-DA"}}), id);
+  EXPECT_NE((*cache)->IdFor({"src", "k", {"-DB"}}), id);
+  auto other = CompileCache::Create({.directory = std::string(getenv("TEST_TMPDIR")) + "/ids",
+                                     .driver = "cuda", .architecture = "sm_90"},
+                                    compiler.Function());
+  EXPECT_NE((*other)->IdFor(base), id) << "driver and architecture are part of the id";
+}
+
+TEST(CompileCacheTest, MissThenMemoryHitThenDiskHitAfterRestart) {
+  std::string directory = std::string(getenv("TEST_TMPDIR")) + "/restart";
+  FakeCompiler compiler;
+  KernelSource kernel{"extern \"C\" __global__ void k(float* x) {}", "k", {}};
+  KernelId id;
+  {
+    auto cache = CompileCache::Create(Options(directory), compiler.Function());
+    absl::StatusOr<CompileCache::Result> first = CompileNow(**cache, kernel);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->cache_hit);
+    EXPECT_EQ(first->kernel.log, "a warning");
+    absl::StatusOr<CompileCache::Result> second = CompileNow(**cache, kernel);
+    EXPECT_TRUE(second->cache_hit);
+    EXPECT_EQ((*cache)->memory_hits(), 1u);
+    id = first->kernel.id;
+  }
+  auto restarted = CompileCache::Create(Options(directory), compiler.Function());
+  absl::StatusOr<CompiledKernel> found = (*restarted)->Lookup(id);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->params.size(), 1u);
+  absl::StatusOr<CompileCache::Result> again = CompileNow(**restarted, kernel);
+  EXPECT_TRUE(again->cache_hit);
+  EXPECT_EQ(compiler.calls(), 1) << "a restarted daemon must not compile again";
+}
+
+TEST(CompileCacheTest, FailuresAreRememberedWithTheirLog) {
+  FakeCompiler compiler;
+  auto cache = CompileCache::Create(
+      Options(std::string(getenv("TEST_TMPDIR")) + "/failures"), compiler.Function());
+  KernelSource broken{"error here", "k", {}};
+  absl::Status first = CompileNow(**cache, broken).status();
+  EXPECT_EQ(first.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompileNow(**cache, broken).status(), first);
+  EXPECT_EQ(compiler.calls(), 1);
+  absl::Status lookup = (*cache)->Lookup((*cache)->IdFor(broken)).status();
+  EXPECT_EQ(lookup.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(lookup.message()), ::testing::HasSubstr("kernel.cu:1: error: broken"));
+  EXPECT_EQ((*cache)->Lookup(KernelId{"00"}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CompileCacheTest, UnwritableDirectoryIsRefused) {
+  FakeCompiler compiler;
+  EXPECT_EQ(CompileCache::Create(Options("/proc/gpucmd-cache"), compiler.Function()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace gpucmd

@@ -1,0 +1,215 @@
+#include "server/core/device_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/command/unavailable_command.h"
+#include "spdlog/spdlog.h"
+
+namespace gpucmd {
+
+DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* metrics)
+    : options_(options),
+      metrics_(metrics),
+      queue_(options.queue_capacity, options.per_session_limit),
+      factory_(std::move(factory)) {
+  // The threads below log. spdlog creates its registry on first use; create it here,
+  // before them, so that no two threads race to (Debian's spdlog is not instrumented for
+  // ThreadSanitizer, which then cannot see that first use is synchronised).
+  spdlog::default_logger_raw();
+  completion_thread_ = std::thread([this] { RunCompletions(); });
+  device_thread_ = std::thread([this] { RunDevice(); });
+}
+
+DeviceWorker::~DeviceWorker() { Stop(); }
+
+absl::Status DeviceWorker::Submit(SessionId session, Task task) {
+  {
+    MutexLock lock(&mutex_);
+    if (!init_status_.ok()) {
+      return absl::UnavailableError(absl::StrCat("device ", options_.ordinal,
+                                                 " is unavailable: ", init_status_.message()));
+    }
+  }
+  absl::Status pushed = queue_.Push(session, std::move(task));
+  metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
+  return pushed;
+}
+
+void DeviceWorker::Defer(absl::AnyInvocable<void()> action) {
+  deferred_.push_back(std::move(action));
+}
+
+void DeviceWorker::Complete(absl::AnyInvocable<absl::Status()> wait,
+                            absl::AnyInvocable<void(absl::Status)> done) {
+  metrics_->CommandsInFlight(options_.ordinal).Increment();
+  MutexLock lock(&completion_mutex_);
+  completions_.push_back(Completion{std::move(wait), std::move(done)});
+  completion_ready_.NotifyOne();
+}
+
+bool DeviceWorker::ready() const {
+  MutexLock lock(&mutex_);
+  return initialised_ && init_status_.ok();
+}
+
+void DeviceWorker::AwaitInitialised() const {
+  MutexLock lock(&mutex_);
+  initialised_changed_.Await(&mutex_,
+                             [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return initialised_; });
+}
+
+absl::Status DeviceWorker::init_status() const {
+  MutexLock lock(&mutex_);
+  return init_status_;
+}
+
+DeviceUsage DeviceWorker::usage() const {
+  MutexLock lock(&mutex_);
+  return usage_;
+}
+
+void DeviceWorker::Stop() {
+  queue_.Close();
+  if (device_thread_.joinable()) device_thread_.join();
+  {
+    MutexLock lock(&completion_mutex_);
+    completions_closed_ = true;
+    completion_ready_.NotifyAll();
+  }
+  if (completion_thread_.joinable()) completion_thread_.join();
+}
+
+void DeviceWorker::RunDevice() {
+  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
+  std::shared_ptr<CommandInterface> command;
+  if (created.ok()) {
+    command = *std::move(created);
+    PublishUsage(*command);
+    metrics_->DeviceReady(options_.ordinal).Set(1);
+    spdlog::info("device {} ready", options_.ordinal);
+  } else {
+    spdlog::error("device {} failed to initialise: {}", options_.ordinal,
+                  created.status().ToString());
+    // Work queued before this point still gets an answer.
+    command = std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
+        "device ", options_.ordinal, " is unavailable: ", created.status().message())));
+  }
+  {
+    MutexLock lock(&mutex_);
+    initialised_ = true;
+    init_status_ = created.status();
+    initialised_changed_.NotifyAll();
+  }
+  while (true) {
+    std::optional<Task> task = queue_.TryPop();
+    if (!task) {
+      // Idle: upkeep before waiting for more work.
+      command = Healthy(std::move(command));
+      command->ReclaimFinished();
+      if (command->WantsRelocation()) {
+        absl::StatusOr<RelocationReport> report = command->Relocate();
+        if (report.ok()) {
+          spdlog::info("device {}: relocated {} allocation(s) off {} page(s)", options_.ordinal,
+                       report->allocations_moved, report->pages_relocated);
+        } else {
+          spdlog::warn("device {}: relocation failed: {}", options_.ordinal,
+                       report.status().ToString());
+        }
+      }
+      PublishUsage(*command);
+      task = queue_.Pop();
+      if (!task) break;  // closed and drained
+    }
+    command = Healthy(std::move(command));
+    RunTask(*command, *std::move(task));
+  }
+  metrics_->DeviceReady(options_.ordinal).Set(0);
+  // Pending reads hold the command's staging memory: finish them before it goes.
+  AwaitCompletions();
+}
+
+std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
+    std::shared_ptr<CommandInterface> command) {
+  absl::Status health = command->DeviceHealth();
+  if (health.ok()) return command;
+  const int device = options_.ordinal;
+  absl::Status cause = absl::UnavailableError(
+      absl::StrCat("device ", device, " was reset after a device error: ", health.message()));
+  spdlog::error("{}; recreating its context", std::string(cause.message()));
+  metrics_->DeviceReady(device).Set(0);
+  metrics_->DeviceResets(device).Increment();
+  // In-flight reads fail against the dead context; they must end before their staging
+  // memory goes with the Command.
+  AwaitCompletions();
+  DeviceLoss loss = command->Abandon(cause);
+  const size_t lost_buffers = loss.buffers.size();
+  command.reset();  // the old backend, and with it the failed context, goes first
+  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
+  if (!created.ok()) {
+    absl::Status down = absl::UnavailableError(absl::StrCat(
+        "device ", device, " is down: ", health.message(),
+        "; recreating its context failed: ", created.status().message()));
+    spdlog::error("{}", std::string(down.message()));
+    MutexLock lock(&mutex_);
+    init_status_ = down;
+    return std::make_shared<UnavailableCommand>(down);
+  }
+  (*created)->Inherit(std::move(loss));
+  metrics_->DeviceReady(device).Set(1);
+  spdlog::warn("device {} serves again on a new context; {} buffer handle(s) are lost",
+               device, lost_buffers);
+  return *std::move(created);
+}
+
+void DeviceWorker::AwaitCompletions() {
+  MutexLock lock(&completion_mutex_);
+  completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return completions_.empty() && !completion_running_;
+  });
+}
+
+void DeviceWorker::RunTask(CommandInterface& command, Task task) {
+  metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
+  metrics_->CommandsInFlight(options_.ordinal).Increment();
+  command.ReclaimFinished();
+  task(command);
+  metrics_->CommandsInFlight(options_.ordinal).Decrement();
+  PublishUsage(command);
+  for (absl::AnyInvocable<void()>& action : deferred_) action();
+  deferred_.clear();
+}
+
+void DeviceWorker::PublishUsage(const CommandInterface& command) {
+  DeviceUsage usage = command.Usage();
+  int device = options_.ordinal;
+  metrics_->MemoryUsed(device).Set(static_cast<double>(usage.memory_used_bytes));
+  metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
+  metrics_->DropQueueBytes(device).Set(static_cast<double>(usage.drop_queue_bytes));
+  metrics_->RelocatedPages(device).Set(static_cast<double>(usage.relocations));
+  MutexLock lock(&mutex_);
+  usage_ = std::move(usage);
+}
+
+void DeviceWorker::RunCompletions() {
+  while (true) {
+    Completion completion;
+    {
+      MutexLock lock(&completion_mutex_);
+      completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !completions_.empty() || completions_closed_;
+      });
+      if (completions_.empty()) return;
+      completion = std::move(completions_.front());
+      completions_.pop_front();
+      completion_running_ = true;
+    }
+    absl::Status status = completion.wait();
+    completion.done(std::move(status));
+    completion = Completion();  // what it held goes before the command may
+    metrics_->CommandsInFlight(options_.ordinal).Decrement();
+    MutexLock lock(&completion_mutex_);
+    completion_running_ = false;
+    completion_ready_.NotifyAll();
+  }
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,128 @@
+#ifndef GPUCMDD_SERVER_CORE_DEVICE_WORKER_H_
+#define GPUCMDD_SERVER_CORE_DEVICE_WORKER_H_
+
+// One device's thread. It creates the device's Command (through a factory, on the
+// thread itself), then serves the device queue (Note [Device queue]) one task at a
+// time; when the queue runs dry it does upkeep: frees memory whose users finished and
+// relocates off outdated or fragmented pages. Reads finish off the device thread: a
+// completion thread waits for their fences, in order, and then calls back.
+//
+// Note [Device loss]
+// ~~~~~~~~~~~~~~~~~~
+// A GPU context that hit a sticky error (an illegal address, say) is dead: every call
+// on it fails, and all its memory is gone. Before each command (and when idle) the
+// device thread asks the Command for the device's health. On a loss it waits for the
+// pending completions (their fences fail at once, so in-flight reads end UNAVAILABLE
+// with the driver's cause), asks the Command to abandon its state, drops the Command
+// and its backend (the driver resets the context), and builds both anew through the
+// factory. The new Command inherits the lost handles, which answer UNAVAILABLE naming
+// the cause, and each affected session's next Synchronize reports it once; buffer ids
+// continue, so a lost handle never names a new buffer. New work, from any session,
+// runs on the fresh context. Other devices have their own thread and are untouched.
+// If the device cannot be brought back it serves on with an UnavailableCommand, so
+// queued work still gets an answer, and refuses new work as at a failed start.
+//
+// Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
+// Tasks run on the device thread only and may call Complete. Callbacks run on the
+// completion thread.
+
+#include <deque>
+#include <vector>
+#include <memory>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "server/command/command_interface.h"
+#include "server/core/device_queue.h"
+#include "server/core/metrics.h"
+
+namespace gpucmd {
+
+class DeviceWorker {
+ public:
+  using Task = absl::AnyInvocable<void(CommandInterface&)>;
+  using Factory = CommandFactory;
+
+  struct Options {
+    int ordinal = 0;
+    size_t queue_capacity = 4096;
+    size_t per_session_limit = 1024;
+  };
+
+  // Starts the thread; it runs `factory` first, and again after a device loss. `metrics`
+  // must outlive the worker.
+  DeviceWorker(const Options& options, Factory factory, Metrics* metrics);
+  ~DeviceWorker();
+  DeviceWorker(const DeviceWorker&) = delete;
+  DeviceWorker& operator=(const DeviceWorker&) = delete;
+
+  // Queues `task` for the device thread. RESOURCE_EXHAUSTED when the device's queue or
+  // the session's share is full; UNAVAILABLE when the device failed to start or stops.
+  absl::Status Submit(SessionId session, Task task);
+
+  // Called by tasks (device thread only): runs `action` once the task has finished and
+  // the usage figures include its effects, so a reply sent there is never ahead of
+  // GetStats.
+  void Defer(absl::AnyInvocable<void()> action);
+
+  // Called by tasks: runs `wait` off the device thread, then `done` with its result.
+  void Complete(absl::AnyInvocable<absl::Status()> wait,
+                absl::AnyInvocable<void(absl::Status)> done);
+
+  // True once the device initialised; init_status says why not when it failed.
+  bool ready() const;
+  // Blocks until the device thread finished initialising (successfully or not).
+  void AwaitInitialised() const;
+  absl::Status init_status() const;
+  // Figures as of the last task the device thread finished.
+  DeviceUsage usage() const;
+  size_t queue_depth() const { return queue_.depth(); }
+  int ordinal() const { return options_.ordinal; }
+
+  // Refuses new tasks, finishes queued ones and pending completions, joins.
+  void Stop();
+
+ private:
+  struct Completion {
+    absl::AnyInvocable<absl::Status()> wait;
+    absl::AnyInvocable<void(absl::Status)> done;
+  };
+
+  void RunDevice();
+  // `command`, or its replacement when the device it drives was lost.
+  std::shared_ptr<CommandInterface> Healthy(std::shared_ptr<CommandInterface> command);
+  // Blocks until no completion is queued or running.
+  void AwaitCompletions();
+  void RunCompletions();
+  void RunTask(CommandInterface& command, Task task);
+  void PublishUsage(const CommandInterface& command);
+
+  const Options options_;
+  Metrics* const metrics_;
+  DeviceQueue<Task> queue_;
+  Factory factory_;  // device thread only
+
+  mutable Mutex mutex_;
+  mutable CondVar initialised_changed_;
+  bool initialised_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
+  DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
+
+  Mutex completion_mutex_;
+  CondVar completion_ready_;
+  std::deque<Completion> completions_ ABSL_GUARDED_BY(completion_mutex_);
+  bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
+  bool completion_running_ ABSL_GUARDED_BY(completion_mutex_) = false;
+
+  // Actions of the running task, run after it (device thread only; no lock).
+  std::vector<absl::AnyInvocable<void()>> deferred_;
+
+  std::thread completion_thread_;
+  std::thread device_thread_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_DEVICE_WORKER_H_

@@ -1,0 +1,122 @@
+#include "server/core/device_worker.h"
+
+#include <future>
+#include <set>
+#include <thread>
+
+#include "driver/cpu/cpu_driver.h"
+#include "gtest/gtest.h"
+#include "server/command/command_factory.h"
+#include "server/core/worker_test_calls.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+DeviceWorker::Factory CpuFactory(uint64_t capacity) {
+  return MakeCommandFactory<CpuDriver>(
+      [capacity] { return CpuBackend::Create({.capacity_bytes = capacity, .stream_count = 4}); },
+      CommandOptions());
+}
+
+TEST(DeviceWorkerTest, ManySessionsAllocateWriteAndReadConcurrently) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(256 * kMiB), &metrics);
+  constexpr int kSessions = 8;
+  constexpr int kBuffersEach = 20;
+  std::vector<std::thread> clients;
+  std::vector<std::vector<BufferId>> ids(kSessions);
+  for (int s = 0; s < kSessions; ++s) {
+    clients.emplace_back([&, s] {
+      SessionId session = s + 1;
+      for (int b = 0; b < kBuffersEach; ++b) {
+        uint64_t size = 1000 + 997 * b;
+        std::string data(size, static_cast<char>('a' + s));
+        absl::StatusOr<BufferId> id = OnDevice<absl::StatusOr<BufferId>>(
+            worker, session, [&](CommandInterface& command) -> absl::StatusOr<BufferId> {
+              ASSIGN_OR_RETURN(BufferId id, command.Allocate(session, size));
+              RETURN_IF_ERROR(command.Write(session, b % 3, id, CopyLayout::Contiguous(0, size),
+                                            data));
+              return id;
+            });
+        ASSERT_TRUE(id.ok()) << id.status();
+        ids[s].push_back(*id);
+        // The read finishes on the completion thread.
+        std::promise<std::string> read_back;
+        ASSERT_TRUE(worker.Submit(session, [&](CommandInterface& command) {
+          absl::StatusOr<PendingRead> read =
+              command.Read(session, (b + 1) % 3, *id, CopyLayout::Contiguous(0, size));
+          ASSERT_TRUE(read.ok());
+          auto shared = std::make_shared<PendingRead>(*std::move(read));
+          worker.Complete([shared] { return shared->wait(); },
+                          [shared, &read_back](absl::Status status) {
+                            read_back.set_value(status.ok() ? shared->bytes.ToString()
+                                                            : std::string(status.message()));
+                          });
+        }).ok());
+        EXPECT_EQ(read_back.get_future().get(), data);
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  std::set<BufferId> all;
+  for (const auto& session_ids : ids) all.insert(session_ids.begin(), session_ids.end());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kSessions * kBuffersEach)) << "ids must be unique";
+  // Usage is published after each task; one more task makes sure the last one is in.
+  OnDevice<int>(worker, 99, [](CommandInterface&) { return 0; });
+  DeviceUsage usage = worker.usage();
+  EXPECT_EQ(usage.sessions.size(), static_cast<size_t>(kSessions));
+  for (int s = 1; s <= kSessions; ++s) EXPECT_EQ(usage.sessions[s].buffers, kBuffersEach + 0u);
+  EXPECT_TRUE(worker.ready());
+}
+
+TEST(DeviceWorkerTest, FailedDeviceRefusesWorkAsUnavailable) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0},
+                      [] { return absl::StatusOr<std::shared_ptr<CommandInterface>>(
+                               absl::InternalError("no such device")); },
+                      &metrics);
+  while (worker.init_status().ok()) std::this_thread::yield();
+  EXPECT_FALSE(worker.ready());
+  absl::Status status = worker.Submit(1, [](CommandInterface&) {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(DeviceWorkerTest, FullQueueIsResourceExhausted) {
+  // Declared before the worker: its tasks use them until it stops.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0, .queue_capacity = 2, .per_session_limit = 2},
+                      CpuFactory(16 * kMiB), &metrics);
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    started.set_value();
+    released.wait();
+  }).ok());
+  started.get_future().wait();  // the device thread is busy; the queue is empty
+  ASSERT_TRUE(worker.Submit(1, [](CommandInterface&) {}).ok());
+  ASSERT_TRUE(worker.Submit(2, [](CommandInterface&) {}).ok());
+  EXPECT_EQ(worker.queue_depth(), 2u);
+  EXPECT_EQ(metrics.QueueDepth(0).Value(), 2);
+  EXPECT_EQ(worker.Submit(3, [](CommandInterface&) {}).code(),
+            absl::StatusCode::kResourceExhausted);
+  release.set_value();
+}
+
+TEST(DeviceWorkerTest, StopFinishesQueuedWork) {
+  Metrics metrics(1);
+  auto worker = std::make_unique<DeviceWorker>(DeviceWorker::Options{.ordinal = 0},
+                                               CpuFactory(16 * kMiB), &metrics);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(worker->Submit(i % 5, [&ran](CommandInterface&) { ++ran; }).ok());
+  }
+  worker->Stop();
+  EXPECT_EQ(ran, 50);
+  EXPECT_EQ(worker->Submit(1, [](CommandInterface&) {}).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gpucmd

@@ -1,0 +1,97 @@
+#ifndef GPUCMDD_SERVER_CORE_OPERATION_H_
+#define GPUCMDD_SERVER_CORE_OPERATION_H_
+
+// The one operation type every request becomes. The RPC layer converts and validates a
+// unary request or each command of a Submit batch into an Operation on its own thread;
+// the device thread runs every Operation through the same code (server/core/batch.h).
+// Plain values, no gRPC.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "driver/types.h"
+#include "server/command/command_interface.h"
+#include "server/command/ids.h"
+
+namespace gpucmd {
+
+// Names a buffer: a handle the session holds, or the buffer that an earlier Allocate of
+// the same batch makes (resolved on the device thread, when that Allocate has run).
+struct BufferRef {
+  BufferId id = 0;
+  std::optional<size_t> batch_index;  // when set, `id` is filled in on resolution
+};
+
+struct AllocateOp {
+  uint64_t size_bytes = 0;
+};
+
+struct FreeOp {
+  BufferRef buffer;
+};
+
+struct WriteOp {
+  LogicalStream stream = 0;
+  BufferRef buffer;
+  CopyLayout layout;
+  std::string data;  // exactly layout.host_bytes()
+};
+
+struct ReadOp {
+  LogicalStream stream = 0;
+  BufferRef buffer;
+  CopyLayout layout;
+};
+
+struct CopyOp {
+  LogicalStream stream = 0;
+  BufferRef source;
+  uint64_t source_offset_bytes = 0;
+  BufferRef target;
+  uint64_t target_offset_bytes = 0;
+  uint64_t size_bytes = 0;
+};
+
+struct LaunchOp {
+  LogicalStream stream = 0;
+  // `launch.args[i].buffer` is taken from `buffers[i]` once resolved; `launch.params` is
+  // looked up in the compile cache just before the launch is queued.
+  KernelLaunch launch;
+  std::vector<BufferRef> buffers;  // one per argument; unused for scalars
+  // Why the launch cannot run at all (its kernel was never compiled): it is answered
+  // with this status before any resource is resolved, and taints nothing.
+  absl::Status refused;
+};
+
+struct SynchronizeOp {
+  std::optional<LogicalStream> stream;  // all the session's streams when empty
+};
+
+using Operation =
+    std::variant<AllocateOp, FreeOp, WriteOp, ReadOp, CopyOp, LaunchOp, SynchronizeOp>;
+
+// One command of a batch: the client's sequence number, what kind of command it is (for
+// messages), and the operation, or why it was rejected before it was queued.
+struct BatchCommand {
+  uint64_t sequence = 0;
+  absl::string_view kind;  // "allocate", "write", ... (a string literal)
+  absl::StatusOr<Operation> operation;
+};
+
+// What one operation produced.
+struct OperationResult {
+  absl::Status status;
+  BufferId allocated = 0;           // Allocate
+  uint64_t bytes_written = 0;       // Write
+  std::optional<PendingRead> read;  // Read: the bytes, complete once `status` is final
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_OPERATION_H_

@@ -1,0 +1,73 @@
+#include "server/core/server_core.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace gpucmd {
+
+ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
+                       const Options& options)
+    : workers_(std::move(workers)),
+      options_(options),
+      sessions_(options.idle_timeout, options.lease_grace),
+      reaper_([this] { RunReaper(); }) {}
+
+ServerCore::~ServerCore() { Stop(); }
+
+void ServerCore::Stop() {
+  {
+    MutexLock lock(&mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    wake_.NotifyAll();
+  }
+  reaper_.join();
+  for (auto& worker : workers_) worker->Stop();
+}
+
+absl::Status ServerCore::SubmitReclaim(const SessionInfo& session) {
+  return workers_[session.device]->Submit(session.id, [session](CommandInterface& command) {
+    uint64_t bytes = command.CloseSession(session.id);
+    spdlog::info("session {} (\"{}\") reclaimed: {} bytes", session.id, session.client_name,
+                 bytes);
+  });
+}
+
+void ServerCore::Reclaim(const SessionInfo& session) {
+  if (SubmitReclaim(session).ok()) return;
+  MutexLock lock(&mutex_);
+  unreclaimed_.push_back(session);
+}
+
+std::string ServerCore::NotReadyReason() const {
+  for (const auto& worker : workers_) {
+    if (!worker->ready()) {
+      absl::Status status = worker->init_status();
+      return status.ok() ? absl::StrCat("device ", worker->ordinal(), " is initialising")
+                         : absl::StrCat("device ", worker->ordinal(), " failed: ",
+                                        status.message());
+    }
+  }
+  return "";
+}
+
+void ServerCore::RunReaper() {
+  MutexLock lock(&mutex_);
+  while (!stopping_) {
+    wake_.AwaitUntil(&mutex_, std::chrono::steady_clock::now() + options_.reap_interval,
+                     [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopping_; });
+    if (stopping_) break;
+    std::vector<SessionInfo> retry = std::move(unreclaimed_);
+    unreclaimed_.clear();
+    for (const SessionInfo& session : sessions_.TakeExpired(SessionRegistry::Clock::now())) {
+      spdlog::info("session {} (\"{}\") expired: its client went away or stayed idle",
+                   session.id, session.client_name);
+      retry.push_back(session);
+    }
+    for (const SessionInfo& session : retry) {
+      if (!SubmitReclaim(session).ok()) unreclaimed_.push_back(session);
+    }
+  }
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,66 @@
+#ifndef GPUCMDD_SERVER_CORE_SERVER_CORE_H_
+#define GPUCMDD_SERVER_CORE_SERVER_CORE_H_
+
+// The driver-independent core the gRPC service talks to: one DeviceWorker per device,
+// the session registry, and the reaper that reclaims sessions whose client went away
+// (lease broken past its grace, or idle past the timeout).
+//
+// Thread-safety: all methods may be called from any thread. Stop (or the destructor)
+// stops the reaper, then every device, finishing queued work.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+#include "server/core/device_worker.h"
+#include "server/core/session_registry.h"
+
+namespace gpucmd {
+
+class ServerCore {
+ public:
+  struct Options {
+    std::chrono::milliseconds idle_timeout{600'000};
+    std::chrono::milliseconds lease_grace{5'000};
+    std::chrono::milliseconds reap_interval{200};
+  };
+
+  ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers, const Options& options);
+  ~ServerCore();
+  ServerCore(const ServerCore&) = delete;
+  ServerCore& operator=(const ServerCore&) = delete;
+
+  int device_count() const { return static_cast<int>(workers_.size()); }
+  DeviceWorker& worker(int device) { return *workers_[device]; }
+  const DeviceWorker& worker(int device) const { return *workers_[device]; }
+  SessionRegistry& sessions() { return sessions_; }
+
+  // Frees everything `session` holds on its device. Never lost: when the device's queue
+  // is full, the reaper retries.
+  void Reclaim(const SessionInfo& session);
+
+  // Empty when every device is ready; otherwise what is not.
+  std::string NotReadyReason() const;
+
+  void Stop();
+
+ private:
+  void RunReaper();
+  absl::Status SubmitReclaim(const SessionInfo& session);
+
+  std::vector<std::unique_ptr<DeviceWorker>> workers_;
+  const Options options_;
+  SessionRegistry sessions_;
+  Mutex mutex_;
+  CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::vector<SessionInfo> unreclaimed_ ABSL_GUARDED_BY(mutex_);
+  std::thread reaper_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_SERVER_CORE_H_

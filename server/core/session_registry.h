@@ -1,0 +1,72 @@
+#ifndef GPUCMDD_SERVER_CORE_SESSION_REGISTRY_H_
+#define GPUCMDD_SERVER_CORE_SESSION_REGISTRY_H_
+
+// The daemon's open sessions, by token. A token is 128 random bits in hex: knowing
+// another session's numeric id gets a client nothing. The registry also tracks each
+// session's liveness so abandoned sessions are reclaimed:
+//   - a session with a lease stream (KeepAlive) lives while the stream is open; when it
+//     breaks (the client died), the session expires after `lease_grace`;
+//   - a session without a lease expires after `idle_timeout` without a request.
+//
+// Thread-safety: all methods may be called from any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "server/command/ids.h"
+
+namespace gpucmd {
+
+struct SessionInfo {
+  SessionId id = 0;
+  uint32_t device = 0;
+  std::string client_name;
+};
+
+class SessionRegistry {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  SessionRegistry(Clock::duration idle_timeout, Clock::duration lease_grace)
+      : idle_timeout_(idle_timeout), lease_grace_(lease_grace) {}
+
+  // Registers a new session; returns its token.
+  std::string Open(uint32_t device, std::string client_name, Clock::time_point now);
+  // The session behind `token`, marking it active. NOT_FOUND for unknown tokens.
+  absl::StatusOr<SessionInfo> Touch(const std::string& token, Clock::time_point now);
+  // Removes the session; nullopt when unknown.
+  std::optional<SessionInfo> Close(const std::string& token);
+
+  // A lease stream opened or closed for the session; false for unknown tokens.
+  bool LeaseOpened(const std::string& token, Clock::time_point now);
+  void LeaseClosed(const std::string& token, Clock::time_point now);
+
+  // Removes and returns the sessions that expired by `now`.
+  std::vector<SessionInfo> TakeExpired(Clock::time_point now);
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    SessionInfo info;
+    Clock::time_point last_active;
+    int open_leases = 0;
+    std::optional<Clock::time_point> lease_lost;
+  };
+
+  const Clock::duration idle_timeout_;
+  const Clock::duration lease_grace_;
+  mutable Mutex mutex_;
+  SessionId next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_SESSION_REGISTRY_H_

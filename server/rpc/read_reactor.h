@@ -1,0 +1,41 @@
+#ifndef GPUCMDD_SERVER_RPC_READ_REACTOR_H_
+#define GPUCMDD_SERVER_RPC_READ_REACTOR_H_
+
+// Device -> host over the streaming Read RPC: the read runs as a batch of one (the same
+// operation a Submit read is); once its copy completed (off the device thread) the bytes
+// are streamed in chunks below the message limit.
+//
+// Thread-safety: gRPC runs one reactor callback at a time; the completion thread starts
+// the first write once, before any write callback can run.
+
+#include <optional>
+
+#include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/rpc/rpc_environment.h"
+
+namespace gpucmd {
+
+class ReadReactor final : public grpc::ServerWriteReactor<v1::ReadResponse> {
+ public:
+  // `environment` must outlive the call.
+  ReadReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context,
+              const v1::ReadRequest& request);
+
+  void OnWriteDone(bool ok) override;
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Start(grpc::CallbackServerContext* context, const v1::ReadRequest& request);
+  void WriteNextChunk();
+
+  const uint64_t chunk_bytes_;
+  const RpcEnvironment* const environment_;
+  std::optional<PendingRead> read_;
+  v1::ReadResponse response_;
+  uint64_t sent_ = 0;
+  bool sent_any_ = false;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_RPC_READ_REACTOR_H_

@@ -1,0 +1,91 @@
+#ifndef GPUCMDD_SERVER_RPC_REQUEST_CONVERSION_H_
+#define GPUCMDD_SERVER_RPC_REQUEST_CONVERSION_H_
+
+// Requests to Operations, and results back to replies: the single place where the wire
+// API meets the core (Note [One command path] in server/core/batch.h). A unary RPC and
+// the same command inside a Submit batch go through the same function here, so they
+// are checked alike and answered with the same fields.
+//
+// Conversion runs on the RPC thread, before anything is queued: shape checks
+// (request_validation.h), enum ranges, launch dimensions against the device, and
+// batch-local references. Thread-safety: pure functions over their arguments.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "driver/device_description.h"
+#include "gpucmd/v1/gpucmd.pb.h"
+#include "server/core/compile_cache.h"
+#include "server/core/operation.h"
+
+namespace gpucmd {
+
+// The Allocates met so far in a batch: their sequence numbers and positions. Empty for
+// a unary call (a batch of one).
+class BatchAllocations {
+ public:
+  // Command `index` of the batch is an Allocate with `sequence`.
+  void Add(uint64_t sequence, size_t index);
+  // The position of the earlier Allocate with `sequence`; INVALID_ARGUMENT when there is
+  // none or more than one.
+  absl::StatusOr<size_t> Find(uint64_t sequence) const;
+
+ private:
+  static constexpr size_t kAmbiguous = ~size_t{0};
+  absl::flat_hash_map<uint64_t, size_t> index_by_sequence_;
+};
+
+// The command's kind for messages ("allocate", "write", ...), and its session token.
+absl::string_view KindOf(const v1::Command& command);
+const std::string& SessionOf(const v1::Command& command);
+
+// The shape checks of a command that need neither its session nor its device
+// (request_validation.h), made first so a malformed command is INVALID_ARGUMENT whatever
+// its session token. ToOperation repeats them.
+absl::Status CheckShape(const v1::Command& command);
+
+absl::StatusOr<Operation> ToOperation(const v1::AllocateRequest& request);
+absl::StatusOr<Operation> ToOperation(const v1::FreeRequest& request,
+                                      const BatchAllocations& earlier);
+// `data` is the whole inline payload; it must be exactly the header's inline_size_bytes
+// and fit the device.
+absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string data,
+                                      const DeviceDescription& device,
+                                      const BatchAllocations& earlier);
+absl::StatusOr<Operation> ToOperation(const v1::ReadRequest& request,
+                                      const BatchAllocations& earlier);
+absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
+                                      const BatchAllocations& earlier);
+// The launch's kernel is looked up later (PrepareLaunch), when earlier compiles of its
+// batch have finished.
+absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
+                                      const DeviceDescription& device,
+                                      const BatchAllocations& earlier);
+absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request);
+// Any command of a batch but Compile (which runs on the compile pool, not the device).
+// Takes the write's payload out of `command`.
+absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescription& device,
+                                      const BatchAllocations& earlier);
+
+// The header checks of a Write that can be made before its payload arrives.
+absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescription& device);
+
+// Gives the launch its kernel's parameters, or marks it skipped (its compile failed: it
+// taints its outputs) or refused (never compiled: FAILED_PRECONDITION, nothing touched).
+void PrepareLaunch(LaunchOp& launch, CompileCache& compiler);
+
+// The reply of a finished command of `operation`'s kind, with its status.
+void FillReply(const Operation& operation, const OperationResult& result,
+               v1::CommandReply* reply);
+void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply);
+// A compile's response: on success the kernel and its parameters, and in every case
+// the kernel id.
+void FillCompileResponse(const KernelId& id, const absl::StatusOr<CompileCache::Result>& result,
+                         v1::CompileResponse* response);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_RPC_REQUEST_CONVERSION_H_

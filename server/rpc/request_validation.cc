@@ -1,0 +1,106 @@
+#include "server/rpc/request_validation.h"
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace gpucmd {
+namespace {
+
+// Guards the end of a byte range against 64-bit wrap-around.
+absl::Status CheckNoOverflow(uint64_t offset, uint64_t size, absl::string_view what) {
+  if (size > UINT64_MAX - offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": offset ", offset, " + size ", size, " overflows 64 bits"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateOpenSession(const v1::OpenSessionRequest& request, int device_count) {
+  if (request.device() >= static_cast<uint32_t>(device_count)) {
+    return absl::InvalidArgumentError(absl::StrCat("device ", request.device(),
+                                                   " does not exist; this daemon has ",
+                                                   device_count, " device(s)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSessionToken(const std::string& session) {
+  if (session.empty()) return absl::InvalidArgumentError("session is required");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAllocate(const v1::AllocateRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.size_bytes() == 0) {
+    return absl::InvalidArgumentError("size_bytes must be positive");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout) {
+  if (layout.stride_bytes() < layout.width_bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pitched layout: stride_bytes ", layout.stride_bytes(),
+                     " is smaller than width_bytes ", layout.width_bytes()));
+  }
+  if (layout.height() != 0 && layout.stride_bytes() > UINT64_MAX / layout.height()) {
+    return absl::InvalidArgumentError("pitched layout: stride_bytes * height overflows");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWriteHeader(const v1::WriteHeader& header) {
+  RETURN_IF_ERROR(ValidateSessionToken(header.session()));
+  if (header.has_pitched()) RETURN_IF_ERROR(ValidatePitchedLayout(header.pitched()));
+  switch (header.source_case()) {
+    case v1::WriteHeader::kInlineSizeBytes:
+      return CheckNoOverflow(header.offset_bytes(), header.inline_size_bytes(), "write");
+    case v1::WriteHeader::kSharedMemory:
+      return CheckNoOverflow(header.offset_bytes(), header.shared_memory().size_bytes(),
+                             "write");
+    case v1::WriteHeader::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "write header names no source: set inline_size_bytes or shared_memory");
+}
+
+absl::Status ValidateRead(const v1::ReadRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.has_pitched()) {
+    RETURN_IF_ERROR(ValidatePitchedLayout(request.pitched()));
+    if (request.size_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "read: give either size_bytes (contiguous) or pitched, not both");
+    }
+    return absl::OkStatus();
+  }
+  return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), "read");
+}
+
+absl::Status ValidateCopy(const v1::CopyRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  RETURN_IF_ERROR(
+      CheckNoOverflow(request.source_offset_bytes(), request.size_bytes(), "copy source"));
+  return CheckNoOverflow(request.target_offset_bytes(), request.size_bytes(), "copy target");
+}
+
+absl::Status ValidateCompile(const v1::CompileRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.source().empty()) return absl::InvalidArgumentError("source is empty");
+  if (request.entry_point().empty()) {
+    return absl::InvalidArgumentError("entry_point is required");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLaunch(const v1::LaunchRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.kernel_id().empty()) return absl::InvalidArgumentError("kernel_id is required");
+  return absl::OkStatus();
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,99 @@
+#include "server/rpc/request_validation.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RequestValidationTest, OpenSessionOnMissingDevice) {
+  v1::OpenSessionRequest request;
+  request.set_device(2);
+  EXPECT_TRUE(ValidateOpenSession(request, 3).ok());
+  absl::Status status = ValidateOpenSession(request, 2);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("device 2 does not exist"));
+}
+
+TEST(RequestValidationTest, AllocateNeedsSessionAndSize) {
+  v1::AllocateRequest request;
+  request.set_size_bytes(16);
+  EXPECT_THAT(ValidateAllocate(request).message(), HasSubstr("session is required"));
+  request.set_session("s");
+  EXPECT_TRUE(ValidateAllocate(request).ok());
+  request.set_size_bytes(0);
+  EXPECT_EQ(ValidateAllocate(request).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequestValidationTest, PitchedStrideSmallerThanWidth) {
+  v1::PitchedLayout layout;
+  layout.set_width_bytes(64);
+  layout.set_height(4);
+  layout.set_stride_bytes(32);
+  absl::Status status = ValidatePitchedLayout(layout);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("stride_bytes 32 is smaller than width_bytes 64"));
+  layout.set_stride_bytes(64);
+  EXPECT_TRUE(ValidatePitchedLayout(layout).ok());
+}
+
+TEST(RequestValidationTest, PitchedExtentOverflow) {
+  v1::PitchedLayout layout;
+  layout.set_width_bytes(1);
+  layout.set_stride_bytes(uint64_t{1} << 40);
+  layout.set_height(uint64_t{1} << 30);
+  EXPECT_EQ(ValidatePitchedLayout(layout).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequestValidationTest, WriteNeedsASource) {
+  v1::WriteHeader header;
+  header.set_session("s");
+  EXPECT_THAT(ValidateWriteHeader(header).message(), HasSubstr("no source"));
+  header.set_inline_size_bytes(8);
+  EXPECT_TRUE(ValidateWriteHeader(header).ok());
+  header.set_offset_bytes(UINT64_MAX - 2);
+  EXPECT_THAT(ValidateWriteHeader(header).message(), HasSubstr("overflows"));
+}
+
+TEST(RequestValidationTest, ReadTakesSizeOrLayoutNotBoth) {
+  v1::ReadRequest request;
+  request.set_session("s");
+  request.set_size_bytes(8);
+  EXPECT_TRUE(ValidateRead(request).ok());
+  request.mutable_pitched()->set_width_bytes(4);
+  request.mutable_pitched()->set_stride_bytes(4);
+  request.mutable_pitched()->set_height(2);
+  EXPECT_EQ(ValidateRead(request).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequestValidationTest, CopyOffsetsMustNotWrap) {
+  v1::CopyRequest request;
+  request.set_session("s");
+  request.set_size_bytes(16);
+  request.set_target_offset_bytes(UINT64_MAX - 1);
+  EXPECT_THAT(ValidateCopy(request).message(), HasSubstr("copy target"));
+}
+
+TEST(RequestValidationTest, CompileNeedsSourceAndEntry) {
+  v1::CompileRequest request;
+  request.set_session("s");
+  EXPECT_FALSE(ValidateCompile(request).ok());
+  request.set_source("extern \"C\" __global__ void k() {}");
+  EXPECT_THAT(ValidateCompile(request).message(), HasSubstr("entry_point"));
+  request.set_entry_point("k");
+  EXPECT_TRUE(ValidateCompile(request).ok());
+}
+
+TEST(RequestValidationTest, LaunchNeedsSessionAndKernel) {
+  v1::LaunchRequest request;
+  EXPECT_THAT(ValidateLaunch(request).message(), HasSubstr("session"));
+  request.set_session("s");
+  EXPECT_THAT(ValidateLaunch(request).message(), HasSubstr("kernel_id"));
+  request.set_kernel_id("abc");
+  EXPECT_TRUE(ValidateLaunch(request).ok());
+}
+
+}  // namespace
+}  // namespace gpucmd

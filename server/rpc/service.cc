@@ -1,0 +1,319 @@
+#include "server/rpc/service.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/keep_alive_reactor.h"
+#include "server/rpc/read_reactor.h"
+#include "server/rpc/request_conversion.h"
+#include "server/rpc/request_validation.h"
+#include "server/rpc/submit_reactor.h"
+#include "server/rpc/write_reactor.h"
+#include "server/version.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr absl::string_view kKernelIdTrailer = "gpucmd-kernel-id";
+// Framing and field overhead left free in each streamed chunk.
+constexpr uint64_t kChunkOverheadBytes = 1024;
+
+// Finishes a unary call with `status`.
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
+                                      const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// UNIMPLEMENTED naming the missing capability, after the request's shape is checked.
+absl::Status NotYet(const absl::Status& validation, absl::string_view capability) {
+  if (!validation.ok()) return validation;
+  return absl::UnimplementedError(
+      absl::StrCat(capability, " is not implemented in this build of gpucmdd"));
+}
+
+v1::DriverKind ToProto(DriverKind kind) {
+  switch (kind) {
+    case DriverKind::kCpu:
+      return v1::DRIVER_KIND_CPU;
+    case DriverKind::kCuda:
+      return v1::DRIVER_KIND_CUDA;
+    case DriverKind::kHip:
+      return v1::DRIVER_KIND_HIP;
+  }
+  return v1::DRIVER_KIND_UNSPECIFIED;
+}
+
+}  // namespace
+
+GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
+                                     CompileCache* compiler, Metrics* metrics,
+                                     uint64_t max_message_bytes)
+    : environment_{.devices = std::move(devices),
+                   .core = core,
+                   .compiler = compiler,
+                   .metrics = metrics,
+                   .read_chunk_bytes = max_message_bytes - kChunkOverheadBytes} {}
+
+grpc::ServerUnaryReactor* GpuCommandService::RunUnary(
+    grpc::CallbackServerContext* context, const absl::Status& valid, const std::string& token,
+    absl::string_view kind,
+    absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&)> convert,
+    absl::AnyInvocable<void(const OperationResult&)> reply) {
+  if (!valid.ok()) return FinishUnary(context, valid);
+  absl::StatusOr<SessionInfo> session = environment_.Touch(token);
+  if (!session.ok()) return FinishUnary(context, session.status());
+  absl::StatusOr<Operation> operation = convert(environment_.devices[session->device]);
+  if (!operation.ok()) return FinishUnary(context, operation.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  RunBatchOfOne(environment_, context, *session, kind, *std::move(operation),
+                [reactor, reply = std::move(reply)](OperationResult& result) mutable {
+                  if (result.status.ok()) reply(result);
+                  reactor->Finish(ToGrpcStatus(result.status));
+                });
+  return reactor;
+}
+
+// Sessions ------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerContext* context,
+                                                         const v1::OpenSessionRequest* request,
+                                                         v1::OpenSessionResponse* response) {
+  ServerCore& core = *environment_.core;
+  absl::Status valid = ValidateOpenSession(*request, core.device_count());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  if (!core.worker(request->device()).ready()) {
+    return FinishUnary(context, absl::UnavailableError(absl::StrCat(
+                                    "device ", request->device(), " is not ready")));
+  }
+  response->set_session(core.sessions().Open(request->device(), request->client_name(),
+                                             SessionRegistry::Clock::now()));
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
+    grpc::CallbackServerContext* context, const v1::CloseSessionRequest* request,
+    v1::CloseSessionResponse* response) {
+  absl::Status valid = ValidateSessionToken(request->session());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  ServerCore& core = *environment_.core;
+  std::optional<SessionInfo> session = core.sessions().Close(request->session());
+  if (!session) {
+    return FinishUnary(context, absl::NotFoundError("unknown session (closed, expired, or "
+                                                    "never opened)"));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  DeviceWorker* worker = &core.worker(session->device);
+  absl::Status queued = worker->Submit(
+      session->id, [reactor, response, worker, id = session->id](CommandInterface& command) {
+        response->set_reclaimed_bytes(command.CloseSession(id));
+        worker->Defer([reactor] { reactor->Finish(grpc::Status::OK); });
+      });
+  if (!queued.ok()) {
+    core.Reclaim(*session);  // the memory is reclaimed later; the session is closed now
+    reactor->Finish(grpc::Status::OK);
+  }
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>*
+GpuCommandService::KeepAlive(grpc::CallbackServerContext*) {
+  return new KeepAliveReactor(&environment_.core->sessions());
+}
+
+// Devices -------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::ListDevices(grpc::CallbackServerContext* context,
+                                                         const v1::ListDevicesRequest*,
+                                                         v1::ListDevicesResponse* response) {
+  for (const DeviceDescription& device : environment_.devices) {
+    const DeviceWorker& worker = environment_.core->worker(device.ordinal);
+    v1::DeviceInfo* info = response->add_devices();
+    info->set_ordinal(device.ordinal);
+    info->set_name(device.name);
+    info->set_driver(ToProto(device.driver));
+    info->set_architecture(device.architecture);
+    info->set_memory_capacity_bytes(device.memory_capacity_bytes);
+    info->set_memory_used_bytes(worker.usage().memory_used_bytes);
+    info->set_max_threads_per_block(device.max_threads_per_block);
+    info->set_max_shared_memory_per_block_bytes(device.max_shared_memory_per_block_bytes);
+    info->set_ready(worker.ready());
+  }
+  return FinishUnary(context, absl::OkStatus());
+}
+
+// Memory --------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::Allocate(grpc::CallbackServerContext* context,
+                                                      const v1::AllocateRequest* request,
+                                                      v1::AllocateResponse* response) {
+  return RunUnary(
+      context, ValidateAllocate(*request), request->session(), "allocate",
+      [request](const DeviceDescription&) { return ToOperation(*request); },
+      [response](const OperationResult& result) { response->set_buffer(result.allocated); });
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::Free(grpc::CallbackServerContext* context,
+                                                  const v1::FreeRequest* request,
+                                                  v1::FreeResponse*) {
+  return RunUnary(
+      context, ValidateSessionToken(request->session()), request->session(), "free",
+      [request](const DeviceDescription&) { return ToOperation(*request, BatchAllocations()); },
+      [](const OperationResult&) {});
+}
+
+grpc::ServerReadReactor<v1::WriteRequest>* GpuCommandService::Write(
+    grpc::CallbackServerContext* context, v1::WriteResponse* response) {
+  return new WriteReactor(&environment_, context, response);
+}
+
+grpc::ServerWriteReactor<v1::ReadResponse>* GpuCommandService::Read(
+    grpc::CallbackServerContext* context, const v1::ReadRequest* request) {
+  return new ReadReactor(&environment_, context, *request);
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* context,
+                                                  const v1::CopyRequest* request,
+                                                  v1::CopyResponse*) {
+  return RunUnary(
+      context, ValidateCopy(*request), request->session(), "copy",
+      [request](const DeviceDescription&) { return ToOperation(*request, BatchAllocations()); },
+      [](const OperationResult&) {});
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerContext* context,
+                                                        const v1::DefragmentRequest* request,
+                                                        v1::DefragmentResponse* response) {
+  ServerCore& core = *environment_.core;
+  if (request->device() >= static_cast<uint32_t>(core.device_count())) {
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "device ", request->device(), " does not exist")));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  DeviceWorker* worker = &core.worker(request->device());
+  absl::Status queued = worker->Submit(
+      kNoSession, [reactor, response, worker](CommandInterface& command) {
+        absl::StatusOr<RelocationReport> report = command.Relocate();
+        if (report.ok()) {
+          response->set_pages_relocated(report->pages_relocated);
+          response->set_allocations_moved(report->allocations_moved);
+          response->set_bytes_moved(report->bytes_moved);
+        }
+        worker->Defer([reactor, status = ToGrpcStatus(report.status())] {
+          reactor->Finish(status);
+        });
+      });
+  if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
+  return reactor;
+}
+
+// Kernels -------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::Compile(grpc::CallbackServerContext* context,
+                                                     const v1::CompileRequest* request,
+                                                     v1::CompileResponse* response) {
+  absl::Status valid = ValidateCompile(*request);
+  if (!valid.ok()) return FinishUnary(context, valid);
+  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  KernelSource kernel{request->source(), request->entry_point(),
+                      {request->options().begin(), request->options().end()}};
+  KernelId id = environment_.compiler->IdFor(kernel);
+  // A failed compile is remembered under its id: clients get it in trailing metadata so
+  // a launch of it can be skipped and taint its outputs.
+  context->AddTrailingMetadata(std::string(kKernelIdTrailer), id.hex);
+  environment_.compiler->Compile(
+      std::move(kernel),
+      [reactor, response, id](absl::StatusOr<CompileCache::Result> result) {
+        FillCompileResponse(id, result, response);
+        reactor->Finish(ToGrpcStatus(result.status()));
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext* context,
+                                                    const v1::LaunchRequest* request,
+                                                    v1::LaunchResponse*) {
+  return RunUnary(
+      context, ValidateLaunch(*request), request->session(), "launch",
+      [request](const DeviceDescription& device) {
+        return ToOperation(*request, device, BatchAllocations());
+      },
+      [](const OperationResult&) {});
+}
+
+// Ordering ------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerContext* context,
+                                                         const v1::SynchronizeRequest* request,
+                                                         v1::SynchronizeResponse*) {
+  return RunUnary(
+      context, ValidateSessionToken(request->session()), request->session(), "synchronize",
+      [request](const DeviceDescription&) { return ToOperation(*request); },
+      [](const OperationResult&) {});
+}
+
+grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandService::Submit(
+    grpc::CallbackServerContext* context) {
+  return new SubmitReactor(&environment_, context);
+}
+
+// Shared memory -------------------------------------------------------------------------
+
+constexpr absl::string_view kSharedMemory = "shared-memory regions";
+
+grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+    v1::RegisterSharedMemoryResponse*) {
+  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse*) {
+  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
+}
+
+// Observability -------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContext* context,
+                                                      const v1::GetStatsRequest* request,
+                                                      v1::GetStatsResponse* response) {
+  ServerCore& core = *environment_.core;
+  if (!request->session().empty()) {
+    absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+    if (!session.ok()) return FinishUnary(context, session.status());
+    DeviceUsage usage = core.worker(session->device).usage();
+    SessionUsage mine = usage.sessions.contains(session->id) ? usage.sessions[session->id]
+                                                             : SessionUsage();
+    v1::SessionStats* stats = response->mutable_session();
+    stats->set_client_name(session->client_name);
+    stats->set_device(session->device);
+    stats->set_memory_used_bytes(mine.memory_used_bytes);
+    stats->set_buffers(mine.buffers);
+  }
+  for (int device = 0; device < core.device_count(); ++device) {
+    const DeviceWorker& worker = core.worker(device);
+    DeviceUsage usage = worker.usage();
+    v1::DeviceStats* stats = response->add_devices();
+    stats->set_device(device);
+    stats->set_memory_capacity_bytes(usage.memory_capacity_bytes);
+    stats->set_memory_used_bytes(usage.memory_used_bytes);
+    stats->set_memory_reserved_bytes(usage.memory_reserved_bytes);
+    stats->set_queue_depth(worker.queue_depth());
+    stats->set_commands_in_flight(
+        static_cast<uint64_t>(environment_.metrics->CommandsInFlight(device).Value()));
+    stats->set_drop_queue_bytes(usage.drop_queue_bytes);
+    stats->set_drop_queue_entries(usage.drop_queue_entries);
+    stats->set_relocations(usage.relocations);
+    stats->set_sessions(usage.sessions.size());
+  }
+  response->set_sessions_open(core.sessions().size());
+  response->set_uptime_seconds(static_cast<uint64_t>(environment_.metrics->UptimeSeconds()));
+  response->set_version(kVersion);
+  return FinishUnary(context, absl::OkStatus());
+}
+
+}  // namespace gpucmd

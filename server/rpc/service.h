@@ -1,0 +1,95 @@
+#ifndef GPUCMDD_SERVER_RPC_SERVICE_H_
+#define GPUCMDD_SERVER_RPC_SERVICE_H_
+
+// gpucmd.v1.GpuCommand over gRPC's callback API.
+//
+// Every handler checks its request's shape first (INVALID_ARGUMENT before anything
+// else), resolves the session token, converts the request into an Operation
+// (request_conversion.h) and runs it as a batch of one on the session's device thread
+// (Note [One command path] in server/core/batch.h); Submit runs many the same way. The
+// streaming calls have their own reactors (write_reactor.h, read_reactor.h,
+// keep_alive_reactor.h, submit_reactor.h). Handlers never block a reactor thread on
+// device work and hold no lock across reactor callbacks. A call whose client cancelled
+// or whose deadline passed before the device reached it is not run. RPCs whose behaviour
+// this build lacks finish with UNIMPLEMENTED and a message naming what is missing.
+//
+// Thread-safety: handlers run concurrently on gRPC's threads; the service's own state
+// is immutable after construction; ServerCore and CompileCache are thread-safe.
+
+#include <vector>
+
+#include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/rpc/rpc_environment.h"
+
+namespace gpucmd {
+
+class GpuCommandService final : public v1::GpuCommand::CallbackService {
+ public:
+  // The environment's pointees must outlive the service. Read replies are cut into
+  // chunks of at most `max_message_bytes` (minus framing).
+  GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
+                    CompileCache* compiler, Metrics* metrics, uint64_t max_message_bytes);
+
+  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
+                                        const v1::ListDevicesRequest* request,
+                                        v1::ListDevicesResponse* response) override;
+  grpc::ServerUnaryReactor* OpenSession(grpc::CallbackServerContext* context,
+                                        const v1::OpenSessionRequest* request,
+                                        v1::OpenSessionResponse* response) override;
+  grpc::ServerUnaryReactor* CloseSession(grpc::CallbackServerContext* context,
+                                         const v1::CloseSessionRequest* request,
+                                         v1::CloseSessionResponse* response) override;
+  grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>* KeepAlive(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* context,
+                                     const v1::AllocateRequest* request,
+                                     v1::AllocateResponse* response) override;
+  grpc::ServerUnaryReactor* Free(grpc::CallbackServerContext* context,
+                                 const v1::FreeRequest* request,
+                                 v1::FreeResponse* response) override;
+  grpc::ServerReadReactor<v1::WriteRequest>* Write(grpc::CallbackServerContext* context,
+                                                   v1::WriteResponse* response) override;
+  grpc::ServerWriteReactor<v1::ReadResponse>* Read(grpc::CallbackServerContext* context,
+                                                   const v1::ReadRequest* request) override;
+  grpc::ServerUnaryReactor* Copy(grpc::CallbackServerContext* context,
+                                 const v1::CopyRequest* request,
+                                 v1::CopyResponse* response) override;
+  grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* context,
+                                       const v1::DefragmentRequest* request,
+                                       v1::DefragmentResponse* response) override;
+  grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context,
+                                    const v1::CompileRequest* request,
+                                    v1::CompileResponse* response) override;
+  grpc::ServerUnaryReactor* Launch(grpc::CallbackServerContext* context,
+                                   const v1::LaunchRequest* request,
+                                   v1::LaunchResponse* response) override;
+  grpc::ServerUnaryReactor* Synchronize(grpc::CallbackServerContext* context,
+                                        const v1::SynchronizeRequest* request,
+                                        v1::SynchronizeResponse* response) override;
+  grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* Submit(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const v1::GetStatsRequest* request,
+                                     v1::GetStatsResponse* response) override;
+
+ private:
+  // Checks the shape (`valid`), resolves `token`, converts with `convert` and runs the
+  // operation as a batch of one; `reply` fills the response from a successful result.
+  grpc::ServerUnaryReactor* RunUnary(
+      grpc::CallbackServerContext* context, const absl::Status& valid,
+      const std::string& token, absl::string_view kind,
+      absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&)> convert,
+      absl::AnyInvocable<void(const OperationResult&)> reply);
+
+  const RpcEnvironment environment_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_RPC_SERVICE_H_

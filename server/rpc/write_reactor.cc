@@ -1,0 +1,76 @@
+#include "server/rpc/write_reactor.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/request_conversion.h"
+#include "server/rpc/request_validation.h"
+
+namespace gpucmd {
+
+WriteReactor::WriteReactor(const RpcEnvironment* environment,
+                           grpc::CallbackServerContext* context, v1::WriteResponse* response)
+    : environment_(environment), context_(context), response_(response) {
+  StartRead(&request_);
+}
+
+void WriteReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    Run();
+    return;
+  }
+  if (!header_) {
+    if (absl::Status accepted = AcceptHeader(); !accepted.ok()) {
+      Finish(ToGrpcStatus(accepted));
+      return;
+    }
+  } else if (request_.has_header()) {
+    Finish(ToGrpcStatus(absl::InvalidArgumentError("only the first message has a header")));
+    return;
+  }
+  if (data_.size() + request_.data().size() > header_->inline_size_bytes()) {
+    Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+        "write sends more than the ", header_->inline_size_bytes(), " bytes it declared"))));
+    return;
+  }
+  data_.append(request_.data());
+  StartRead(&request_);
+}
+
+absl::Status WriteReactor::AcceptHeader() {
+  if (!request_.has_header()) {
+    return absl::InvalidArgumentError("the first write message must carry the header");
+  }
+  header_ = request_.header();
+  RETURN_IF_ERROR(ValidateWriteHeader(*header_));
+  ASSIGN_OR_RETURN(session_, environment_->Touch(header_->session()));
+  RETURN_IF_ERROR(CheckWriteHeader(*header_, environment_->devices[session_.device]));
+  data_.reserve(header_->inline_size_bytes());
+  return absl::OkStatus();
+}
+
+void WriteReactor::Run() {
+  if (!header_) {
+    Finish(ToGrpcStatus(absl::InvalidArgumentError("write stream carried no header")));
+    return;
+  }
+  if (data_.size() != header_->inline_size_bytes()) {
+    Finish(ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("write declared ", header_->inline_size_bytes(), " bytes but sent ",
+                     data_.size(), " (client went away?)"))));
+    return;
+  }
+  absl::StatusOr<Operation> write = ToOperation(
+      *header_, std::move(data_), environment_->devices[session_.device], BatchAllocations());
+  if (!write.ok()) {
+    Finish(ToGrpcStatus(write.status()));
+    return;
+  }
+  RunBatchOfOne(*environment_, context_, session_, "write", *std::move(write),
+                [this](OperationResult& result) {
+                  if (result.status.ok()) response_->set_bytes_written(result.bytes_written);
+                  Finish(ToGrpcStatus(result.status));
+                });
+}
+
+}  // namespace gpucmd

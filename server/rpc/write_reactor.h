@@ -1,0 +1,44 @@
+#ifndef GPUCMDD_SERVER_RPC_WRITE_REACTOR_H_
+#define GPUCMDD_SERVER_RPC_WRITE_REACTOR_H_
+
+// Host -> device over the streaming Write RPC: checks the header of the first message
+// (before any payload is buffered), collects the inline chunks up to the declared size,
+// then converts the whole write into an Operation (the same conversion a Submit write
+// gets) and runs it as a batch of one.
+//
+// Thread-safety: gRPC runs one reactor callback at a time; the device thread finishes
+// the call once, after the last read callback.
+
+#include <optional>
+#include <string>
+
+#include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/rpc/rpc_environment.h"
+
+namespace gpucmd {
+
+class WriteReactor final : public grpc::ServerReadReactor<v1::WriteRequest> {
+ public:
+  // `environment` must outlive the call.
+  WriteReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context,
+               v1::WriteResponse* response);
+
+  void OnReadDone(bool ok) override;
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status AcceptHeader();
+  void Run();
+
+  const RpcEnvironment* const environment_;
+  grpc::CallbackServerContext* const context_;
+  v1::WriteResponse* const response_;
+  v1::WriteRequest request_;
+  std::optional<v1::WriteHeader> header_;
+  SessionInfo session_;
+  std::string data_;
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_RPC_WRITE_REACTOR_H_
