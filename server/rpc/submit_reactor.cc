@@ -41,18 +41,17 @@ void SubmitReactor::Convert() {
     commands[i].sequence = command.sequence();
     commands[i].kind = KindOf(command);
     absl::StatusOr<Operation>& operation = commands[i].operation;
-    operation = CheckShape(command);
-    if (operation.ok()) {
-      absl::StatusOr<SessionInfo> session = environment_->Touch(SessionOf(command));
-      if (session.ok()) {
-        sessions_[i] = *session;
-        operation = command.has_compile()
-                        ? absl::StatusOr<Operation>(absl::InternalError(
-                              "a compile runs on the compile pool, not on the device"))
-                        : ToOperation(command, environment_->devices[session->device], earlier);
-      } else {
-        operation = session.status();
-      }
+    absl::Status shape = CheckShape(command);
+    absl::StatusOr<SessionInfo> session =
+        shape.ok() ? environment_->Touch(SessionOf(command)) : shape;
+    if (!session.ok()) {
+      operation = session.status();
+    } else if (command.has_compile()) {
+      sessions_[i] = *session;
+      operation = absl::InternalError("a compile runs on the compile pool, not on the device");
+    } else {
+      sessions_[i] = *session;
+      operation = ToOperation(command, environment_->devices[session->device], earlier);
     }
     // Registered whether or not it converted: a reference to a failed Allocate is a
     // dependency on it, not a dangling name.

@@ -1,0 +1,375 @@
+// The RPC layer in-process: GpuCommandService and its reactors over a real ServerCore
+// whose devices run FakeCommand (a test double: no driver, no daemon process), reached
+// through a real gRPC channel. This is the most concurrent code of the daemon, so it
+// also runs under ThreadSanitizer (with the suppressions of tools/tsan.supp).
+
+#include "server/rpc/service.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "server/command/fake_command.h"
+#include "server/core/worker_test_calls.h"
+
+namespace gpucmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kCapacityBytes = 1 << 20;
+constexpr char kKernel[] = R"(extern "C" __global__ void scale(float* data, int n) {})";
+
+// What the fake compiler sees as a compile error.
+constexpr char kBrokenKernel[] = "this does not compile";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char directory[] = "/tmp/gpucmd-service-test-XXXXXX";
+    ASSERT_NE(mkdtemp(directory), nullptr);
+    directory_ = directory;
+    metrics_ = std::make_unique<Metrics>(1);
+    std::vector<std::unique_ptr<DeviceWorker>> workers;
+    workers.push_back(std::make_unique<DeviceWorker>(
+        DeviceWorker::Options{.ordinal = 0},
+        [this]() -> absl::StatusOr<std::shared_ptr<CommandInterface>> {
+          auto command = std::make_shared<FakeCommand>(kCapacityBytes);
+          fake_ = command.get();
+          return command;
+        },
+        metrics_.get()));
+    core_ = std::make_unique<ServerCore>(std::move(workers), ServerCore::Options());
+    core_->worker(0).AwaitInitialised();
+    absl::StatusOr<std::unique_ptr<CompileCache>> compiler = CompileCache::Create(
+        {.directory = directory_ + "/cache", .driver = "fake", .architecture = "none"},
+        [](const KernelSource& kernel,
+           const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+          if (kernel.source == kBrokenKernel) {
+            return absl::InvalidArgumentError("1: error: expected a declaration");
+          }
+          std::ofstream(artifact) << "fake artifact";
+          absl::StatusOr<std::vector<KernelParam>> params =
+              ParseKernelSignature(kernel.source, kernel.entry_point);
+          if (!params.ok()) return params.status();
+          return CompileOutput{.params = *params};
+        });
+    ASSERT_TRUE(compiler.ok()) << compiler.status();
+    compiler_ = *std::move(compiler);
+    DeviceDescription device{.ordinal = 0,
+                             .name = "fake",
+                             .memory_capacity_bytes = kCapacityBytes,
+                             .max_threads_per_block = 1024};
+    service_ = std::make_unique<GpuCommandService>(std::vector<DeviceDescription>{device},
+                                                   core_.get(), compiler_.get(),
+                                                   metrics_.get(), 4 << 20);
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    channel_ = server_->InProcessChannel(grpc::ChannelArguments());
+    stub_ = v1::GpuCommand::NewStub(channel_);
+    token_ = OpenSession();
+  }
+
+  void TearDown() override {
+    server_->Shutdown();
+    core_->Stop();
+    std::filesystem::remove_all(directory_);
+  }
+
+  std::string OpenSession() {
+    grpc::ClientContext context;
+    v1::OpenSessionRequest request;
+    v1::OpenSessionResponse response;
+    EXPECT_TRUE(stub_->OpenSession(&context, request, &response).ok());
+    return response.session();
+  }
+
+  // Sends one batch on a fresh Submit stream and returns its replies.
+  v1::SubmitResponse Submit(const v1::SubmitRequest& batch) {
+    grpc::ClientContext context;
+    auto stream = stub_->Submit(&context);
+    EXPECT_TRUE(stream->Write(batch));
+    v1::SubmitResponse replies;
+    EXPECT_TRUE(stream->Read(&replies));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_EQ(replies.replies_size(), batch.commands_size());
+    return replies;
+  }
+
+  v1::Command* Add(v1::SubmitRequest& batch, uint64_t sequence) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(sequence);
+    return command;
+  }
+
+  static absl::StatusCode Code(const v1::CommandReply& reply) {
+    return static_cast<absl::StatusCode>(reply.status().code());
+  }
+
+  // Streams a unary Write: `header`, then `data` in one message.
+  grpc::Status StreamWrite(const v1::WriteHeader& header, const std::string& data) {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    auto writer = stub_->Write(&context, &response);
+    v1::WriteRequest request;
+    *request.mutable_header() = header;
+    request.set_data(data);
+    writer->Write(request);
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+  std::string directory_;
+  std::unique_ptr<Metrics> metrics_;
+  FakeCommand* fake_ = nullptr;  // owned by the device thread's Command slot
+  std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<CompileCache> compiler_;
+  std::unique_ptr<GpuCommandService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::GpuCommand::Stub> stub_;
+  std::string token_;
+};
+
+TEST_F(ServiceTest, OneBatchAllocatesWritesCopiesReadsAndFreesThroughReferences) {
+  v1::SubmitRequest batch;
+  Add(batch, 1)->mutable_allocate()->set_session(token_);
+  Add(batch, 1)->mutable_allocate();  // sequence 1 again, but no session: rejected
+  v1::AllocateRequest* second = Add(batch, 2)->mutable_allocate();
+  second->set_session(token_);
+  second->set_size_bytes(8);
+  batch.mutable_commands(0)->mutable_allocate()->set_size_bytes(8);
+  batch.mutable_commands(1)->set_sequence(3);
+  v1::WriteRequest* write = Add(batch, 4)->mutable_write();
+  write->mutable_header()->set_session(token_);
+  write->mutable_header()->set_buffer_ref(1);
+  write->mutable_header()->set_inline_size_bytes(8);
+  write->set_data("abcdefgh");
+  v1::CopyRequest* copy = Add(batch, 5)->mutable_copy();
+  copy->set_session(token_);
+  copy->set_source_buffer_ref(1);
+  copy->set_target_buffer_ref(2);
+  copy->set_size_bytes(8);
+  v1::ReadRequest* read = Add(batch, 6)->mutable_read();
+  read->set_session(token_);
+  read->set_buffer_ref(2);
+  read->set_size_bytes(8);
+  for (uint64_t ref : {1, 2}) {
+    v1::FreeRequest* free = Add(batch, 6 + ref)->mutable_free();
+    free->set_session(token_);
+    free->set_buffer_ref(ref);
+  }
+  v1::SubmitResponse replies = Submit(batch);
+  EXPECT_EQ(Code(replies.replies(1)), absl::StatusCode::kInvalidArgument);
+  for (int i : {0, 2, 3, 4, 5, 6, 7}) {
+    EXPECT_EQ(Code(replies.replies(i)), absl::StatusCode::kOk)
+        << i << ": " << replies.replies(i).status().message();
+  }
+  EXPECT_NE(replies.replies(0).allocate().buffer(), replies.replies(2).allocate().buffer());
+  EXPECT_EQ(replies.replies(3).write().bytes_written(), 8u);
+  EXPECT_EQ(replies.replies(5).read().data(), "abcdefgh");
+  EXPECT_EQ(replies.replies(5).read().total_bytes(), 8u);
+  EXPECT_EQ(core_->worker(0).usage().memory_used_bytes, 0u) << "both freed by reference";
+}
+
+TEST_F(ServiceTest, AFailedCommandFailsItsDependentsWhileOthersRun) {
+  v1::SubmitRequest batch;
+  v1::AllocateRequest* huge = Add(batch, 10)->mutable_allocate();
+  huge->set_session(token_);
+  huge->set_size_bytes(kCapacityBytes * 4);
+  v1::AllocateRequest* small = Add(batch, 11)->mutable_allocate();
+  small->set_session(token_);
+  small->set_size_bytes(4);
+  for (uint64_t ref : {10, 11}) {
+    v1::WriteRequest* write = Add(batch, 20 + ref)->mutable_write();
+    write->mutable_header()->set_session(token_);
+    write->mutable_header()->set_buffer_ref(ref);
+    write->mutable_header()->set_inline_size_bytes(4);
+    write->set_data("data");
+  }
+  v1::SubmitResponse replies = Submit(batch);
+  EXPECT_EQ(Code(replies.replies(0)), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Code(replies.replies(1)), absl::StatusCode::kOk);
+  EXPECT_EQ(Code(replies.replies(2)), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(replies.replies(2).status().message(), HasSubstr("command 10 (allocate)"));
+  EXPECT_EQ(Code(replies.replies(3)), absl::StatusCode::kOk);
+}
+
+TEST_F(ServiceTest, UnaryAndSubmitRejectTheSameMalformedWrite) {
+  v1::WriteHeader header;
+  header.set_session(token_);
+  header.set_buffer(1);
+  header.set_inline_size_bytes(uint64_t{1} << 40);
+  grpc::Status unary = StreamWrite(header, "ab");
+  EXPECT_EQ(unary.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::SubmitRequest batch;
+  v1::WriteRequest* write = Add(batch, 1)->mutable_write();
+  *write->mutable_header() = header;
+  write->set_data("ab");
+  Add(batch, 2)->mutable_synchronize()->set_session(token_);
+  v1::SubmitResponse replies = Submit(batch);
+  EXPECT_EQ(Code(replies.replies(0)), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Code(replies.replies(1)), absl::StatusCode::kOk) << "independent: still runs";
+
+  header.set_inline_size_bytes(4);  // declares 4, carries 2
+  *batch.mutable_commands(0)->mutable_write()->mutable_header() = header;
+  EXPECT_THAT(Submit(batch).replies(0).status().message(), HasSubstr("declared 4 bytes"));
+}
+
+TEST_F(ServiceTest, SubmitCompileRepliesCarryWhatTheUnaryCompileReturns) {
+  v1::CompileRequest compile;
+  compile.set_session(token_);
+  compile.set_source(kKernel);
+  compile.set_entry_point("scale");
+  grpc::ClientContext context;
+  v1::CompileResponse unary;
+  ASSERT_TRUE(stub_->Compile(&context, compile, &unary).ok());
+  ASSERT_EQ(unary.params_size(), 2);
+
+  v1::SubmitRequest batch;
+  *Add(batch, 1)->mutable_compile() = compile;
+  compile.set_source(kBrokenKernel);
+  *Add(batch, 2)->mutable_compile() = compile;
+  v1::SubmitResponse replies = Submit(batch);
+  ASSERT_EQ(Code(replies.replies(0)), absl::StatusCode::kOk);
+  EXPECT_EQ(replies.replies(0).compile().kernel_id(), unary.kernel_id());
+  EXPECT_EQ(replies.replies(0).compile().params_size(), 2);
+  EXPECT_EQ(replies.replies(0).compile().params(1).scalar_type(), v1::SCALAR_TYPE_I32);
+  EXPECT_TRUE(replies.replies(0).compile().cache_hit());
+
+  EXPECT_EQ(Code(replies.replies(1)), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies.replies(1).status().message(), HasSubstr("expected a declaration"));
+  grpc::ClientContext failed_context;
+  v1::CompileResponse failed;
+  EXPECT_FALSE(stub_->Compile(&failed_context, compile, &failed).ok());
+  auto trailer = failed_context.GetServerTrailingMetadata().find("gpucmd-kernel-id");
+  ASSERT_NE(trailer, failed_context.GetServerTrailingMetadata().end());
+  EXPECT_EQ(replies.replies(1).compile().kernel_id(),
+            std::string(trailer->second.data(), trailer->second.size()))
+      << "a failed compile's id, in the reply as in the unary trailer";
+}
+
+TEST_F(ServiceTest, LaunchDimensionsFollowCudaAndTheDevice) {
+  v1::CompileRequest compile;
+  compile.set_session(token_);
+  compile.set_source(kKernel);
+  compile.set_entry_point("scale");
+  grpc::ClientContext compile_context;
+  v1::CompileResponse compiled;
+  ASSERT_TRUE(stub_->Compile(&compile_context, compile, &compiled).ok());
+
+  v1::SubmitRequest batch;
+  v1::AllocateRequest* allocate = Add(batch, 1)->mutable_allocate();
+  allocate->set_session(token_);
+  allocate->set_size_bytes(64);
+  v1::LaunchRequest* launch = Add(batch, 2)->mutable_launch();
+  launch->set_session(token_);
+  launch->set_kernel_id(compiled.kernel_id());
+  launch->mutable_grid()->set_x(4);    // y and z unset: 1
+  launch->mutable_block()->set_x(16);
+  launch->add_args()->mutable_buffer()->set_buffer_ref(1);
+  launch->add_args()->mutable_scalar()->set_i32(16);
+  v1::LaunchRequest* too_big = Add(batch, 3)->mutable_launch();
+  *too_big = *launch;
+  too_big->mutable_grid()->set_y(65536);
+  v1::LaunchRequest* bad_access = Add(batch, 4)->mutable_launch();
+  *bad_access = *launch;
+  bad_access->mutable_args(0)->mutable_buffer()->set_access(static_cast<v1::Access>(99));
+  v1::SubmitResponse replies = Submit(batch);
+  ASSERT_EQ(Code(replies.replies(1)), absl::StatusCode::kOk)
+      << replies.replies(1).status().message();
+  EXPECT_EQ(Code(replies.replies(2)), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies.replies(2).status().message(), HasSubstr("exceeds the device's limit"));
+  EXPECT_EQ(Code(replies.replies(3)), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies.replies(3).status().message(), HasSubstr("access 99"));
+
+  // The same through the unary RPC.
+  grpc::ClientContext unary_context;
+  v1::LaunchResponse launched;
+  too_big->mutable_args(0)->mutable_buffer()->set_buffer(replies.replies(0).allocate().buffer());
+  grpc::Status unary = stub_->Launch(&unary_context, *too_big, &launched);
+  EXPECT_EQ(unary.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(unary.error_message(), HasSubstr("exceeds the device's limit"));
+
+  std::vector<KernelLaunch> launches = OnDevice<std::vector<KernelLaunch>>(
+      core_->worker(0), kNoSession, [this](CommandInterface&) { return fake_->launches(); });
+  ASSERT_EQ(launches.size(), 1u);
+  const KernelLaunch& ran = launches[0];
+  EXPECT_EQ(ran.grid.volume(), 4u);
+  EXPECT_EQ(ran.block.volume(), 16u);
+  EXPECT_EQ(ran.args[0].buffer, replies.replies(0).allocate().buffer());
+}
+
+TEST_F(ServiceTest, ReferencesOutsideABatchAreInvalid) {
+  grpc::ClientContext context;
+  v1::FreeRequest free;
+  free.set_session(token_);
+  free.set_buffer_ref(1);
+  v1::FreeResponse freed;
+  grpc::Status status = stub_->Free(&context, free, &freed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("names no earlier Allocate"));
+}
+
+TEST_F(ServiceTest, ManyClientsMixUnaryCallsBatchesAndLeases) {
+  constexpr int kClients = 6;
+  constexpr int kRounds = 20;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([this, c] {
+      std::string token = OpenSession();
+      grpc::ClientContext lease_context;
+      auto lease = stub_->KeepAlive(&lease_context);
+      v1::KeepAliveRequest hello;
+      hello.set_session(token);
+      v1::KeepAliveResponse ack;
+      EXPECT_TRUE(lease->Write(hello));
+      EXPECT_TRUE(lease->Read(&ack));
+      for (int round = 0; round < kRounds; ++round) {
+        std::string data(16, static_cast<char>('a' + c));
+        v1::SubmitRequest batch;
+        v1::AllocateRequest* allocate = Add(batch, 1)->mutable_allocate();
+        allocate->set_session(token);
+        allocate->set_size_bytes(data.size());
+        v1::WriteRequest* write = Add(batch, 2)->mutable_write();
+        write->mutable_header()->set_session(token);
+        write->mutable_header()->set_buffer_ref(1);
+        write->mutable_header()->set_inline_size_bytes(data.size());
+        write->set_data(data);
+        v1::SubmitResponse replies = Submit(batch);
+        uint64_t buffer = replies.replies(0).allocate().buffer();
+        grpc::ClientContext read_context;
+        v1::ReadRequest read;
+        read.set_session(token);
+        read.set_buffer(buffer);
+        read.set_size_bytes(data.size());
+        auto reader = stub_->Read(&read_context, read);
+        v1::ReadResponse chunk;
+        std::string back;
+        while (reader->Read(&chunk)) back += chunk.data();
+        EXPECT_TRUE(reader->Finish().ok());
+        EXPECT_EQ(back, data);
+        grpc::ClientContext free_context;
+        v1::FreeRequest free;
+        free.set_session(token);
+        free.set_buffer(buffer);
+        v1::FreeResponse freed;
+        EXPECT_TRUE(stub_->Free(&free_context, free, &freed).ok());
+      }
+      lease->WritesDone();
+      EXPECT_TRUE(lease->Finish().ok());
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(core_->worker(0).usage().memory_used_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace gpucmd
