@@ -35,6 +35,12 @@ run_config() {
 }
 
 run_config default --nocache_test_results //...
+echo "=== layering ===" >&2
+if bash tools/check_layering.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); failures+=("layering: server/ depends upwards (tools/check_layering.sh)")
+fi
 run_config asan --config=asan --nocache_test_results //...
 run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan //...
 # run_double_tests DRIVER: the tests over DRIVER's test double (tag DRIVER_double) under

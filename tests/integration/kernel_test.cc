@@ -539,5 +539,75 @@ TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  const std::string token = session_->token();
+  v1::SubmitRequest batch;
+  auto add = [&](uint64_t sequence) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(sequence);
+    return command;
+  };
+  v1::CompileRequest* compile = add(1)->mutable_compile();
+  compile->set_session(token);
+  compile->set_source(std::string(kVectorAdd) + "// one round trip\n");
+  compile->set_entry_point("vector_add");
+  const std::vector<float> a{1, 2, 3, 4}, b{10, 20, 30, 40};
+  for (uint64_t sequence : {2, 3, 4}) {
+    v1::AllocateRequest* allocate = add(sequence)->mutable_allocate();
+    allocate->set_session(token);
+    allocate->set_size_bytes(4 * sizeof(float));
+  }
+  for (auto [ref, values] : {std::pair{uint64_t{2}, a}, std::pair{uint64_t{3}, b}}) {
+    v1::WriteRequest* write = add(10 + ref)->mutable_write();
+    write->mutable_header()->set_session(token);
+    write->mutable_header()->set_buffer_ref(ref);
+    write->mutable_header()->set_inline_size_bytes(16);
+    write->set_data(ToBytes(values));
+  }
+  // The kernel id is the compile cache's content hash: ask for it with a unary compile
+  // of the same source first (a memory hit in the batch).
+  absl::StatusOr<v1::CompileResponse> compiled =
+      session_->Compile(compile->source(), "vector_add");
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string* kernel = &compiled->kernel_id();
+  v1::LaunchRequest* launch = add(20)->mutable_launch();
+  launch->set_session(token);
+  launch->set_kernel_id(*kernel);
+  launch->mutable_grid()->set_x(1);   // y and z unset: 1, as in CUDA
+  launch->mutable_block()->set_x(4);
+  for (uint64_t ref : {2, 3, 4}) launch->add_args()->mutable_buffer()->set_buffer_ref(ref);
+  launch->mutable_args(0)->mutable_buffer()->set_access(v1::ACCESS_READ);
+  launch->mutable_args(1)->mutable_buffer()->set_access(v1::ACCESS_READ);
+  launch->mutable_args(2)->mutable_buffer()->set_access(v1::ACCESS_WRITE);
+  launch->add_args()->mutable_scalar()->set_i32(4);
+  v1::ReadRequest* read = add(30)->mutable_read();
+  read->set_session(token);
+  read->set_buffer_ref(4);
+  read->set_size_bytes(16);
+  for (uint64_t ref : {2, 3, 4}) {
+    v1::FreeRequest* free = add(40 + ref)->mutable_free();
+    free->set_session(token);
+    free->set_buffer_ref(ref);
+  }
+  ASSERT_TRUE(stream->Write(batch));
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), batch.commands_size());
+  for (const v1::CommandReply& reply : replies.replies()) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+  }
+  EXPECT_EQ(replies.replies(0).compile().kernel_id(), *kernel);
+  EXPECT_EQ(replies.replies(0).compile().params_size(), 4);
+  EXPECT_EQ(FromBytes<float>(replies.replies(7).read().data()),
+            (std::vector<float>{11, 22, 33, 44}));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->session().buffers(), 0u) << "every buffer freed by reference";
+}
+
 }  // namespace
 }  // namespace gpucmd
