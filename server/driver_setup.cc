@@ -12,15 +12,15 @@ CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
   return options;
 }
 
-CompileCache::Options CompileCacheOptions(const v1::DaemonConfig& config,
-                                          const std::string& driver,
-                                          const std::string& architecture,
-                                          const std::string& artifact_extension) {
-  return {.directory = config.compile().cache_dir(),
-          .driver = driver,
-          .architecture = architecture,
-          .artifact_extension = artifact_extension,
-          .workers = static_cast<int>(config.compile().workers())};
+std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
+                                               const std::string& driver,
+                                               const std::string& architecture,
+                                               ModuleStore modules,
+                                               CompileCache::BackendCompiler compiler) {
+  return CompileCache::Create({.driver = driver,
+                               .architecture = architecture,
+                               .workers = static_cast<int>(config.compile().workers())},
+                              std::move(modules), std::move(compiler));
 }
 
 }  // namespace gpucmd

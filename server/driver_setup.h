@@ -37,11 +37,12 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config);
 CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
                                  const DeviceDescription& device);
 
-// The compile cache's options for `driver` on `architecture`.
-CompileCache::Options CompileCacheOptions(const v1::DaemonConfig& config,
-                                          const std::string& driver,
-                                          const std::string& architecture,
-                                          const std::string& artifact_extension);
+// The compile cache for `driver` on `architecture`, over `modules`.
+std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
+                                               const std::string& driver,
+                                               const std::string& architecture,
+                                               ModuleStore modules,
+                                               CompileCache::BackendCompiler compiler);
 
 }  // namespace gpucmd
 

@@ -37,15 +37,13 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
   if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
     spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
   }
-  ASSIGN_OR_RETURN(setup.compiler,
-                   CompileCache::Create(CompileCacheOptions(config, "cpu", "x86_64", ".so"),
-                                        [compiler](const KernelSource& kernel,
-                                                   const std::string& artifact) {
-                                          return CompileCpuKernel(kernel.source,
-                                                                  kernel.entry_point,
-                                                                  kernel.options, artifact,
-                                                                  compiler);
-                                        }));
+  ASSIGN_OR_RETURN(ModuleStore modules, ModuleStore::Open(config.compile().cache_dir(), ".so"));
+  setup.compiler = MakeCompileCache(
+      config, "cpu", "x86_64", modules,
+      [compiler](const KernelSource& kernel, const std::string& artifact) {
+        return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact,
+                                compiler);
+      });
 
   absl::StatusOr<std::string> executor = FindKernelExecutor(SelfPath());
   if (!executor.ok()) {
@@ -57,7 +55,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
         .capacity_bytes = cpu.memory_bytes_per_device(),
         .stream_count = static_cast<int>(cpu.streams_per_device()),
         .executor_path = executor.value_or(""),
-        .module_directory = config.compile().cache_dir(),
+        .modules = modules,
         .executor_workers = static_cast<int>(cpu.executor_workers()),
         .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds())};
     setup.factories.push_back(MakeCommandFactory<CpuDriver>(

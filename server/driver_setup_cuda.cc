@@ -1,10 +1,6 @@
 // The CUDA driver's setup (--config=cuda).
 
-#include <cstdio>
-#include <fstream>
-
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "driver/cuda/cuda_driver.h"
 #include "driver/cuda/nvrtc_compiler.h"
@@ -29,26 +25,23 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
     return absl::InternalError("unexpected CUDA architecture " + architecture);
   }
   NvrtcOptions nvrtc{.max_log_bytes = config.compile().max_log_bytes()};
-  ASSIGN_OR_RETURN(
-      setup.compiler,
-      CompileCache::Create(
-          CompileCacheOptions(config, "cuda", architecture, ".cubin"),
-          [nvrtc, compute_capability](const KernelSource& kernel, const std::string& artifact)
-              -> absl::StatusOr<CompileOutput> {
-            bool ptx = false;
-            ASSIGN_OR_RETURN(CompileOutput output,
-                             CompileWithNvrtc(kernel.source, kernel.entry_point, kernel.options,
-                                              compute_capability, artifact, nvrtc, &ptx));
-            // The module's entry point, for loading it by kernel id.
-            std::string entry_path(absl::StripSuffix(artifact, ".cubin"));
-            std::ofstream(entry_path + ".entry") << kernel.entry_point << "\n";
-            if (ptx) spdlog::info("{}: built PTX (architecture newer than NVRTC)", kernel.entry_point);
-            return output;
-          }));
+  ASSIGN_OR_RETURN(ModuleStore modules,
+                   ModuleStore::Open(config.compile().cache_dir(), ".cubin"));
+  setup.compiler = MakeCompileCache(
+      config, "cuda", architecture, modules,
+      [nvrtc, compute_capability](const KernelSource& kernel,
+                                  const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+        bool ptx = false;
+        ASSIGN_OR_RETURN(CompileOutput output,
+                         CompileWithNvrtc(kernel.source, kernel.entry_point, kernel.options,
+                                          compute_capability, artifact, nvrtc, &ptx));
+        if (ptx) spdlog::info("{}: built PTX (architecture newer than NVRTC)", kernel.entry_point);
+        return output;
+      });
   for (const DeviceDescription& device : setup.devices) {
     CudaBackend::Options backend{.ordinal = device.ordinal,
                                  .stream_count = static_cast<int>(config.cpu().streams_per_device()),
-                                 .module_directory = config.compile().cache_dir()};
+                                 .modules = modules};
     setup.factories.push_back(MakeCommandFactory<CudaDriver>(
         [backend] { return CudaBackend::Create(backend); }, CommandOptionsFor(config, device)));
   }

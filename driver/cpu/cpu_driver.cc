@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace gpucmd {
 namespace {
@@ -41,7 +42,7 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
   for (int i = 0; i < options.stream_count; ++i) {
     backend->streams_.push_back(std::make_unique<CpuStream>(i));
   }
-  backend->context_.module_directory = options.module_directory;
+  backend->context_.modules = options.modules;
   if (!options.executor_path.empty()) {
     const CpuDeviceMemory& device_memory = *backend->memory_;
     backend->context_.executor = std::make_unique<KernelExecutor>(KernelExecutor::Options{
@@ -120,7 +121,8 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
     return absl::FailedPreconditionError("this CPU device runs no kernels (no executor)");
   }
   KernelExecutor* executor = context.executor.get();
-  std::string module = absl::StrCat(context.module_directory, "/", kernel.hex, ".so");
+  ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));
+  std::string module = std::move(found.artifact_path);
   KernelDim3 grid_dim{grid.x, grid.y, grid.z};
   KernelDim3 block_dim{args.spec.block.x, args.spec.block.y, args.spec.block.z};
   stream.Enqueue([executor, module, grid_dim, block_dim,

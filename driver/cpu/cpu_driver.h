@@ -10,6 +10,7 @@
 // Context belongs to the device thread.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@
 #include "driver/cpu/cpu_stream.h"
 #include "driver/cpu/kernel_executor.h"
 #include "driver/driver.h"
+#include "driver/module_store.h"
 
 namespace gpucmd {
 
@@ -27,11 +29,11 @@ struct CpuLaunchArgs {
   LaunchSpec spec;
 };
 
-// Whatever launching needs on the CPU device: where compiled modules live
-// (<module_directory>/<kernel id>.so) and the executor process that runs them.
+// Whatever launching needs on the CPU device: the store of compiled modules (shared
+// objects) and the executor process that runs them.
 struct CpuContext {
   int ordinal = 0;
-  std::string module_directory;
+  std::optional<ModuleStore> modules;
   std::unique_ptr<KernelExecutor> executor;  // null: this backend runs no kernels
 };
 
@@ -45,7 +47,7 @@ class CpuBackend {
     int stream_count = 4;
     // Kernels: empty executor_path means this backend runs none.
     std::string executor_path;
-    std::string module_directory;
+    std::optional<ModuleStore> modules;  // required to run kernels
     int executor_workers = 2;
     std::chrono::milliseconds kernel_timeout{60'000};
   };

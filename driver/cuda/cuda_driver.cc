@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   backend->capacity_bytes_ = total;
   CudaContext& context = backend->context_;
   context.api = api;
-  context.module_directory = options.module_directory;
+  context.modules = options.modules;
   RETURN_IF_ERROR(CudaStatus(*api, api->DevicePrimaryCtxRetain(&context.context, backend->device_),
                              "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(MakeCurrent(*api, context.context));
@@ -358,13 +358,9 @@ absl::Status CudaDriver::Launch(Context& context, Stream& stream, const KernelId
   const CudaApi& api = *context.api;
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
-    std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
-    std::string image = ReadFileOrEmpty(base + ".cubin");
-    std::string entry(absl::StripAsciiWhitespace(ReadFileOrEmpty(base + ".entry")));
-    if (image.empty() || entry.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));
-    }
+    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.modules, kernel));
+    std::string image = ReadFileOrEmpty(found_module.artifact_path);
+    const std::string& entry = found_module.entry_point;
     CUmodule module = nullptr;
     RETURN_IF_ERROR(CudaStatus(api, api.ModuleLoadData(&module, image.data()), "cuModuleLoadData"));
     context.modules.push_back(module);

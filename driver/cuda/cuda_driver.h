@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "driver/device_description.h"
 #include "driver/driver.h"
 #include "driver/event_pool.h"
+#include "driver/module_store.h"
 
 namespace gpucmd {
 
@@ -82,7 +84,7 @@ struct CudaLaunchArgs {
 struct CudaContext {
   const CudaApi* api = nullptr;
   CUcontext context = nullptr;
-  std::string module_directory;
+  std::optional<ModuleStore> modules;
   // Loaded modules' functions by kernel id.
   absl::flat_hash_map<std::string, CUfunction> functions;
   std::vector<CUmodule> modules;
@@ -100,7 +102,7 @@ class CudaBackend {
   struct Options {
     int ordinal = 0;
     int stream_count = 4;
-    std::string module_directory;
+    std::optional<ModuleStore> modules;  // required to launch kernels
   };
 
   // UNAVAILABLE when there is no driver or no such device.

@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& op
   }
   std::unique_ptr<HipBackend> backend(new HipBackend());
   backend->context_.device = options.ordinal;
-  backend->context_.module_directory = options.module_directory;
+  backend->context_.modules = options.modules;
   RETURN_IF_ERROR(SelectDevice(options.ordinal));
   size_t total = 0;
   RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
@@ -263,13 +263,9 @@ absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId&
   RETURN_IF_ERROR(stream.Enter());
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
-    std::string base = absl::StrCat(context.module_directory, "/", kernel.hex);
-    std::string image = ReadFileOrEmpty(base + ".hsaco");
-    std::string entry(absl::StripAsciiWhitespace(ReadFileOrEmpty(base + ".entry")));
-    if (image.empty() || entry.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("kernel ", kernel.hex, " has no module in ", context.module_directory));
-    }
+    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.modules, kernel));
+    std::string image = ReadFileOrEmpty(found_module.artifact_path);
+    const std::string& entry = found_module.entry_point;
     hipModule_t module = nullptr;
     RETURN_IF_ERROR(HipStatus(hipModuleLoadData(&module, image.data()), "hipModuleLoadData"));
     context.modules.push_back(module);

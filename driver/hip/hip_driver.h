@@ -13,6 +13,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "driver/device_description.h"
 #include "driver/driver.h"
 #include "driver/event_pool.h"
+#include "driver/module_store.h"
 
 namespace gpucmd {
 
@@ -73,7 +75,7 @@ struct HipLaunchArgs {
 
 struct HipContext {
   int device = 0;
-  std::string module_directory;
+  std::optional<ModuleStore> modules;
   absl::flat_hash_map<std::string, hipFunction_t> functions;
   std::vector<hipModule_t> modules;
   // The sticky error that corrupted the device's context, once DeviceHealth saw one;
@@ -88,7 +90,7 @@ class HipBackend {
   struct Options {
     int ordinal = 0;
     int stream_count = 4;
-    std::string module_directory;
+    std::optional<ModuleStore> modules;  // required to launch kernels
   };
 
   // UNAVAILABLE when there is no such AMD GPU.

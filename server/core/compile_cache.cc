@@ -2,15 +2,11 @@
 
 #include <openssl/evp.h>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "base/file.h"
 #include "absl/strings/str_join.h"
 
 namespace gpucmd {
@@ -26,20 +22,14 @@ std::string Sha256Hex(const std::string& data) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CompileCache>> CompileCache::Create(const Options& options,
-                                                                    BackendCompiler compiler) {
-  std::error_code error;
-  std::filesystem::create_directories(options.directory, error);
-  if (error || access(options.directory.c_str(), W_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "compile cache directory ", options.directory, " is not writable",
-        error ? ": " + error.message() : ""));
-  }
-  return std::unique_ptr<CompileCache>(new CompileCache(options, std::move(compiler)));
+std::unique_ptr<CompileCache> CompileCache::Create(const Options& options, ModuleStore modules,
+                                                   BackendCompiler compiler) {
+  return std::unique_ptr<CompileCache>(
+      new CompileCache(options, std::move(modules), std::move(compiler)));
 }
 
-CompileCache::CompileCache(const Options& options, BackendCompiler compiler)
-    : options_(options), compiler_(std::move(compiler)) {
+CompileCache::CompileCache(const Options& options, ModuleStore modules, BackendCompiler compiler)
+    : options_(options), modules_(std::move(modules)), compiler_(std::move(compiler)) {
   for (int i = 0; i < std::max(1, options.workers); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
@@ -63,10 +53,6 @@ KernelId CompileCache::IdFor(const KernelSource& kernel) const {
   }
   for (const std::string& option : kernel.options) absl::StrAppend(&key, option.size(), ":", option, ";");
   return KernelId{Sha256Hex(key)};
-}
-
-std::string CompileCache::ArtifactPath(const KernelId& id) const {
-  return absl::StrCat(options_.directory, "/", id.hex, options_.artifact_extension);
 }
 
 void CompileCache::Compile(KernelSource kernel,
@@ -101,14 +87,11 @@ void CompileCache::Compile(KernelSource kernel,
 }
 
 absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
-  std::string signature_path = absl::StrCat(options_.directory, "/", id.hex, ".sig");
-  if (access(ArtifactPath(id).c_str(), R_OK) != 0 || access(signature_path.c_str(), R_OK) != 0) {
+  absl::StatusOr<ModuleStore::Module> module = modules_.Find(id);
+  if (!module.ok()) {
     return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " was never compiled"));
   }
-  absl::StatusOr<std::vector<KernelParam>> params =
-      DeserializeSignature(ReadFileOrEmpty(signature_path));
-  if (!params.ok()) return params.status();
-  CompiledKernel kernel{id, *std::move(params), ""};
+  CompiledKernel kernel{id, std::move(module->params), ""};
   MutexLock lock(&mutex_);
   ++disk_hits_;
   compiled_[id.hex] = kernel;
@@ -140,7 +123,7 @@ void CompileCache::Work() {
       jobs_.pop_front();
       ++misses_;
     }
-    absl::StatusOr<CompileOutput> output = compiler_(job.kernel, ArtifactPath(job.id));
+    absl::StatusOr<CompileOutput> output = compiler_(job.kernel, modules_.ArtifactPath(job.id));
     if (!output.ok()) {
       if (absl::IsInvalidArgument(output.status())) {  // the source's fault: remember it
         MutexLock lock(&mutex_);
@@ -149,9 +132,7 @@ void CompileCache::Work() {
       job.done(output.status());
       continue;
     }
-    absl::Status stored = WriteFileAtomically(
-        absl::StrCat(options_.directory, "/", job.id.hex, ".sig"),
-        SerializeSignature(output->params));
+    absl::Status stored = modules_.Commit(job.id, job.kernel.entry_point, output->params);
     if (!stored.ok()) {
       job.done(stored);
       continue;

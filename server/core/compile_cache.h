@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "driver/kernel_signature.h"
+#include "driver/module_store.h"
 #include "driver/types.h"
 
 namespace gpucmd {
@@ -48,10 +49,8 @@ class CompileCache {
                                                   const std::string& artifact_path)>;
 
   struct Options {
-    std::string directory;
     std::string driver;        // e.g. "cpu"
     std::string architecture;  // e.g. "x86_64", "sm_90"
-    std::string artifact_extension = ".so";  // what the driver's compiler writes
     int workers = 2;
     size_t max_pending = 256;
   };
@@ -61,15 +60,15 @@ class CompileCache {
     bool cache_hit = false;
   };
 
-  // Creates `options.directory` if needed; FAILED_PRECONDITION when it cannot.
-  static absl::StatusOr<std::unique_ptr<CompileCache>> Create(const Options& options,
-                                                              BackendCompiler compiler);
+  // Compiled modules go to `modules` (Note [Module store] in driver/module_store.h),
+  // which the devices load them from.
+  static std::unique_ptr<CompileCache> Create(const Options& options, ModuleStore modules,
+                                              BackendCompiler compiler);
   ~CompileCache();
   CompileCache(const CompileCache&) = delete;
   CompileCache& operator=(const CompileCache&) = delete;
 
   KernelId IdFor(const KernelSource& kernel) const;
-  std::string ArtifactPath(const KernelId& id) const;
 
   // Compiles `kernel` or finds it compiled. A compile error is INVALID_ARGUMENT with
   // the compiler's log; a full pool is RESOURCE_EXHAUSTED.
@@ -90,12 +89,13 @@ class CompileCache {
     absl::AnyInvocable<void(absl::StatusOr<Result>)> done;
   };
 
-  CompileCache(const Options& options, BackendCompiler compiler);
+  CompileCache(const Options& options, ModuleStore modules, BackendCompiler compiler);
   void Work();
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
   const Options options_;
+  const ModuleStore modules_;
   const BackendCompiler compiler_;
   mutable Mutex mutex_;
   CondVar work_ready_;

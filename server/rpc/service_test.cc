@@ -45,8 +45,10 @@ class ServiceTest : public ::testing::Test {
         metrics_.get()));
     core_ = std::make_unique<ServerCore>(std::move(workers), ServerCore::Options());
     core_->worker(0).AwaitInitialised();
-    absl::StatusOr<std::unique_ptr<CompileCache>> compiler = CompileCache::Create(
-        {.directory = directory_ + "/cache", .driver = "fake", .architecture = "none"},
+    absl::StatusOr<ModuleStore> modules = ModuleStore::Open(directory_ + "/modules", ".fake");
+    ASSERT_TRUE(modules.ok()) << modules.status();
+    compiler_ = CompileCache::Create(
+        {.driver = "fake", .architecture = "none"}, *std::move(modules),
         [](const KernelSource& kernel,
            const std::string& artifact) -> absl::StatusOr<CompileOutput> {
           if (kernel.source == kBrokenKernel) {
@@ -58,8 +60,6 @@ class ServiceTest : public ::testing::Test {
           if (!params.ok()) return params.status();
           return CompileOutput{.params = *params};
         });
-    ASSERT_TRUE(compiler.ok()) << compiler.status();
-    compiler_ = *std::move(compiler);
     DeviceDescription device{.ordinal = 0,
                              .name = "fake",
                              .memory_capacity_bytes = kCapacityBytes,

@@ -5,7 +5,6 @@
 // against the daemon, unary and in Submit batches (`x_in_process`). Benchmarks that need
 // a GPU skip themselves, saying why, where there is none.
 
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -32,7 +31,8 @@ double in_process_launches_per_second = 0;
 
 std::unique_ptr<CudaBackend> BackendOrSkip(benchmark::State& state, const std::string& modules) {
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
-      CudaBackend::Create({.ordinal = 0, .stream_count = 2, .module_directory = modules});
+      CudaBackend::Create(
+          {.ordinal = 0, .stream_count = 2, .modules = *ModuleStore::Open(modules, ".cubin")});
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return nullptr;
@@ -141,11 +141,14 @@ void BM_DaemonPitched2DWrite(benchmark::State& state) {
 
 void BM_LaunchEmptyInProcess(benchmark::State& state) {
   std::string modules = testing::ShortTempDir();
+  ModuleStore store = *ModuleStore::Open(modules, ".cubin");
+  const KernelId empty{"empty"};
   absl::StatusOr<CompileOutput> compiled = CompileWithNvrtc(
-      kEmptyKernel, "empty", {}, kArchitecture, modules + "/empty.cubin", {}, nullptr);
-  std::ofstream(modules + "/empty.entry") << "empty\n";
+      kEmptyKernel, "empty", {}, kArchitecture, store.ArtifactPath(empty), {}, nullptr);
+  absl::Status committed =
+      compiled.ok() ? store.Commit(empty, "empty", compiled->params) : compiled.status();
   std::unique_ptr<CudaBackend> backend = BackendOrSkip(state, modules);
-  if (backend == nullptr || !compiled.ok()) return;
+  if (backend == nullptr || !committed.ok()) return;
   Command<CudaDriver> command(*backend, CommandOptions());
   KernelLaunch launch{.kernel = KernelId{"empty"},
                       .params = compiled->params,

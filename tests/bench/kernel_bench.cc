@@ -35,8 +35,9 @@ double compile_miss_seconds = 0;
 double in_process_launches_per_second = 0;
 
 std::unique_ptr<CompileCache> MakeCache(const std::string& directory) {
-  return *CompileCache::Create(
-      {.directory = directory, .driver = "cpu", .architecture = "x86_64", .workers = 1},
+  return CompileCache::Create(
+      {.driver = "cpu", .architecture = "x86_64", .workers = 1},
+      *ModuleStore::Open(directory, ".so"),
       [](const KernelSource& kernel, const std::string& artifact) {
         return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact, {});
       });
@@ -103,7 +104,7 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
       {.capacity_bytes = 64 << 20,
        .stream_count = 1,
        .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
-       .module_directory = directory});
+       .modules = *ModuleStore::Open(directory, ".so")});
   Command<CpuDriver> command(*backend, CommandOptions());
   KernelLaunch launch{.kernel = compiled.kernel.id,
                       .params = compiled.kernel.params,
