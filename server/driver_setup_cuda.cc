@@ -1,6 +1,7 @@
 // The CUDA driver's setup (--config=cuda).
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "driver/cuda/cuda_driver.h"
 #include "driver/cuda/nvrtc_compiler.h"

@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   backend->capacity_bytes_ = total;
   CudaContext& context = backend->context_;
   context.api = api;
-  context.modules = options.modules;
+  context.module_store = options.modules;
   RETURN_IF_ERROR(CudaStatus(*api, api->DevicePrimaryCtxRetain(&context.context, backend->device_),
                              "cuDevicePrimaryCtxRetain"));
   RETURN_IF_ERROR(MakeCurrent(*api, context.context));
@@ -358,7 +358,7 @@ absl::Status CudaDriver::Launch(Context& context, Stream& stream, const KernelId
   const CudaApi& api = *context.api;
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
-    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.modules, kernel));
+    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.module_store, kernel));
     std::string image = ReadFileOrEmpty(found_module.artifact_path);
     const std::string& entry = found_module.entry_point;
     CUmodule module = nullptr;

@@ -84,7 +84,7 @@ struct CudaLaunchArgs {
 struct CudaContext {
   const CudaApi* api = nullptr;
   CUcontext context = nullptr;
-  std::optional<ModuleStore> modules;
+  std::optional<ModuleStore> module_store;
   // Loaded modules' functions by kernel id.
   absl::flat_hash_map<std::string, CUfunction> functions;
   std::vector<CUmodule> modules;

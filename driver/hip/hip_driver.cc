@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& op
   }
   std::unique_ptr<HipBackend> backend(new HipBackend());
   backend->context_.device = options.ordinal;
-  backend->context_.modules = options.modules;
+  backend->context_.module_store = options.modules;
   RETURN_IF_ERROR(SelectDevice(options.ordinal));
   size_t total = 0;
   RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
@@ -263,7 +263,7 @@ absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId&
   RETURN_IF_ERROR(stream.Enter());
   auto found = context.functions.find(kernel.hex);
   if (found == context.functions.end()) {
-    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.modules, kernel));
+    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.module_store, kernel));
     std::string image = ReadFileOrEmpty(found_module.artifact_path);
     const std::string& entry = found_module.entry_point;
     hipModule_t module = nullptr;

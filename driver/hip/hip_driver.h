@@ -75,7 +75,7 @@ struct HipLaunchArgs {
 
 struct HipContext {
   int device = 0;
-  std::optional<ModuleStore> modules;
+  std::optional<ModuleStore> module_store;
   absl::flat_hash_map<std::string, hipFunction_t> functions;
   std::vector<hipModule_t> modules;
   // The sticky error that corrupted the device's context, once DeviceHealth saw one;
