@@ -121,8 +121,12 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
     return absl::FailedPreconditionError("this CPU device runs no kernels (no executor)");
   }
   KernelExecutor* executor = context.executor.get();
-  ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));
-  std::string module = std::move(found.artifact_path);
+  auto known = context.module_paths.find(kernel.hex);
+  if (known == context.module_paths.end()) {
+    ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));
+    known = context.module_paths.emplace(kernel.hex, std::move(found.artifact_path)).first;
+  }
+  const std::string& module = known->second;
   KernelDim3 grid_dim{grid.x, grid.y, grid.z};
   KernelDim3 block_dim{args.spec.block.x, args.spec.block.y, args.spec.block.z};
   stream.Enqueue([executor, module, grid_dim, block_dim,

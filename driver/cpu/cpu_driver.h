@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "driver/cpu/cpu_device_memory.h"
 #include "driver/cpu/cpu_stream.h"
@@ -34,6 +35,9 @@ struct CpuLaunchArgs {
 struct CpuContext {
   int ordinal = 0;
   std::optional<ModuleStore> modules;
+  // Modules found in the store so far: kernel id -> shared object (no file lookups on
+  // the launch path once a kernel ran).
+  absl::flat_hash_map<std::string, std::string> module_paths;
   std::unique_ptr<KernelExecutor> executor;  // null: this backend runs no kernels
 };
 
