@@ -8,8 +8,12 @@ namespace {
 
 TEST(Pitched2DCopyTest, HostToDeviceUsesPackedSourceAndPitchedTarget) {
   std::byte host[300];
-  CUDA_MEMCPY2D copy = Pitched2DCopy(DeviceResource{0x1000, 4096},
-                                     CopyLayout::Pitched(64, 100, 3, 256), host, true);
+  CUDA_MEMCPY2D copy = Pitched2DCopy({.host = host,
+                                      .device = 0x1000 + 64,
+                                      .width_bytes = 100,
+                                      .height = 3,
+                                      .device_stride_bytes = 256,
+                                      .to_device = true});
   EXPECT_EQ(copy.srcMemoryType, CU_MEMORYTYPE_HOST);
   EXPECT_EQ(copy.srcHost, host);
   EXPECT_EQ(copy.srcPitch, 100u);
@@ -23,8 +27,12 @@ TEST(Pitched2DCopyTest, HostToDeviceUsesPackedSourceAndPitchedTarget) {
 
 TEST(Pitched2DCopyTest, DeviceToHostMirrorsIt) {
   std::byte host[300];
-  CUDA_MEMCPY2D copy = Pitched2DCopy(DeviceResource{0x2000, 4096},
-                                     CopyLayout::Pitched(0, 100, 3, 128), host, false);
+  CUDA_MEMCPY2D copy = Pitched2DCopy({.host = host,
+                                      .device = 0x2000,
+                                      .width_bytes = 100,
+                                      .height = 3,
+                                      .device_stride_bytes = 128,
+                                      .to_device = false});
   EXPECT_EQ(copy.srcMemoryType, CU_MEMORYTYPE_DEVICE);
   EXPECT_EQ(copy.srcDevice, 0x2000u);
   EXPECT_EQ(copy.srcPitch, 128u);

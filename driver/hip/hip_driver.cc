@@ -1,287 +1,196 @@
 #include "driver/hip/hip_driver.h"
 
-
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "base/file.h"
 #include "base/status_macros.h"
 #include "driver/hip/hip_status.h"
 
 namespace gpucmd {
 namespace {
 
-// Release and cleanup calls below have nobody to report a failure to; their results are
+// Release and cleanup calls have nobody to report a failure to; their results are
 // dropped with (void).
 
+// The device selected on this thread, as far as this driver selected it.
 thread_local int current_device = -1;
 
-absl::Status SelectDevice(int device) {
-  if (current_device == device) return absl::OkStatus();
-  RETURN_IF_ERROR(HipStatus(hipSetDevice(device), "hipSetDevice"));
-  current_device = device;
-  return absl::OkStatus();
-}
+void* Pointer(DeviceAddress address) { return reinterpret_cast<void*>(address); }
 
 }  // namespace
 
-// Owns one recorded hipEvent_t; the last HipEvent copy gives it back to the pool.
-struct HipEvent::Handle {
-  Handle(int device, hipEvent_t event, std::shared_ptr<HipEventPool> pool)
-      : device(device), event(event), pool(std::move(pool)) {}
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() { pool->Give(event); }
-
-  const int device;
-  const hipEvent_t event;
-  const std::shared_ptr<HipEventPool> pool;
-};
-
-absl::Status HipEvent::Wait() const {
-  if (handle_ == nullptr) return error_;
-  RETURN_IF_ERROR(SelectDevice(handle_->device));
-  return HipStatus(hipEventSynchronize(handle_->event), "hipEventSynchronize");
+absl::StatusOr<HipVendor> HipVendor::Open(int ordinal) {
+  int count = 0;
+  RETURN_IF_ERROR(HipStatus(hipGetDeviceCount(&count), "hipGetDeviceCount"));
+  if (ordinal >= count) return absl::UnavailableError(absl::StrCat("no HIP device ", ordinal));
+  HipVendor vendor(ordinal, 0);
+  RETURN_IF_ERROR(vendor.Enter());
+  size_t total = 0;
+  RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, ordinal), "hipDeviceTotalMem"));
+  vendor.capacity_bytes_ = total;
+  return vendor;
 }
 
-bool HipEvent::IsComplete() const {
-  if (handle_ == nullptr) return true;
-  return SelectDevice(handle_->device).ok() && hipEventQuery(handle_->event) == hipSuccess;
+absl::Status HipVendor::Enter() const {
+  if (current_device == device_) return absl::OkStatus();
+  RETURN_IF_ERROR(HipStatus(hipSetDevice(device_), "hipSetDevice"));
+  current_device = device_;
+  return absl::OkStatus();
 }
 
-HipStream::~HipStream() {
-  if (Enter().ok()) {
-    (void)hipStreamSynchronize(stream_);
-    (void)hipStreamDestroy(stream_);
-  }
+absl::StatusOr<StreamPriorities> HipVendor::StreamPriorityRange() const {
+  StreamPriorities priorities;
+  RETURN_IF_ERROR(HipStatus(hipDeviceGetStreamPriorityRange(&priorities.least,
+                                                            &priorities.greatest),
+                            "hipDeviceGetStreamPriorityRange"));
+  return priorities;
 }
 
-absl::Status HipStream::Enter() const { return SelectDevice(device_); }
+absl::StatusOr<hipStream_t> HipVendor::CreateStream(int priority) const {
+  hipStream_t stream = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, priority),
+                            "hipStreamCreateWithPriority"));
+  return stream;
+}
 
-HipStream::Event HipStream::RecordEvent() {
-  Event event;
-  if (Enter().ok()) {
-    if (absl::StatusOr<hipEvent_t> raw = events_->Take(); raw.ok()) {
-      if (hipEventRecord(*raw, stream_) == hipSuccess) {
-        event.handle_ = std::make_shared<HipEvent::Handle>(device_, *raw, events_);
-        return event;
-      }
-      events_->Give(*raw);
-    }
-  }
-  // No event to wait on later: wait for the stream now, so that the event returned is
-  // complete for real (or carries the error), never falsely.
-  event.error_ = Synchronize();
+void HipVendor::DestroyStream(hipStream_t stream) const { (void)hipStreamDestroy(stream); }
+
+absl::Status HipVendor::SynchronizeStream(hipStream_t stream) const {
+  return HipStatus(hipStreamSynchronize(stream), "hipStreamSynchronize");
+}
+
+absl::Status HipVendor::StickyError(hipStream_t stream) const {
+  hipError_t error = hipStreamQuery(stream);
+  return IsStickyHipError(error) ? HipStatus(error, "hipStreamQuery") : absl::OkStatus();
+}
+
+absl::StatusOr<hipEvent_t> HipVendor::CreateEvent() const {
+  hipEvent_t event = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipEventCreateWithFlags(&event, hipEventDisableTiming),
+                            "hipEventCreateWithFlags"));
   return event;
 }
 
-absl::Status HipStream::WaitEvent(const Event& event) {
-  if (event.handle_ == nullptr) return absl::OkStatus();
-  RETURN_IF_ERROR(Enter());
-  return HipStatus(hipStreamWaitEvent(stream_, event.handle_->event, 0), "hipStreamWaitEvent");
+void HipVendor::DestroyEvent(hipEvent_t event) const { (void)hipEventDestroy(event); }
+
+absl::Status HipVendor::RecordEvent(hipEvent_t event, hipStream_t stream) const {
+  return HipStatus(hipEventRecord(event, stream), "hipEventRecord");
 }
 
-absl::Status HipStream::Synchronize() {
-  RETURN_IF_ERROR(Enter());
-  return HipStatus(hipStreamSynchronize(stream_), "hipStreamSynchronize");
+absl::Status HipVendor::StreamWaitEvent(hipStream_t stream, hipEvent_t event) const {
+  return HipStatus(hipStreamWaitEvent(stream, event, 0), "hipStreamWaitEvent");
 }
 
-absl::StatusOr<std::unique_ptr<HipBackend>> HipBackend::Create(const Options& options) {
-  int count = 0;
-  RETURN_IF_ERROR(HipStatus(hipGetDeviceCount(&count), "hipGetDeviceCount"));
-  if (options.ordinal >= count) {
-    return absl::UnavailableError(absl::StrCat("no HIP device ", options.ordinal));
-  }
-  std::unique_ptr<HipBackend> backend(new HipBackend());
-  backend->context_.device = options.ordinal;
-  backend->context_.module_store = options.modules;
-  RETURN_IF_ERROR(SelectDevice(options.ordinal));
-  size_t total = 0;
-  RETURN_IF_ERROR(HipStatus(hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
-  backend->capacity_bytes_ = total;
-  const int device = options.ordinal;
-  backend->events_ = std::make_shared<HipEventPool>(
-      [device]() -> absl::StatusOr<hipEvent_t> {
-        RETURN_IF_ERROR(SelectDevice(device));
-        hipEvent_t event = nullptr;
-        RETURN_IF_ERROR(HipStatus(hipEventCreateWithFlags(&event, hipEventDisableTiming),
-                                  "hipEventCreateWithFlags"));
-        return event;
-      },
-      [device](hipEvent_t event) {
-        if (SelectDevice(device).ok()) (void)hipEventDestroy(event);
-      });
-  int least = 0, greatest = 0;
-  RETURN_IF_ERROR(HipStatus(hipDeviceGetStreamPriorityRange(&least, &greatest),
-                            "hipDeviceGetStreamPriorityRange"));
-  for (int i = 0; i < options.stream_count; ++i) {
-    hipStream_t stream = nullptr;
-    // Stream 0 gets the highest priority: it carries relocation copies.
-    RETURN_IF_ERROR(HipStatus(
-        hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, i == 0 ? greatest : least),
-        "hipStreamCreateWithPriority"));
-    backend->streams_.push_back(
-        std::make_unique<HipStream>(options.ordinal, stream, backend->events_));
-  }
-  int memory_pools = 0;
+absl::Status HipVendor::SynchronizeEvent(hipEvent_t event) const {
+  return HipStatus(hipEventSynchronize(event), "hipEventSynchronize");
+}
+
+bool HipVendor::EventDone(hipEvent_t event) const { return hipEventQuery(event) == hipSuccess; }
+
+absl::StatusOr<bool> HipVendor::MemoryPoolsSupported() const {
+  int supported = 0;
   RETURN_IF_ERROR(HipStatus(
-      hipDeviceGetAttribute(&memory_pools, hipDeviceAttributeMemoryPoolsSupported, device),
+      hipDeviceGetAttribute(&supported, hipDeviceAttributeMemoryPoolsSupported, device_),
       "hipDeviceGetAttribute(MemoryPoolsSupported)"));
-  if (memory_pools != 0) {
-    // Freed pages stay in the pool for the next allocation: the server's own pool decides
-    // how much the device holds.
-    hipMemPool_t pool = nullptr;
-    RETURN_IF_ERROR(
-        HipStatus(hipDeviceGetDefaultMemPool(&pool, device), "hipDeviceGetDefaultMemPool"));
-    uint64_t keep_everything = ~uint64_t{0};
-    RETURN_IF_ERROR(HipStatus(
-        hipMemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep_everything),
-        "hipMemPoolSetAttribute(ReleaseThreshold)"));
-    RETURN_IF_ERROR(HipStatus(hipStreamCreateWithPriority(&backend->allocation_stream_,
-                                                          hipStreamNonBlocking, greatest),
-                              "hipStreamCreateWithPriority"));
-  }
-  return backend;
+  return supported != 0;
 }
 
-HipBackend::~HipBackend() {
-  streams_.clear();
-  // Every event is back by now (the Command and its reads went first).
-  if (events_ != nullptr) events_->DestroyIdle();
-  if (SelectDevice(context_.device).ok()) {
-    if (allocation_stream_ != nullptr) (void)hipStreamDestroy(allocation_stream_);
-    for (hipModule_t module : context_.modules) (void)hipModuleUnload(module);
-    // A corrupted context goes with everything in it; the next backend gets a new one.
-    if (!context_.lost.ok()) (void)hipDeviceReset();
-  }
+absl::Status HipVendor::KeepPoolMemory() const {
+  hipMemPool_t pool = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipDeviceGetDefaultMemPool(&pool, device_), "hipDeviceGetDefaultMemPool"));
+  uint64_t keep_everything = ~uint64_t{0};
+  return HipStatus(hipMemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep_everything),
+                   "hipMemPoolSetAttribute(ReleaseThreshold)");
 }
 
-absl::Status HipDriver::DeviceHealth(Context& context) {
-  if (!context.lost.ok()) return context.lost;
-  if (absl::Status selected = SelectDevice(context.device); !selected.ok()) {
-    context.lost = absl::UnavailableError(selected.message());
-    return context.lost;
-  }
-  hipError_t error = hipStreamQuery(nullptr);
-  if (IsStickyHipError(error)) context.lost = HipStatus(error, "hipStreamQuery");
-  return context.lost;
-}
-
-// With memory pools, pages are allocated and freed in stream order (hipFreeAsync does not
-// wait for the whole device); the server frees a page only when no enqueued work touches
-// it, so ordering it on its own stream is enough.
-absl::StatusOr<DeviceResource> HipBackend::AllocateDevice(uint64_t size_bytes) {
-  RETURN_IF_ERROR(SelectDevice(context_.device));
+absl::StatusOr<DeviceAddress> HipVendor::Allocate(uint64_t size_bytes) const {
   void* pointer = nullptr;
-  if (allocation_stream_ == nullptr) {
-    RETURN_IF_ERROR(HipStatus(hipMalloc(&pointer, size_bytes), "hipMalloc"));
-    return DeviceResource{reinterpret_cast<DeviceAddress>(pointer), size_bytes};
-  }
-  RETURN_IF_ERROR(
-      HipStatus(hipMallocAsync(&pointer, size_bytes, allocation_stream_), "hipMallocAsync"));
-  // Every stream may use the page once its allocation completed.
-  if (absl::Status allocated = HipStatus(hipStreamSynchronize(allocation_stream_),
-                                         "hipStreamSynchronize(allocation)");
-      !allocated.ok()) {
-    (void)hipFreeAsync(pointer, allocation_stream_);
-    return allocated;
-  }
-  return DeviceResource{reinterpret_cast<DeviceAddress>(pointer), size_bytes};
+  RETURN_IF_ERROR(HipStatus(hipMalloc(&pointer, size_bytes), "hipMalloc"));
+  return reinterpret_cast<DeviceAddress>(pointer);
 }
 
-void HipBackend::FreeDevice(const DeviceResource& resource) {
-  if (!SelectDevice(context_.device).ok()) return;
-  void* pointer = reinterpret_cast<void*>(resource.address);
-  if (allocation_stream_ == nullptr) {
-    (void)hipFree(pointer);
-  } else {
-    (void)hipFreeAsync(pointer, allocation_stream_);
-  }
+absl::StatusOr<DeviceAddress> HipVendor::AllocateAsync(uint64_t size_bytes,
+                                                       hipStream_t stream) const {
+  void* pointer = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipMallocAsync(&pointer, size_bytes, stream), "hipMallocAsync"));
+  return reinterpret_cast<DeviceAddress>(pointer);
 }
 
-absl::StatusOr<HostResource> HipBackend::AllocatePinned(uint64_t size_bytes) {
-  RETURN_IF_ERROR(SelectDevice(context_.device));
+void HipVendor::Free(DeviceAddress address) const { (void)hipFree(Pointer(address)); }
+
+void HipVendor::FreeAsync(DeviceAddress address, hipStream_t stream) const {
+  (void)hipFreeAsync(Pointer(address), stream);
+}
+
+absl::StatusOr<std::byte*> HipVendor::AllocateHost(uint64_t size_bytes) const {
   void* pointer = nullptr;
   RETURN_IF_ERROR(HipStatus(hipHostMalloc(&pointer, size_bytes, hipHostMallocDefault),
                             "hipHostMalloc"));
-  return HostResource{static_cast<std::byte*>(pointer), size_bytes};
+  return static_cast<std::byte*>(pointer);
 }
 
-void HipBackend::FreePinned(const HostResource& resource) {
-  if (SelectDevice(context_.device).ok()) (void)hipHostFree(resource.data);
+void HipVendor::FreeHost(std::byte* data) const { (void)hipHostFree(data); }
+
+absl::Status HipVendor::CopyToDevice(DeviceAddress target, std::byte* source,
+                                     uint64_t size_bytes, hipStream_t stream) const {
+  return HipStatus(hipMemcpyHtoDAsync(Pointer(target), source, size_bytes, stream),
+                   "hipMemcpyHtoDAsync");
 }
 
-Bytes HipDriver::PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
-  return PinnedPoolBytes(binding, resource, size);
+absl::Status HipVendor::CopyToHost(std::byte* target, DeviceAddress source, uint64_t size_bytes,
+                                   hipStream_t stream) const {
+  return HipStatus(hipMemcpyDtoHAsync(target, Pointer(source), size_bytes, stream),
+                   "hipMemcpyDtoHAsync");
 }
 
-absl::Status HipDriver::CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
-                                   Bytes& bytes, Stream& stream) {
-  RETURN_IF_ERROR(stream.Enter());
-  void* device = reinterpret_cast<void*>(resource.address + layout.offset_bytes);
-  if (layout.is_contiguous()) {
-    return HipStatus(hipMemcpyDtoHAsync(bytes.data(), device, layout.host_bytes(), stream.get()),
-                     "hipMemcpyDtoHAsync");
+absl::Status HipVendor::CopyPitched(const PitchedCopy& copy, hipStream_t stream) const {
+  if (copy.to_device) {
+    return HipStatus(hipMemcpy2DAsync(Pointer(copy.device), copy.device_stride_bytes, copy.host,
+                                      copy.width_bytes, copy.width_bytes, copy.height,
+                                      hipMemcpyHostToDevice, stream),
+                     "hipMemcpy2DAsync");
   }
-  return HipStatus(hipMemcpy2DAsync(bytes.data(), layout.width_bytes, device,
-                                    layout.stride_bytes, layout.width_bytes, layout.height,
-                                    hipMemcpyDeviceToHost, stream.get()),
+  return HipStatus(hipMemcpy2DAsync(copy.host, copy.width_bytes, Pointer(copy.device),
+                                    copy.device_stride_bytes, copy.width_bytes, copy.height,
+                                    hipMemcpyDeviceToHost, stream),
                    "hipMemcpy2DAsync");
 }
 
-absl::Status HipDriver::CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
-                                     absl::Span<const std::byte> data, Stream& stream) {
-  RETURN_IF_ERROR(stream.Enter());
-  void* device = reinterpret_cast<void*>(resource.address + layout.offset_bytes);
-  auto* host = const_cast<std::byte*>(data.data());
-  if (layout.is_contiguous()) {
-    return HipStatus(hipMemcpyHtoDAsync(device, host, layout.host_bytes(), stream.get()),
-                     "hipMemcpyHtoDAsync");
-  }
-  return HipStatus(hipMemcpy2DAsync(device, layout.stride_bytes, host, layout.width_bytes,
-                                    layout.width_bytes, layout.height, hipMemcpyHostToDevice,
-                                    stream.get()),
-                   "hipMemcpy2DAsync");
-}
-
-absl::Status HipDriver::CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
-                                     Stream::Signal signal) {
-  if (source.size_bytes != target.size_bytes) {
-    return absl::InvalidArgumentError("relocation copy between different sizes");
-  }
-  RETURN_IF_ERROR(signal->Enter());
-  return HipStatus(hipMemcpyDtoDAsync(reinterpret_cast<void*>(target.address),
-                                      reinterpret_cast<void*>(source.address),
-                                      source.size_bytes, signal->get()),
+absl::Status HipVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source,
+                                     uint64_t size_bytes, hipStream_t stream) const {
+  return HipStatus(hipMemcpyDtoDAsync(Pointer(target), Pointer(source), size_bytes, stream),
                    "hipMemcpyDtoDAsync");
 }
 
-absl::Status HipDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
-                               Dim3 grid, LaunchArgs& args) {
-  if (!args.spec.tensor_maps.empty()) {
+absl::StatusOr<hipModule_t> HipVendor::LoadModule(const std::string& image) const {
+  hipModule_t module = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipModuleLoadData(&module, image.data()), "hipModuleLoadData"));
+  return module;
+}
+
+absl::StatusOr<hipFunction_t> HipVendor::GetFunction(hipModule_t module,
+                                                     const std::string& entry) const {
+  hipFunction_t function = nullptr;
+  RETURN_IF_ERROR(HipStatus(hipModuleGetFunction(&function, module, entry.c_str()),
+                            "hipModuleGetFunction"));
+  return function;
+}
+
+void HipVendor::UnloadModule(hipModule_t module) const { (void)hipModuleUnload(module); }
+
+absl::Status HipVendor::Launch(hipFunction_t function, Dim3 grid, const LaunchSpec& spec,
+                               std::vector<void*>& params, hipStream_t stream) const {
+  if (!spec.tensor_maps.empty()) {
     return absl::InvalidArgumentError("tensor-map arguments need the CUDA driver");
   }
-  RETURN_IF_ERROR(stream.Enter());
-  auto found = context.functions.find(kernel.hex);
-  if (found == context.functions.end()) {
-    ASSIGN_OR_RETURN(ModuleStore::Module found_module, FindModule(context.module_store, kernel));
-    std::string image = ReadFileOrEmpty(found_module.artifact_path);
-    const std::string& entry = found_module.entry_point;
-    hipModule_t module = nullptr;
-    RETURN_IF_ERROR(HipStatus(hipModuleLoadData(&module, image.data()), "hipModuleLoadData"));
-    context.modules.push_back(module);
-    hipFunction_t function = nullptr;
-    RETURN_IF_ERROR(HipStatus(hipModuleGetFunction(&function, module, entry.c_str()),
-                              "hipModuleGetFunction"));
-    found = context.functions.emplace(kernel.hex, function).first;
-  }
-  const LaunchSpec& spec = args.spec;
-  std::vector<void*> params;
-  for (const uint64_t& slot : spec.slots) params.push_back(const_cast<uint64_t*>(&slot));
-  return HipStatus(hipModuleLaunchKernel(found->second, grid.x, grid.y, grid.z, spec.block.x,
+  return HipStatus(hipModuleLaunchKernel(function, grid.x, grid.y, grid.z, spec.block.x,
                                          spec.block.y, spec.block.z,
-                                         spec.dynamic_shared_memory_bytes, stream.get(),
+                                         spec.dynamic_shared_memory_bytes, stream,
                                          params.data(), nullptr),
                    "hipModuleLaunchKernel");
+}
+
+void HipVendor::Release(bool reset) const {
+  // A corrupted context goes with everything in it; the next backend gets a new one.
+  if (reset) (void)hipDeviceReset();
 }
 
 absl::StatusOr<std::vector<DeviceDescription>> DescribeHipDevices() {

@@ -1,146 +1,88 @@
 #ifndef GPUCMDD_DRIVER_HIP_HIP_DRIVER_H_
 #define GPUCMDD_DRIVER_HIP_HIP_DRIVER_H_
 
-// The HIP driver (AMD GPUs, Debian's libamdhip64): a pool of streams with priorities on
-// one device, device pages from hipMalloc, pinned staging memory from hipHostMalloc,
-// copies with hipMemcpy{HtoD,DtoH,DtoD}Async and hipMemcpy2DAsync, and launches of
-// hiprtc-built code objects (<module_directory>/<kernel id>.hsaco, the entry point in
-// <kernel id>.entry) with hipModuleLaunchKernel. LaunchArgs are buffers and scalars only.
+// The HIP driver (AMD GPUs, Debian's libamdhip64): GpuDriver (Note [One GPU driver] in
+// driver/gpu/gpu_driver.h) over HipVendor, the HIP runtime. Pages from hipMallocAsync
+// (hipMalloc without memory pools); pinned staging from hipHostMalloc;
+// hipMemcpy{HtoD,DtoH,DtoD}Async and hipMemcpy2DAsync; hiprtc-built code objects from
+// the module store, launched with hipModuleLaunchKernel. Launches take buffers and
+// scalars only: the device description says so, and tensor maps are refused.
 //
-// Thread-safety: the backend's methods may be called from any thread (each selects the
-// device on the calling thread); its Context belongs to the device thread.
+// Thread-safety: HipVendor is a value; Enter selects its device on the calling thread
+// (remembered per thread), every other call runs on the selected device.
 
 #include <hip/hip_runtime_api.h>
 
-#include <memory>
-#include <optional>
-#include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "driver/device_description.h"
-#include "driver/driver.h"
-#include "driver/event_pool.h"
-#include "driver/module_store.h"
+#include "driver/gpu/gpu_driver.h"
 
 namespace gpucmd {
 
-using HipEventPool = EventPool<hipEvent_t>;
-
-class HipEvent {
+class HipVendor {
  public:
-  HipEvent() = default;
-  absl::Status Wait() const;
-  bool IsComplete() const;
-
- private:
-  friend class HipStream;
-  struct Handle;
-  std::shared_ptr<Handle> handle_;  // null: complete
-  // Set when no event could be recorded and waiting for the stream instead failed:
-  // what Wait returns.
-  absl::Status error_;
-};
-
-class HipStream {
- public:
-  using Event = HipEvent;
-  using Signal = HipStream*;
-
-  HipStream(int device, hipStream_t stream, std::shared_ptr<HipEventPool> events)
-      : device_(device), stream_(stream), events_(std::move(events)) {}
-  ~HipStream();
-  HipStream(const HipStream&) = delete;
-  HipStream& operator=(const HipStream&) = delete;
-
-  Event RecordEvent();
-  absl::Status WaitEvent(const Event& event);
-  absl::Status Synchronize();
-  Signal signal() { return this; }
-  hipStream_t get() const { return stream_; }
-  // Selects the stream's device on the calling thread.
-  absl::Status Enter() const;
-
- private:
-  int device_;
-  hipStream_t stream_;
-  std::shared_ptr<HipEventPool> events_;
-};
-
-struct HipLaunchArgs {
-  explicit HipLaunchArgs(LaunchSpec spec) : spec(std::move(spec)) {}
-  LaunchSpec spec;
-};
-
-struct HipContext {
-  int device = 0;
-  std::optional<ModuleStore> module_store;
-  absl::flat_hash_map<std::string, hipFunction_t> functions;
-  std::vector<hipModule_t> modules;
-  // The sticky error that corrupted the device's context, once DeviceHealth saw one;
-  // the backend then resets the device when it goes.
-  absl::Status lost;
-};
-
-class HipBackend {
- public:
-  using Stream = HipStream;
-
-  struct Options {
-    int ordinal = 0;
-    int stream_count = 4;
-    std::optional<ModuleStore> modules;  // required to launch kernels
-  };
+  using StreamHandle = hipStream_t;
+  using EventHandle = hipEvent_t;
+  using ModuleHandle = hipModule_t;
+  using FunctionHandle = hipFunction_t;
 
   // UNAVAILABLE when there is no such AMD GPU.
-  static absl::StatusOr<std::unique_ptr<HipBackend>> Create(const Options& options);
-  ~HipBackend();
+  static absl::StatusOr<HipVendor> Open(int ordinal);
 
-  int stream_count() const { return static_cast<int>(streams_.size()); }
-  HipStream& stream(int index) { return *streams_[index]; }
-  uint64_t capacity_bytes() const { return capacity_bytes_; }
-  absl::StatusOr<DeviceResource> AllocateDevice(uint64_t size_bytes);
-  void FreeDevice(const DeviceResource& resource);
-  absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
-  void FreePinned(const HostResource& resource);
-  HipContext& context() { return context_; }
-  const HipEventPool& event_pool() const { return *events_; }
+  uint64_t memory_capacity_bytes() const { return capacity_bytes_; }
+  absl::Status Enter() const;
+
+  absl::StatusOr<StreamPriorities> StreamPriorityRange() const;
+  absl::StatusOr<hipStream_t> CreateStream(int priority) const;
+  void DestroyStream(hipStream_t stream) const;
+  absl::Status SynchronizeStream(hipStream_t stream) const;
+  absl::Status StickyError(hipStream_t stream) const;
+  absl::StatusOr<hipEvent_t> CreateEvent() const;
+  void DestroyEvent(hipEvent_t event) const;
+  absl::Status RecordEvent(hipEvent_t event, hipStream_t stream) const;
+  absl::Status StreamWaitEvent(hipStream_t stream, hipEvent_t event) const;
+  absl::Status SynchronizeEvent(hipEvent_t event) const;
+  bool EventDone(hipEvent_t event) const;
+
+  absl::StatusOr<bool> MemoryPoolsSupported() const;
+  absl::Status KeepPoolMemory() const;
+  absl::StatusOr<DeviceAddress> Allocate(uint64_t size_bytes) const;
+  absl::StatusOr<DeviceAddress> AllocateAsync(uint64_t size_bytes, hipStream_t stream) const;
+  void Free(DeviceAddress address) const;
+  void FreeAsync(DeviceAddress address, hipStream_t stream) const;
+  absl::StatusOr<std::byte*> AllocateHost(uint64_t size_bytes) const;
+  void FreeHost(std::byte* data) const;
+
+  absl::Status CopyToDevice(DeviceAddress target, std::byte* source, uint64_t size_bytes,
+                            hipStream_t stream) const;
+  absl::Status CopyToHost(std::byte* target, DeviceAddress source, uint64_t size_bytes,
+                          hipStream_t stream) const;
+  absl::Status CopyPitched(const PitchedCopy& copy, hipStream_t stream) const;
+  absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
+                            hipStream_t stream) const;
+
+  absl::StatusOr<hipModule_t> LoadModule(const std::string& image) const;
+  absl::StatusOr<hipFunction_t> GetFunction(hipModule_t module, const std::string& entry) const;
+  void UnloadModule(hipModule_t module) const;
+  // INVALID_ARGUMENT for tensor maps (the server refuses them first on this driver).
+  absl::Status Launch(hipFunction_t function, Dim3 grid, const LaunchSpec& spec,
+                      std::vector<void*>& params, hipStream_t stream) const;
+  void Release(bool reset) const;
 
  private:
-  HipBackend() = default;
+  HipVendor(int device, uint64_t capacity_bytes)
+      : device_(device), capacity_bytes_(capacity_bytes) {}
 
-  uint64_t capacity_bytes_ = 0;
-  HipContext context_;
-  std::shared_ptr<HipEventPool> events_;
-  std::vector<std::unique_ptr<HipStream>> streams_;
-  // Pages come from the device's memory pool on this stream, synchronized before they
-  // are handed out; null where the device has no memory pools (hipMalloc instead).
-  hipStream_t allocation_stream_ = nullptr;
+  int device_;
+  uint64_t capacity_bytes_;
 };
 
-struct HipDriver : DriverDefaults {
-  using Backend = HipBackend;
-  using Stream = HipStream;
-  using Context = HipContext;
-  using LaunchArgs = HipLaunchArgs;
-
-  static Bytes PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size);
-  static absl::Status CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
-                                 Bytes& bytes, Stream& stream);
-  static absl::Status CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
-                                   absl::Span<const std::byte> data, Stream& stream);
-  static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
-                                   Stream::Signal signal);
-  // Refusals (a missing module, too many resources) come back at once. A kernel that
-  // faults on the device corrupts the context instead: DeviceHealth reports it and the
-  // server resets the device, so the launch's outcome is never left stale; it is not
-  // set here.
-  static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
-                             Dim3 grid, LaunchArgs& args);
-  // UNAVAILABLE with the sticky error once the device's context is corrupted.
-  static absl::Status DeviceHealth(Context& context);
-};
+using HipDriver = GpuDriver<HipVendor>;
+using HipBackend = GpuBackend<HipVendor>;
+using HipStream = GpuStream<HipVendor>;
+using HipContext = GpuContext<HipVendor>;
 
 static_assert(Driver<HipDriver>);
 

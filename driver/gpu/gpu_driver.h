@@ -1,0 +1,454 @@
+#ifndef GPUCMDD_DRIVER_GPU_GPU_DRIVER_H_
+#define GPUCMDD_DRIVER_GPU_GPU_DRIVER_H_
+
+// Note [One GPU driver]
+// ~~~~~~~~~~~~~~~~~~~~~
+// The CUDA and HIP drivers are the same logic over two vendor APIs: one device context,
+// a pool of streams with priorities (stream 0 highest: it carries relocation copies),
+// events from a per-context pool, device pages from the stream-ordered allocator on an
+// allocation stream (or the plain allocator where the device has no memory pools, with
+// the pool keeping freed pages for reuse), pinned staging memory, contiguous and pitched
+// copies as the Command's layout decides, modules loaded from the module store once per
+// context, a collectives stream that WaitOutsideStreams waits for, and device health
+// read from it (a sticky error corrupts the context; the backend resets it when it
+// goes). GpuDriver<V> is that logic, written once; V, a vendor leaf (driver/cuda,
+// driver/hip), wraps its API's calls one by one and is the only code that sees the
+// vendor's headers. Each leaf names its driver: `using CudaDriver = GpuDriver<CudaVendor>`.
+//
+// Thread-safety: the backend's methods may be called from any thread (each enters the
+// device on the calling thread); its Context belongs to the device thread; events may
+// be waited for and dropped on any thread.
+
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "base/file.h"
+#include "base/status_macros.h"
+#include "driver/driver.h"
+#include "driver/event_pool.h"
+#include "driver/module_store.h"
+
+namespace gpucmd {
+
+// A pitched copy between packed host rows and a region of device memory.
+struct PitchedCopy {
+  std::byte* host = nullptr;
+  DeviceAddress device = 0;
+  uint64_t width_bytes = 0;
+  uint64_t height = 0;
+  uint64_t device_stride_bytes = 0;
+  bool to_device = false;
+};
+
+// The stream and event priorities a device offers: numerically, least and greatest.
+struct StreamPriorities {
+  int least = 0;
+  int greatest = 0;
+};
+
+// What a vendor leaf provides: one device of its API, as a cheap copyable value (copies
+// name the same device). Every call but Open and Enter assumes the device was entered
+// on the calling thread; each returns the vendor's error as a Status (one conversion per
+// vendor), sticky errors as UNAVAILABLE.
+template <typename V>
+concept GpuVendor =
+    std::copyable<V> &&
+    requires(const V& vendor, typename V::StreamHandle stream, typename V::EventHandle event,
+             typename V::ModuleHandle module, typename V::FunctionHandle function, int ordinal,
+             int priority, uint64_t size, DeviceAddress address, std::byte* host,
+             const std::string& text, const PitchedCopy& pitched, Dim3 grid,
+             const LaunchSpec& spec, std::vector<void*>& params, bool reset) {
+      { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
+      { vendor.memory_capacity_bytes() } -> std::same_as<uint64_t>;
+      { vendor.Enter() } -> std::same_as<absl::Status>;
+      // Streams and events.
+      { vendor.StreamPriorityRange() } -> std::same_as<absl::StatusOr<StreamPriorities>>;
+      { vendor.CreateStream(priority) } -> std::same_as<absl::StatusOr<typename V::StreamHandle>>;
+      vendor.DestroyStream(stream);
+      { vendor.SynchronizeStream(stream) } -> std::same_as<absl::Status>;
+      // OK, or the sticky error that corrupted the context (UNAVAILABLE).
+      { vendor.StickyError(stream) } -> std::same_as<absl::Status>;
+      { vendor.CreateEvent() } -> std::same_as<absl::StatusOr<typename V::EventHandle>>;
+      vendor.DestroyEvent(event);
+      { vendor.RecordEvent(event, stream) } -> std::same_as<absl::Status>;
+      { vendor.StreamWaitEvent(stream, event) } -> std::same_as<absl::Status>;
+      { vendor.SynchronizeEvent(event) } -> std::same_as<absl::Status>;
+      { vendor.EventDone(event) } -> std::same_as<bool>;
+      // Memory.
+      { vendor.MemoryPoolsSupported() } -> std::same_as<absl::StatusOr<bool>>;
+      { vendor.KeepPoolMemory() } -> std::same_as<absl::Status>;
+      { vendor.Allocate(size) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
+      { vendor.AllocateAsync(size, stream) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
+      vendor.Free(address);
+      vendor.FreeAsync(address, stream);
+      { vendor.AllocateHost(size) } -> std::same_as<absl::StatusOr<std::byte*>>;
+      vendor.FreeHost(host);
+      // Copies, enqueued on `stream`.
+      { vendor.CopyToDevice(address, host, size, stream) } -> std::same_as<absl::Status>;
+      { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
+      { vendor.CopyPitched(pitched, stream) } -> std::same_as<absl::Status>;
+      { vendor.CopyOnDevice(address, address, size, stream) } -> std::same_as<absl::Status>;
+      // Modules and launches. `params` point at the launch's slots; a vendor may put
+      // its own argument encodings (CUDA's tensor maps) in their place.
+      { vendor.LoadModule(text) } -> std::same_as<absl::StatusOr<typename V::ModuleHandle>>;
+      { vendor.GetFunction(module, text) } -> std::same_as<absl::StatusOr<typename V::FunctionHandle>>;
+      vendor.UnloadModule(module);
+      { vendor.Launch(function, grid, spec, params, stream) } -> std::same_as<absl::Status>;
+      // Lets the device go (the last backend on it is gone): `reset` when its context is
+      // corrupted, so that the next backend gets a fresh one.
+      vendor.Release(reset);
+    };
+
+template <GpuVendor V>
+class GpuStream;
+
+// An event recorded on a GPU stream; copies share the underlying vendor event, which
+// goes back to its pool with the last copy.
+template <GpuVendor V>
+class GpuEvent {
+ public:
+  GpuEvent() = default;
+
+  absl::Status Wait() const {
+    if (handle_ == nullptr) return error_;
+    RETURN_IF_ERROR(handle_->vendor.Enter());
+    return handle_->vendor.SynchronizeEvent(handle_->event);
+  }
+
+  bool IsComplete() const {
+    if (handle_ == nullptr) return true;
+    return handle_->vendor.Enter().ok() && handle_->vendor.EventDone(handle_->event);
+  }
+
+ private:
+  friend class GpuStream<V>;
+  using Pool = EventPool<typename V::EventHandle>;
+
+  struct Handle {
+    Handle(V vendor, typename V::EventHandle event, std::shared_ptr<Pool> pool)
+        : vendor(std::move(vendor)), event(event), pool(std::move(pool)) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() { pool->Give(event); }
+
+    const V vendor;
+    const typename V::EventHandle event;
+    const std::shared_ptr<Pool> pool;
+  };
+
+  std::shared_ptr<Handle> handle_;  // null: complete
+  // Set when no event could be recorded and waiting for the stream instead failed:
+  // what Wait returns.
+  absl::Status error_;
+};
+
+template <GpuVendor V>
+class GpuStream {
+ public:
+  using Event = GpuEvent<V>;
+  using Signal = GpuStream*;
+  using Handle = typename V::StreamHandle;
+
+  GpuStream(V vendor, Handle stream, std::shared_ptr<typename Event::Pool> events)
+      : vendor_(std::move(vendor)), stream_(stream), events_(std::move(events)) {}
+  ~GpuStream() {
+    if (Enter().ok()) {
+      vendor_.SynchronizeStream(stream_).IgnoreError();  // nobody to report to
+      vendor_.DestroyStream(stream_);
+    }
+  }
+  GpuStream(const GpuStream&) = delete;
+  GpuStream& operator=(const GpuStream&) = delete;
+
+  Event RecordEvent() {
+    Event event;
+    if (Enter().ok()) {
+      if (absl::StatusOr<typename V::EventHandle> raw = events_->Take(); raw.ok()) {
+        if (vendor_.RecordEvent(*raw, stream_).ok()) {
+          event.handle_ = std::make_shared<typename Event::Handle>(vendor_, *raw, events_);
+          return event;
+        }
+        events_->Give(*raw);
+      }
+    }
+    // No event to wait on later: wait for the stream now, so that the event returned is
+    // complete for real (or carries the error), never falsely.
+    event.error_ = Synchronize();
+    return event;
+  }
+
+  absl::Status WaitEvent(const Event& event) {
+    if (event.handle_ == nullptr) return absl::OkStatus();
+    RETURN_IF_ERROR(Enter());
+    return vendor_.StreamWaitEvent(stream_, event.handle_->event);
+  }
+
+  absl::Status Synchronize() {
+    RETURN_IF_ERROR(Enter());
+    return vendor_.SynchronizeStream(stream_);
+  }
+
+  Signal signal() { return this; }
+  Handle get() const { return stream_; }
+  // Enters the stream's device on the calling thread.
+  absl::Status Enter() const { return vendor_.Enter(); }
+  const V& vendor() const { return vendor_; }
+
+ private:
+  const V vendor_;
+  const Handle stream_;
+  const std::shared_ptr<typename Event::Pool> events_;
+};
+
+template <GpuVendor V>
+struct GpuLaunchArgs {
+  explicit GpuLaunchArgs(LaunchSpec spec) : spec(std::move(spec)) {}
+  LaunchSpec spec;
+};
+
+// Whatever launching needs on one device; the device thread's.
+template <GpuVendor V>
+struct GpuContext {
+  explicit GpuContext(V vendor) : vendor(std::move(vendor)) {}
+
+  V vendor;
+  std::optional<ModuleStore> module_store;
+  // Loaded modules' functions by kernel id.
+  absl::flat_hash_map<std::string, typename V::FunctionHandle> functions;
+  std::vector<typename V::ModuleHandle> modules;
+  // Where collectives run; WaitOutsideStreams waits on it, DeviceHealth queries it.
+  typename V::StreamHandle collectives{};
+  // The sticky error that corrupted the context, once DeviceHealth saw one; the
+  // backend then resets the context when it goes.
+  absl::Status lost;
+};
+
+template <GpuVendor V>
+class GpuBackend {
+ public:
+  using Stream = GpuStream<V>;
+  using EventPoolType = EventPool<typename V::EventHandle>;
+
+  struct Options {
+    int ordinal = 0;
+    int stream_count = 4;
+    std::optional<ModuleStore> modules;  // required to launch kernels
+  };
+
+  // UNAVAILABLE when there is no driver or no such device.
+  static absl::StatusOr<std::unique_ptr<GpuBackend>> Create(const Options& options) {
+    ASSIGN_OR_RETURN(V vendor, V::Open(options.ordinal));
+    std::unique_ptr<GpuBackend> backend(new GpuBackend(vendor));
+    backend->context_.module_store = options.modules;
+    RETURN_IF_ERROR(vendor.Enter());
+    backend->events_ = std::make_shared<EventPoolType>(
+        [vendor]() -> absl::StatusOr<typename V::EventHandle> {
+          RETURN_IF_ERROR(vendor.Enter());
+          return vendor.CreateEvent();
+        },
+        [vendor](typename V::EventHandle event) {
+          if (vendor.Enter().ok()) vendor.DestroyEvent(event);
+        });
+    ASSIGN_OR_RETURN(StreamPriorities priorities, vendor.StreamPriorityRange());
+    for (int i = 0; i < options.stream_count; ++i) {
+      // Stream 0 gets the highest priority: it carries relocation copies.
+      ASSIGN_OR_RETURN(typename V::StreamHandle stream,
+                       vendor.CreateStream(i == 0 ? priorities.greatest : priorities.least));
+      backend->streams_.push_back(std::make_unique<Stream>(vendor, stream, backend->events_));
+    }
+    ASSIGN_OR_RETURN(backend->context_.collectives, vendor.CreateStream(priorities.least));
+    ASSIGN_OR_RETURN(bool memory_pools, vendor.MemoryPoolsSupported());
+    if (memory_pools) {
+      // Freed pages stay in the pool for the next allocation instead of going back to the
+      // system: the server's own pool decides how much the device holds.
+      RETURN_IF_ERROR(vendor.KeepPoolMemory());
+      ASSIGN_OR_RETURN(backend->allocation_stream_, vendor.CreateStream(priorities.greatest));
+    }
+    return backend;
+  }
+
+  ~GpuBackend() {
+    streams_.clear();
+    // Every event is back by now (the Command and its reads went first).
+    if (events_ != nullptr) events_->DestroyIdle();
+    const V& vendor = context_.vendor;
+    if (!vendor.Enter().ok()) return;
+    if (allocation_stream_ != typename V::StreamHandle{}) vendor.DestroyStream(allocation_stream_);
+    if (context_.collectives != typename V::StreamHandle{}) {
+      vendor.DestroyStream(context_.collectives);
+    }
+    for (typename V::ModuleHandle module : context_.modules) vendor.UnloadModule(module);
+    vendor.Release(/*reset=*/!context_.lost.ok());
+  }
+
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+
+  int stream_count() const { return static_cast<int>(streams_.size()); }
+  Stream& stream(int index) { return *streams_[index]; }
+  uint64_t capacity_bytes() const { return context_.vendor.memory_capacity_bytes(); }
+
+  // With memory pools, a page is allocated and freed in stream order: unlike a plain
+  // free, the asynchronous one does not wait for the whole device. The server frees a
+  // page only when no enqueued work touches it any more, so ordering it on its own
+  // stream is enough.
+  absl::StatusOr<DeviceResource> AllocateDevice(uint64_t size_bytes) {
+    const V& vendor = context_.vendor;
+    RETURN_IF_ERROR(vendor.Enter());
+    if (allocation_stream_ == typename V::StreamHandle{}) {
+      ASSIGN_OR_RETURN(DeviceAddress address, vendor.Allocate(size_bytes));
+      return DeviceResource{address, size_bytes};
+    }
+    ASSIGN_OR_RETURN(DeviceAddress address, vendor.AllocateAsync(size_bytes, allocation_stream_));
+    // Every stream may use the page once its allocation completed.
+    if (absl::Status allocated = vendor.SynchronizeStream(allocation_stream_); !allocated.ok()) {
+      vendor.FreeAsync(address, allocation_stream_);
+      return allocated;
+    }
+    return DeviceResource{address, size_bytes};
+  }
+
+  void FreeDevice(const DeviceResource& resource) {
+    const V& vendor = context_.vendor;
+    if (!vendor.Enter().ok()) return;
+    if (allocation_stream_ == typename V::StreamHandle{}) {
+      vendor.Free(resource.address);
+    } else {
+      vendor.FreeAsync(resource.address, allocation_stream_);
+    }
+  }
+
+  absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes) {
+    RETURN_IF_ERROR(context_.vendor.Enter());
+    ASSIGN_OR_RETURN(std::byte * data, context_.vendor.AllocateHost(size_bytes));
+    return HostResource{data, size_bytes};
+  }
+
+  void FreePinned(const HostResource& resource) {
+    if (context_.vendor.Enter().ok()) context_.vendor.FreeHost(resource.data);
+  }
+
+  GpuContext<V>& context() { return context_; }
+  const EventPoolType& event_pool() const { return *events_; }
+
+ private:
+  explicit GpuBackend(V vendor) : context_(std::move(vendor)) {}
+
+  GpuContext<V> context_;
+  std::shared_ptr<EventPoolType> events_;
+  // Pages come from the device's memory pool on this stream, synchronized before they
+  // are handed out; null where the device has no memory pools (plain allocation).
+  typename V::StreamHandle allocation_stream_{};
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+template <GpuVendor V>
+struct GpuDriver {
+  using Backend = GpuBackend<V>;
+  using Stream = GpuStream<V>;
+  using Context = GpuContext<V>;
+  using LaunchArgs = GpuLaunchArgs<V>;
+
+  static Bytes PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
+    return PinnedPoolBytes(binding, resource, size);
+  }
+
+  static absl::Status CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
+                                 Bytes& bytes, Stream& stream) {
+    RETURN_IF_ERROR(stream.Enter());
+    const DeviceAddress device = resource.address + layout.offset_bytes;
+    if (layout.is_contiguous()) {
+      return stream.vendor().CopyToHost(bytes.data(), device, layout.host_bytes(), stream.get());
+    }
+    return stream.vendor().CopyPitched(Pitched(device, layout, bytes.data(), false),
+                                       stream.get());
+  }
+
+  static absl::Status CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,
+                                   absl::Span<const std::byte> data, Stream& stream) {
+    RETURN_IF_ERROR(stream.Enter());
+    const DeviceAddress device = resource.address + layout.offset_bytes;
+    auto* host = const_cast<std::byte*>(data.data());  // read only: the copy's source
+    if (layout.is_contiguous()) {
+      return stream.vendor().CopyToDevice(device, host, layout.host_bytes(), stream.get());
+    }
+    return stream.vendor().CopyPitched(Pitched(device, layout, host, true), stream.get());
+  }
+
+  static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                   typename Stream::Signal signal) {
+    if (source.size_bytes != target.size_bytes) {
+      return absl::InvalidArgumentError("relocation copy between different sizes");
+    }
+    RETURN_IF_ERROR(signal->Enter());
+    return signal->vendor().CopyOnDevice(target.address, source.address, source.size_bytes,
+                                         signal->get());
+  }
+
+  // Refusals (a missing module, too many resources) come back at once. A kernel that
+  // faults on the device corrupts the context instead: DeviceHealth reports it and the
+  // server resets the device, so the launch's outcome is never left stale; it is not
+  // set here.
+  static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,
+                             Dim3 grid, LaunchArgs& args) {
+    RETURN_IF_ERROR(stream.Enter());
+    const V& vendor = context.vendor;
+    auto found = context.functions.find(kernel.hex);
+    if (found == context.functions.end()) {
+      ASSIGN_OR_RETURN(ModuleStore::Module stored, FindModule(context.module_store, kernel));
+      ASSIGN_OR_RETURN(typename V::ModuleHandle module,
+                       vendor.LoadModule(ReadFileOrEmpty(stored.artifact_path)));
+      context.modules.push_back(module);
+      ASSIGN_OR_RETURN(typename V::FunctionHandle function,
+                       vendor.GetFunction(module, stored.entry_point));
+      found = context.functions.emplace(kernel.hex, function).first;
+    }
+    // Each parameter points at its 8-byte slot; they live until the launch returns (the
+    // vendor copies them).
+    std::vector<void*> params;
+    for (const uint64_t& slot : args.spec.slots) params.push_back(const_cast<uint64_t*>(&slot));
+    return vendor.Launch(found->second, grid, args.spec, params, stream.get());
+  }
+
+  // Waits for the collectives stream: relocation must not move memory it still uses.
+  static absl::Status WaitOutsideStreams(Context& context) {
+    RETURN_IF_ERROR(context.vendor.Enter());
+    return context.vendor.SynchronizeStream(context.collectives);
+  }
+
+  // UNAVAILABLE with the sticky error once the context is corrupted (a query of the
+  // collectives stream returns it, as every call on the context then does).
+  static absl::Status DeviceHealth(Context& context) {
+    if (!context.lost.ok()) return context.lost;
+    if (absl::Status entered = context.vendor.Enter(); !entered.ok()) {
+      context.lost = absl::UnavailableError(entered.message());  // nothing can run on it
+      return context.lost;
+    }
+    context.lost = context.vendor.StickyError(context.collectives);
+    return context.lost;
+  }
+
+ private:
+  static PitchedCopy Pitched(DeviceAddress device, const CopyLayout& layout, std::byte* host,
+                             bool to_device) {
+    return PitchedCopy{.host = host,
+                       .device = device,
+                       .width_bytes = layout.width_bytes,
+                       .height = layout.height,
+                       .device_stride_bytes = layout.stride_bytes,
+                       .to_device = to_device};
+  }
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_GPU_GPU_DRIVER_H_
