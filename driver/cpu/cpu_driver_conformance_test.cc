@@ -1,7 +1,7 @@
 // Runs the driver conformance suite on the CPU driver.
 
 #include "driver/cpu/cpu_driver.h"
-#include "driver/driver_conformance.h"
+#include "driver/testing/driver_conformance.h"
 
 namespace gpucmd {
 

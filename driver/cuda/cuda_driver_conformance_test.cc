@@ -2,7 +2,7 @@
 // it checks the real device; elsewhere the suite skips, saying why.
 
 #include "driver/cuda/cuda_driver.h"
-#include "driver/driver_conformance.h"
+#include "driver/testing/driver_conformance.h"
 
 namespace gpucmd {
 

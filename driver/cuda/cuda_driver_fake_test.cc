@@ -2,18 +2,18 @@
 // library (fake_libcuda.cc, a test double of libcuda.so.1 on host memory): copies in both
 // directions, pitched 2D with padding, relocation copies, events and out-of-memory go
 // through the exact driver API calls and parameters the CUDA driver makes; and the
-// double-only checks of driver/fake/gpu_double_tests.h (memory pools, event reuse).
+// double-only checks of driver/testing/gpu_double_tests.h (memory pools, event reuse).
 
 #include "driver/cuda/cuda_driver.h"
-#include "driver/fake/gpu_double_tests.h"
-#include "driver/driver_conformance.h"
+#include "driver/testing/gpu_double_tests.h"
+#include "driver/testing/driver_conformance.h"
 
 namespace gpucmd {
 
 template <>
 struct ConformanceBackend<CudaDriver> {
   static const FakeGpuControl& Fake() {
-    return RequireFakeGpu("driver/cuda/fake/libcuda.so.1");
+    return RequireFakeGpu("driver/testing/cuda/libcuda.so.1");
   }
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(uint64_t) {
     Fake();  // loaded before the driver looks for libcuda.so.1

@@ -2,7 +2,7 @@
 // checks the real device; elsewhere the suite skips, saying why.
 
 #include "driver/hip/hip_driver.h"
-#include "driver/driver_conformance.h"
+#include "driver/testing/driver_conformance.h"
 
 namespace gpucmd {
 

@@ -2,10 +2,10 @@
 // test double (fake_libamdhip64.cc, host memory): copies in both directions, pitched 2D
 // with padding, relocation copies, events, out-of-memory and a sticky error go through
 // the exact runtime calls and parameters the HIP driver makes; and the double-only checks
-// of driver/fake/gpu_double_tests.h (memory pools, event reuse).
+// of driver/testing/gpu_double_tests.h (memory pools, event reuse).
 
-#include "driver/driver_conformance.h"
-#include "driver/fake/gpu_double_tests.h"
+#include "driver/testing/driver_conformance.h"
+#include "driver/testing/gpu_double_tests.h"
 #include "driver/hip/hip_driver.h"
 
 namespace gpucmd {
@@ -13,7 +13,7 @@ namespace gpucmd {
 template <>
 struct ConformanceBackend<HipDriver> {
   static const FakeGpuControl& Fake() {
-    return RequireFakeGpu("driver/hip/fake/libamdhip64.so.5");
+    return RequireFakeGpu("driver/testing/hip/libamdhip64.so.5");
   }
   static absl::StatusOr<std::unique_ptr<HipBackend>> Create(uint64_t) {
     absl::StatusOr<std::unique_ptr<HipBackend>> backend =

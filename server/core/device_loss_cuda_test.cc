@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "driver/cuda/cuda_driver.h"
-#include "driver/fake/fake_gpu_control.h"
+#include "driver/testing/fake_gpu_control.h"
 #include "gtest/gtest.h"
 #include "server/command/command_factory.h"
 #include "server/core/device_worker.h"
@@ -23,7 +23,7 @@ DeviceWorker::Factory CudaFactory(int device) {
 }
 
 TEST(CudaDeviceLossTest, StickyErrorResetsOnlyThatDevicesContext) {
-  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/cuda/fake/libcuda.so.1");
+  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/testing/cuda/libcuda.so.1");
   ASSERT_TRUE(fake.ok()) << fake.status();
   (*fake)->set_device_count(2);
   Metrics metrics(2);
@@ -58,7 +58,7 @@ TEST(CudaDeviceLossTest, StickyErrorResetsOnlyThatDevicesContext) {
 }
 
 TEST(CudaDeviceLossTest, AReadInFlightWhenTheContextFailsEndsUnavailable) {
-  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/cuda/fake/libcuda.so.1");
+  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/testing/cuda/libcuda.so.1");
   ASSERT_TRUE(fake.ok()) << fake.status();
   Metrics metrics(1);
   DeviceWorker worker({.ordinal = 0}, CudaFactory(0), &metrics);

@@ -1,5 +1,5 @@
-#ifndef GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
-#define GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
+#ifndef GPUCMDD_DRIVER_TESTING_GPU_DOUBLE_TESTS_H_
+#define GPUCMDD_DRIVER_TESTING_GPU_DOUBLE_TESTS_H_
 
 // Typed tests of a GPU driver over its test double: what the double lets a test see and
 // real hardware does not — which allocator pages come from, and whether events are
@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "driver/driver_conformance.h"
-#include "driver/fake/fake_gpu_control.h"
+#include "driver/testing/driver_conformance.h"
+#include "driver/testing/fake_gpu_control.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
@@ -91,4 +91,4 @@ REGISTER_TYPED_TEST_SUITE_P(GpuDoubleTest, PagesComeFromTheMemoryPoolWhereTheDev
 
 }  // namespace gpucmd
 
-#endif  // GPUCMDD_DRIVER_FAKE_GPU_DOUBLE_TESTS_H_
+#endif  // GPUCMDD_DRIVER_TESTING_GPU_DOUBLE_TESTS_H_

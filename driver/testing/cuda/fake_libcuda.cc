@@ -1,6 +1,6 @@
 // A TEST DOUBLE of the CUDA driver library (libcuda.so.1), for CI machines without a
 // GPU. It implements the calls the CUDA driver makes over the fake devices of
-// driver/fake/fake_devices.h (host memory, sticky errors, context resets, a trapping
+// driver/testing/fake_devices.h (host memory, sticky errors, context resets, a trapping
 // kernel): streams that run every operation at once (so ordering holds trivially),
 // events that are always complete, and copies (contiguous, 2D, device to device) that
 // honour their parameters exactly — which is what it is for: running the driver
@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "driver/fake/fake_devices.h"
+#include "driver/testing/fake_devices.h"
 
 namespace {
 

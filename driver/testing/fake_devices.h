@@ -1,8 +1,8 @@
-#ifndef GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
-#define GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
+#ifndef GPUCMDD_DRIVER_TESTING_FAKE_DEVICES_H_
+#define GPUCMDD_DRIVER_TESTING_FAKE_DEVICES_H_
 
-// For the GPU driver TEST DOUBLES only (driver/cuda/fake_libcuda.cc,
-// driver/hip/fake_libamdhip64.cc): the devices they pretend to have. Device memory is host
+// For the GPU driver TEST DOUBLES only (driver/testing/cuda/fake_libcuda.cc,
+// driver/testing/hip/fake_libamdhip64.cc): the devices they pretend to have. Device memory is host
 // memory, `kFakeDeviceBytes` per device; each device has a context that a sticky error
 // can corrupt (every later call on it fails with that error) until the context is reset,
 // which also frees its allocations, as on a GPU. Kernels are not executed, except that
@@ -10,7 +10,7 @@
 // wild pointer does.
 //
 // Tests steer the doubles through the extern "C" fake_gpu_* functions (see
-// driver/fake/fake_gpu_control.h). Error codes are the double's own (CUresult,
+// driver/testing/fake_gpu_control.h). Error codes are the double's own (CUresult,
 // hipError_t); 0 means success in both.
 //
 // Thread-safety: every function may be called from any thread; one mutex guards the
@@ -61,4 +61,4 @@ void CopyRows(char* target, size_t target_pitch, const char* source, size_t sour
 
 }  // namespace gpucmd::fake
 
-#endif  // GPUCMDD_DRIVER_FAKE_FAKE_DEVICES_H_
+#endif  // GPUCMDD_DRIVER_TESTING_FAKE_DEVICES_H_

@@ -1,6 +1,6 @@
 // A TEST DOUBLE of the HIP runtime library (libamdhip64.so.5), for CI machines without an
 // AMD GPU: the calls the HIP driver makes, over the fake devices of
-// driver/fake/fake_devices.h (host memory, sticky errors, device resets, a trapping
+// driver/testing/fake_devices.h (host memory, sticky errors, device resets, a trapping
 // kernel). Streams run every operation at once, events are always complete, copies
 // (contiguous, 2D, device to device) honour their parameters exactly. The HIP driver links
 // the runtime, so a test runs with this library's directory first in LD_LIBRARY_PATH;
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-#include "driver/fake/fake_devices.h"
+#include "driver/testing/fake_devices.h"
 
 namespace {
 

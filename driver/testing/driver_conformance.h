@@ -1,5 +1,5 @@
-#ifndef GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_
-#define GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_
+#ifndef GPUCMDD_DRIVER_TESTING_DRIVER_CONFORMANCE_H_
+#define GPUCMDD_DRIVER_TESTING_DRIVER_CONFORMANCE_H_
 
 // The driver conformance suite: typed tests written once against the Driver concept.
 // A backend leaf runs it by specialising ConformanceBackend<D> (how to create a small
@@ -271,4 +271,4 @@ REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
 
 }  // namespace gpucmd
 
-#endif  // GPUCMDD_DRIVER_DRIVER_CONFORMANCE_H_
+#endif  // GPUCMDD_DRIVER_TESTING_DRIVER_CONFORMANCE_H_

@@ -1,9 +1,9 @@
-#ifndef GPUCMDD_DRIVER_FAKE_FAKE_GPU_CONTROL_H_
-#define GPUCMDD_DRIVER_FAKE_FAKE_GPU_CONTROL_H_
+#ifndef GPUCMDD_DRIVER_TESTING_FAKE_GPU_CONTROL_H_
+#define GPUCMDD_DRIVER_TESTING_FAKE_GPU_CONTROL_H_
 
-// For tests only: loads a GPU driver TEST DOUBLE (driver/cuda/fake:libcuda.so.1 for the
+// For tests only: loads a GPU driver TEST DOUBLE (driver/testing/cuda:libcuda.so.1 for the
 // CUDA driver's dlopen) from the test's runfiles, and hands out the controls every double
-// exports (driver/fake/fake_devices.h). A test of a driver that links its library
+// exports (driver/testing/fake_devices.h). A test of a driver that links its library
 // instead (HIP) runs with the double's directory in LD_LIBRARY_PATH; loading it here
 // then returns the same copy.
 //
@@ -31,10 +31,10 @@ struct FakeGpuControl {
   int (*context_resets)(int device);
 };
 
-// Loads the double at `runfile` (e.g. "driver/cuda/fake/libcuda.so.1", listed in the
+// Loads the double at `runfile` (e.g. "driver/testing/cuda/libcuda.so.1", listed in the
 // test's data) once. INTERNAL when it or one of its controls is missing.
 absl::StatusOr<const FakeGpuControl*> LoadFakeGpu(const std::string& runfile);
 
 }  // namespace gpucmd
 
-#endif  // GPUCMDD_DRIVER_FAKE_FAKE_GPU_CONTROL_H_
+#endif  // GPUCMDD_DRIVER_TESTING_FAKE_GPU_CONTROL_H_

@@ -1,4 +1,4 @@
-#include "driver/fake/fake_devices.h"
+#include "driver/testing/fake_devices.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -140,7 +140,7 @@ void CopyRows(char* target, size_t target_pitch, const char* source, size_t sour
   }
 }
 
-// Test controls (driver/fake/fake_gpu_control.h), with C names so that tests find them
+// Test controls (driver/testing/fake_gpu_control.h), with C names so that tests find them
 // with dlsym. Call them before the driver creates backends, except
 // fake_gpu_inject_sticky_error.
 extern "C" void fake_gpu_set_device_count(int count) {

@@ -1,4 +1,4 @@
-#include "driver/fake/fake_gpu_control.h"
+#include "driver/testing/fake_gpu_control.h"
 
 #include <dlfcn.h>
 
