@@ -36,7 +36,7 @@
 //                                          (UNAVAILABLE, naming the call and the cause).
 //                                          The server then fails in-flight work and
 //                                          recreates the backend (Note [Device loss] in
-//                                          server/device_worker.h). Cheap: asked before
+//                                          server/core/device_worker.h). Cheap: asked before
 //                                          every command. DriverDefaults: always OK.
 // Each returns the driver's refusal as a non-OK absl::Status; asynchronous failures
 // surface at the stream's next Synchronize.
