@@ -35,6 +35,8 @@ extern "C" const char* __tsan_default_suppressions() {
          "called_from_lib:libgrpc++.so\n"
          "called_from_lib:libgpr.so\n"
          "called_from_lib:libabsl_synchronization.so\n"
+         // absl::Status payloads gRPC converts and frees on its threads.
+         "called_from_lib:libabsl_status.so\n"
          "called_from_lib:libabsl_graphcycles_internal.so\n"
          "called_from_lib:libprotobuf.so\n";
 }
