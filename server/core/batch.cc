@@ -149,7 +149,7 @@ void Batch::Execute(CommandInterface& command, SessionId session, size_t index) 
       }
       use.ref->id = *allocated_[allocate];
     }
-    if (auto writer = failed_writer_.find(use.ref->id);
+    if (auto writer = failed_writer_.find({session, use.ref->id});
         use.reads && writer != failed_writer_.end()) {
       blocked = DependencyError(writer->second);
       break;
@@ -166,7 +166,7 @@ void Batch::Execute(CommandInterface& command, SessionId session, size_t index) 
   failures_[index] = results_[index].status;
   for (const BufferUse& use : uses) {
     bool resolved = !use.ref->batch_index.has_value() || allocated_[*use.ref->batch_index];
-    if (use.writes && resolved) failed_writer_[use.ref->id] = index;
+    if (use.writes && resolved) failed_writer_[{session, use.ref->id}] = index;
   }
 }
 

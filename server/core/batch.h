@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -79,7 +80,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   std::vector<OperationResult> results_;
   std::vector<absl::Status> failures_;                  // per command; OK unless it failed
   std::vector<std::optional<BufferId>> allocated_;      // per command: what Allocate made
-  absl::flat_hash_map<BufferId, size_t> failed_writer_;  // buffer -> failed command
+  // (session, buffer) -> the failed command that was to write it. Buffer ids are unique
+  // per device only, and one batch may hold sessions of several devices.
+  absl::flat_hash_map<std::pair<SessionId, BufferId>, size_t> failed_writer_;
 };
 
 }  // namespace gpucmd
