@@ -19,7 +19,7 @@ std::string Contents(const std::string& path) {
 TEST(SubprocessTest, RunsWithoutAShellAndCapturesOutput) {
   std::string output = TempDir() + "/out";
   absl::StatusOr<ProcessResult> result =
-      RunProcess({"echo", "a;b", "$HOME"}, TempDir(), output, std::chrono::seconds(10));
+      RunProcess({"echo", "a;b", "$HOME"}, TempDir(), output, {.timeout = std::chrono::seconds(10)});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->exit_code, 0);
   EXPECT_EQ(Contents(output), "a;b $HOME\n") << "arguments must reach argv untouched";
@@ -28,21 +28,52 @@ TEST(SubprocessTest, RunsWithoutAShellAndCapturesOutput) {
 TEST(SubprocessTest, ReportsExitCodeAndWorkingDirectory) {
   std::string output = TempDir() + "/pwd";
   absl::StatusOr<ProcessResult> result =
-      RunProcess({"sh", "-c", "pwd; exit 3"}, "/", output, std::chrono::seconds(10));
+      RunProcess({"sh", "-c", "pwd; exit 3"}, "/", output, {.timeout = std::chrono::seconds(10)});
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->exit_code, 3);
   EXPECT_EQ(Contents(output), "/\n");
 }
 
-TEST(SubprocessTest, KillsAtTheTimeLimit) {
+// True while a process whose command line contains `marker` runs.
+bool Running(const std::string& marker) {
+  std::string output = TempDir() + "/pgrep";
+  absl::StatusOr<ProcessResult> found =
+      RunProcess({"pgrep", "-f", marker}, TempDir(), output, {.timeout = std::chrono::seconds(10)});
+  return found.ok() && found->exit_code == 0;
+}
+
+TEST(SubprocessTest, KillsTheWholeProcessGroupAtTheTimeLimit) {
+  // The shell starts a grandchild and waits: killing only the shell would leave it.
   absl::StatusOr<ProcessResult> result =
-      RunProcess({"sleep", "30"}, TempDir(), TempDir() + "/sleep", std::chrono::milliseconds(100));
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
+      RunProcess({"sh", "-c", "sleep 31.5 & wait"}, TempDir(), TempDir() + "/sleep",
+                 {.timeout = std::chrono::milliseconds(200)});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(result.status().message().find("time limit"), absl::string_view::npos);
+  EXPECT_FALSE(Running("sleep 31.5")) << "the grandchild outlived the time limit";
+}
+
+TEST(SubprocessTest, NothingItStartedOutlivesIt) {
+  absl::StatusOr<ProcessResult> result =
+      RunProcess({"sh", "-c", "sleep 32.5 & exit 0"}, TempDir(), TempDir() + "/detached",
+                 {.timeout = std::chrono::seconds(10)});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(Running("sleep 32.5"));
+}
+
+TEST(SubprocessTest, AddressSpaceLimitHolds) {
+  std::string output = TempDir() + "/big";
+  // head allocates its buffer for 512 MiB of lines: refused under a 64 MiB limit.
+  absl::StatusOr<ProcessResult> result =
+      RunProcess({"sh", "-c", "head -c 600000000 /dev/zero | tr '\\0' x | sort > /dev/null"},
+                 TempDir(), output,
+                 {.timeout = std::chrono::seconds(20), .address_space_bytes = 64 << 20});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_NE(result->exit_code, 0) << Contents(output);
 }
 
 TEST(SubprocessTest, MissingProgramIsNotFound) {
   EXPECT_EQ(RunProcess({"no-such-program-gpucmd"}, TempDir(), TempDir() + "/x",
-                       std::chrono::seconds(1))
+                       {.timeout = std::chrono::seconds(1)})
                 .status()
                 .code(),
             absl::StatusCode::kNotFound);

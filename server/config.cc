@@ -120,6 +120,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!compile->has_timeout_seconds()) compile->set_timeout_seconds(60);
   if (!compile->has_max_log_bytes()) compile->set_max_log_bytes(64 << 10);
   if (!compile->has_workers()) compile->set_workers(2);
+  if (!compile->has_max_memory_bytes()) compile->set_max_memory_bytes(uint64_t{2} << 30);
 }
 
 absl::Status ValidateConfig(const v1::DaemonConfig& config) {
@@ -175,6 +176,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (config.compile().workers() == 0) {
     return FieldError("compile.workers", "must be positive");
+  }
+  if (config.compile().max_memory_bytes() < (uint64_t{256} << 20)) {
+    return FieldError("compile.max_memory_bytes", "is below 256 MiB");
   }
   return absl::OkStatus();
 }

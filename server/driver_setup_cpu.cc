@@ -33,7 +33,8 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
 
   CpuCompilerOptions compiler{.compiler = cpu.host_compiler(),
                               .timeout = std::chrono::seconds(config.compile().timeout_seconds()),
-                              .max_log_bytes = config.compile().max_log_bytes()};
+                              .max_log_bytes = config.compile().max_log_bytes(),
+                              .max_memory_bytes = config.compile().max_memory_bytes()};
   if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
     spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
   }

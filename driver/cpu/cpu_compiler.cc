@@ -1,5 +1,6 @@
 #include "driver/cpu/cpu_compiler.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
+#include "base/sandbox.h"
 #include "base/status_macros.h"
 #include "base/subprocess.h"
 #include "driver/compile_options.h"
@@ -41,6 +43,34 @@ class ScopedDirectory {
   std::string path_;
 };
 
+// What the host compiler may read and run: its own installation (driver, cc1plus,
+// assembler, linker, system headers and libraries). Nothing else of the host.
+const std::vector<std::string> kCompilerInstallation = {
+    "/usr/bin", "/usr/lib", "/usr/libexec", "/usr/include", "/usr/x86_64-linux-gnu",
+    "/usr/lib64", "/bin", "/lib", "/lib64"};
+
+// RESOURCE_EXHAUSTED naming the limit when the compiler stopped at its memory or CPU
+// limit (a compiler out of address space says so and fails; one out of CPU time is
+// killed by SIGXCPU); OK otherwise.
+absl::Status CheckResourceLimits(const ProcessResult& result, absl::string_view log,
+                                 absl::string_view entry, const CpuCompilerOptions& compiler) {
+  bool out_of_memory = absl::StrContains(log, "out of memory") ||
+                       absl::StrContains(log, "virtual memory exhausted") ||
+                       absl::StrContains(log, "Cannot allocate memory") ||
+                       absl::StrContains(log, "std::bad_alloc");
+  if (result.exit_code != 0 && out_of_memory) {
+    return absl::ResourceExhaustedError(absl::StrCat("compile of ", entry,
+                                                     " exceeded its memory limit of ",
+                                                     compiler.max_memory_bytes, " bytes"));
+  }
+  if (result.signal == SIGXCPU || result.signal == SIGKILL) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "compile of ", entry, " used up its CPU time limit of ",
+        std::chrono::ceil<std::chrono::seconds>(compiler.timeout).count(), " s"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler) {
@@ -65,27 +95,43 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
   if (mkdtemp(pattern) == nullptr) return absl::InternalError("cannot create a compile directory");
   ScopedDirectory directory(pattern);
   std::ofstream(directory.path() + "/kernel.cc") << unit;
-  std::string temporary = absl::StrCat(output_path, ".tmp.", getpid());
+  ASSIGN_OR_RETURN(Sandbox sandbox, Sandbox::Prepare({.read_only = {"/etc/ld.so.cache"},
+                                                      .executable = kCompilerInstallation,
+                                                      .read_write = {directory.path()}}));
   std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC", "-shared",
                                    "-pthread", "-w"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", temporary, "kernel.cc"});
+  argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cc"});
   std::string log_path = directory.path() + "/log";
   absl::StatusOr<ProcessResult> result =
-      RunProcess(argv, directory.path(), log_path, compiler.timeout);
+      RunProcess(argv, directory.path(), log_path,
+                 {.timeout = compiler.timeout,
+                  .address_space_bytes = compiler.max_memory_bytes,
+                  .cpu_seconds = static_cast<uint64_t>(
+                      std::chrono::ceil<std::chrono::seconds>(compiler.timeout).count()),
+                  .sandbox = &sandbox,
+                  .environment = {"PATH=/usr/bin:/bin", "LC_ALL=C",
+                                  "TMPDIR=" + directory.path()}});
   if (!result.ok()) {
-    std::remove(temporary.c_str());
     if (absl::IsNotFound(result.status())) return CheckHostCompiler(compiler);
+    if (absl::IsResourceExhausted(result.status())) {
+      return absl::ResourceExhaustedError(absl::StrCat("compile of ", entry, " ran past its ",
+                                                       compiler.timeout.count(),
+                                                       " ms time limit and was stopped"));
+    }
     return result.status();
   }
   output.log = ReadCapped(log_path, compiler.max_log_bytes);
+  if (absl::Status limit = CheckResourceLimits(*result, output.log, entry, compiler);
+      !limit.ok()) {
+    return limit;
+  }
   if (result->exit_code != 0) {
-    std::remove(temporary.c_str());
     return absl::InvalidArgumentError(
         absl::StrCat("compile of ", entry, " failed:\n", output.log));
   }
-  if (std::rename(temporary.c_str(), output_path.c_str()) != 0) {
-    std::remove(temporary.c_str());
+  std::string module = ReadFileOrEmpty(directory.path() + "/kernel.so");
+  if (module.empty() || !WriteFileAtomically(output_path, module).ok()) {
     return absl::InternalError(absl::StrCat("cannot store the module at ", output_path));
   }
   return output;

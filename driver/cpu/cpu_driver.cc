@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
         .base = reinterpret_cast<uint64_t>(device_memory.base()),
         .size_bytes = device_memory.capacity_bytes(),
         .workers = options.executor_workers,
-        .kernel_timeout = options.kernel_timeout});
+        .kernel_timeout = options.kernel_timeout,
+        .module_directory = options.modules.has_value() ? options.modules->directory() : ""});
   }
   return backend;
 }

@@ -42,7 +42,7 @@ absl::Status KernelExecutor::StartLocked() {
   std::vector<std::string> argv = {options_.executor_path, std::to_string(kChildMemfd),
                                    std::to_string(kChildSocket),
                                    absl::StrCat(options_.base), absl::StrCat(options_.size_bytes),
-                                   std::to_string(options_.workers)};
+                                   std::to_string(options_.workers), options_.module_directory};
   std::vector<char*> raw;
   for (std::string& arg : argv) raw.push_back(arg.data());
   raw.push_back(nullptr);
@@ -50,9 +50,15 @@ absl::Status KernelExecutor::StartLocked() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, options_.memfd, kChildMemfd);
   posix_spawn_file_actions_adddup2(&actions, sockets[1], kChildSocket);
+  // A process group of its own: whatever a kernel starts is killed with the executor.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = -1;
-  int error = posix_spawn(&pid, options_.executor_path.c_str(), &actions, nullptr, raw.data(),
-                          environ);
+  int error = posix_spawn(&pid, options_.executor_path.c_str(), &actions, &attributes,
+                          raw.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(sockets[1]);
   if (error != 0) {
@@ -70,14 +76,15 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
   if (pid_ < 0) return "not running";
   close(socket_);
   socket_ = -1;
-  if (kill_now) kill(pid_, SIGKILL);
+  if (kill_now) kill(-pid_, SIGKILL);
   int status = 0;
   pid_t reaped = 0;
   for (int i = 0; i < 50 && (reaped = waitpid(pid_, &status, WNOHANG)) == 0; ++i) usleep(1000);
   if (reaped == 0) {
-    kill(pid_, SIGKILL);
+    kill(-pid_, SIGKILL);
     waitpid(pid_, &status, 0);
   }
+  kill(-pid_, SIGKILL);  // what its kernels started goes with it
   pid_ = -1;
   if (WIFSIGNALED(status)) {
     return absl::StrCat("signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");

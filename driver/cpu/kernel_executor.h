@@ -31,6 +31,9 @@ class KernelExecutor {
     uint64_t size_bytes = 0;
     int workers = 2;          // threads running blocks
     std::chrono::milliseconds kernel_timeout{60'000};
+    // Where kernel modules are: the only files the sandboxed executor may read besides
+    // the system's libraries (Note [Sandbox] in base/sandbox.h).
+    std::string module_directory;
   };
 
   explicit KernelExecutor(Options options) : options_(std::move(options)) {}

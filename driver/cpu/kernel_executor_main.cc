@@ -1,15 +1,19 @@
 // gpucmd-kernel-executor: runs client kernels for one CPU device, in a process of its
 // own, so a kernel that faults or hangs takes down only this process.
 //
-//   gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS
+//   gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS MODULE_DIRECTORY
 //
-// It maps the device's memory (the memfd) at the daemon's addresses, then serves
+// It maps the device's memory (the memfd) at the daemon's addresses, confines itself
+// (Note [Sandbox] in base/sandbox.h: it may read the module directory and the system's
+// libraries and nothing else, write no file, run no program, signal no process outside
+// its sandbox) and exits when the daemon's end of its socket closes, then serves
 // LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
 // one block per thread at a time. A kernel without barriers runs a block's threads as a
 // loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
 // on its worker thread, switching at each barrier.
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +32,8 @@
 
 #include "boost/context/fiber.hpp"
 #include "boost/context/pooled_fixedsize_stack.hpp"
+#include "absl/status/status.h"
+#include "base/sandbox.h"
 #include "driver/cpu/executor_protocol.h"
 
 namespace gpucmd {
@@ -220,6 +226,31 @@ const Module* LoadModule(std::map<std::string, Module>& modules, const std::stri
   return &modules.emplace(path, module).first->second;
 }
 
+// Confines this process before any client code runs (and before any thread starts:
+// Landlock binds the calling thread and what it creates).
+absl::Status Confine(const std::string& module_directory) {
+  absl::StatusOr<Sandbox> sandbox = Sandbox::Prepare(
+      {.read_only = {module_directory, "/etc/ld.so.cache", "/usr/lib", "/usr/lib64", "/lib",
+                     "/lib64"}});
+  if (!sandbox.ok()) return sandbox.status();
+  if (int error = sandbox->Enforce(); error != 0) {
+    return absl::InternalError(std::string("cannot enter the sandbox: ") + std::strerror(error));
+  }
+  return absl::OkStatus();
+}
+
+// Ends this process when the daemon goes, even while a kernel runs: the daemon's end of
+// the socket closes with it. (A parent-death signal would follow the daemon thread that
+// started the executor, not the daemon.)
+void ExitWithTheDaemon(int socket_fd) {
+  std::thread([socket_fd] {
+    pollfd hangup{.fd = socket_fd, .events = POLLRDHUP, .revents = 0};
+    while (poll(&hangup, 1, -1) < 0 && errno == EINTR) {
+    }
+    _exit(0);
+  }).detach();
+}
+
 int Serve(int socket_fd, int workers) {
   BlockPool pool(workers);
   std::map<std::string, Module> modules;
@@ -252,9 +283,10 @@ int Serve(int socket_fd, int workers) {
 }  // namespace gpucmd
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
+  if (argc != 7) {
     std::fprintf(stderr,
-                 "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS\n");
+                 "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS "
+                 "MODULE_DIRECTORY\n");
     return 2;
   }
   int memfd = std::atoi(argv[1]);
@@ -270,5 +302,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   close(memfd);
+  if (absl::Status confined = gpucmd::Confine(argv[6]); !confined.ok()) {
+    std::fprintf(stderr, "gpucmd-kernel-executor: %s\n", std::string(confined.message()).c_str());
+    return 1;
+  }
+  gpucmd::ExitWithTheDaemon(socket_fd);
   return gpucmd::Serve(socket_fd, workers);
 }

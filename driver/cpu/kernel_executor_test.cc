@@ -39,7 +39,8 @@ class KernelExecutorTest : public ::testing::Test {
         .base = reinterpret_cast<uint64_t>(memory_->base()),
         .size_bytes = memory_->capacity_bytes(),
         .workers = 2,
-        .kernel_timeout = std::chrono::milliseconds(1500)});
+        .kernel_timeout = std::chrono::milliseconds(1500),
+        .module_directory = getenv("TEST_TMPDIR")});
   }
 
   std::unique_ptr<CpuDeviceMemory> memory_;
@@ -85,7 +86,8 @@ TEST_F(KernelExecutorTest, ConcurrentLaunchersAreServedOneAtATime) {
     launchers.emplace_back([&, t] {
       for (int i = 0; i < 5; ++i) {
         uint64_t slice = buffer.address + t * 2 * 64 * sizeof(int);
-        EXPECT_TRUE(executor_->Launch(module, {2, 1, 1}, {64, 1, 1}, 0, {slice, 100u * t}).ok());
+        absl::Status launched = executor_->Launch(module, {2, 1, 1}, {64, 1, 1}, 0, {slice, 100u * t});
+        EXPECT_TRUE(launched.ok()) << launched;
       }
     });
   }

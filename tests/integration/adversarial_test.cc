@@ -1,0 +1,211 @@
+// Attacks a hostile client would try, each through the real daemon (CPU driver), beside
+// a victim session whose bytes must come through untouched: kernels that run a shell,
+// open, write or scan files, or kill the daemon; compiles that read files through
+// #include or .incbin (in any spelling), or burn the compiler's time and memory. Each
+// must fail with the right status while the daemon keeps serving. (Note [Sandbox] in
+// base/sandbox.h.)
+
+#include <signal.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr int kCompileTimeoutSeconds = 3;
+constexpr uint64_t kCompileMemoryBytes = 256 << 20;
+constexpr char kVictimBytes[] = "victim-bytes-16!";
+
+class AdversarialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string directory = ShortTempDir();
+    std::string config = directory + "/gpucmdd.textproto";
+    std::ofstream(config) << "cpu { memory_bytes_per_device: " << (64 << 20)
+                          << " kernel_timeout_seconds: 10 executor_workers: 2 }\n"
+                          << "compile { cache_dir: \"" << directory << "/cache\""
+                          << " timeout_seconds: " << kCompileTimeoutSeconds
+                          << " max_memory_bytes: " << kCompileMemoryBytes << " }\n";
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
+                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    for (auto [session, name] : {std::pair{&attacker_, "attacker"}, std::pair{&victim_, "victim"}}) {
+      absl::StatusOr<Session> opened = client_->OpenSession(0, name);
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      session->emplace(*std::move(opened));
+    }
+    absl::StatusOr<Buffer> kept = victim_->Allocate(16);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    kept_.emplace(*std::move(kept));
+    ASSERT_TRUE(victim_->Write(*kept_, 0, kVictimBytes).ok());
+  }
+
+  // The daemon serves, and the victim's bytes are what it wrote.
+  void TearDown() override {
+    if (!kept_) return;
+    EXPECT_TRUE(client_->ListDevices().ok()) << "the daemon stopped serving";
+    absl::StatusOr<std::string> back = victim_->Read(*kept_, 0, 16);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, kVictimBytes);
+  }
+
+  // Compiles `source` (entry point `attack`, one `long long* out` parameter), runs one
+  // thread of it and returns out[0].
+  long long RunAttack(const std::string& source) {
+    absl::StatusOr<v1::CompileResponse> compiled = attacker_->Compile(source, "attack");
+    EXPECT_TRUE(compiled.ok()) << compiled.status();
+    if (!compiled.ok()) return 0;
+    absl::StatusOr<Buffer> out = attacker_->Allocate(sizeof(long long));
+    EXPECT_TRUE(out.ok());
+    EXPECT_TRUE(attacker_->Write(*out, 0, std::string(sizeof(long long), '\0')).ok());
+    absl::Status launched = attacker_->Launch(compiled->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                              {BufferArgument(*out, v1::ACCESS_WRITE)});
+    EXPECT_TRUE(launched.ok()) << launched;
+    absl::StatusOr<std::string> bytes = attacker_->Read(*out, 0, sizeof(long long));
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    long long value = 0;
+    if (bytes.ok()) std::memcpy(&value, bytes->data(), sizeof(value));
+    return value;
+  }
+
+  absl::Status CompileOnly(const std::string& source,
+                           const std::vector<std::string>& options = {}) {
+    return attacker_->Compile(source, "attack", options).status();
+  }
+
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> attacker_;
+  std::optional<Session> victim_;
+  std::optional<Buffer> kept_;
+};
+
+// A marker for files and processes of this test run.
+std::string Marker(const std::string& what) {
+  return "/tmp/gpucmd-adversarial-" + what + "-" + std::to_string(getpid());
+}
+
+TEST_F(AdversarialTest, AKernelCannotRunAShell) {
+  std::string pwned = Marker("system");
+  long long status = RunAttack(R"(
+      extern "C" int system(const char*);
+      extern "C" __global__ void attack(long long* out) {
+        out[0] = system("touch )" + pwned + R"(");
+      })");
+  EXPECT_NE(status, 0) << "the shell ran";
+  EXPECT_FALSE(std::filesystem::exists(pwned));
+}
+
+TEST_F(AdversarialTest, AKernelCannotOpenFilesOrTheDaemonsMemory) {
+  for (const std::string& path :
+       {std::string("/etc/passwd"), "/proc/" + std::to_string(daemon_->pid()) + "/mem",
+        std::string("/proc/self/environ")}) {
+    long long fd = RunAttack(R"(
+        extern "C" int open(const char*, int, ...);
+        extern "C" __global__ void attack(long long* out) {
+          out[0] = open(")" + path + R"(", 0);
+        })");
+    EXPECT_EQ(fd, -1) << path << " was opened";
+  }
+}
+
+TEST_F(AdversarialTest, AKernelCannotWriteFiles) {
+  std::string written = Marker("write");
+  long long fd = RunAttack(R"(
+      extern "C" int open(const char*, int, ...);
+      extern "C" __global__ void attack(long long* out) {
+        out[0] = open(")" + written + R"(", 0101, 0644);  // O_WRONLY | O_CREAT
+      })");
+  EXPECT_EQ(fd, -1);
+  EXPECT_FALSE(std::filesystem::exists(written));
+}
+
+TEST_F(AdversarialTest, AKernelCannotKillTheDaemon) {
+  long long killed = RunAttack(R"(
+      extern "C" int kill(int, int);
+      extern "C" int getppid();
+      extern "C" __global__ void attack(long long* out) {
+        out[0] = kill(getppid(), 9);
+      })");
+  EXPECT_EQ(killed, -1);
+  EXPECT_EQ(kill(daemon_->pid(), 0), 0) << "the daemon is gone";
+}
+
+TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {
+  for (const char* header : {"/etc/passwd", "../../../../../../etc/passwd", "/dev/zero",
+                             "/proc/self/environ"}) {
+    absl::Status compiled = CompileOnly(std::string("#include \"") + header + "\"\n" +
+                                        "extern \"C\" __global__ void attack(long long* out) {}\n");
+    EXPECT_EQ(compiled.code(), absl::StatusCode::kInvalidArgument) << header << ": " << compiled;
+    EXPECT_THAT(std::string(compiled.message()), HasSubstr("Permission denied")) << header;
+    EXPECT_THAT(std::string(compiled.message()), Not(HasSubstr("root:"))) << header;
+  }
+}
+
+TEST_F(AdversarialTest, IncbinCannotReadFilesInAnySpelling) {
+  absl::Status compiled = CompileOnly(R"(
+      #define CAT(a, b) a##b
+      CAT(__as, m__)(".section .rodata\n.incbin \"/etc/passwd\"");
+      extern "C" __global__ void attack(long long* out) { out[0] = 1; })");
+  EXPECT_EQ(compiled.code(), absl::StatusCode::kInvalidArgument) << "the assembler read it";
+  // The assembler names the file it could not open, and nothing of its contents.
+  EXPECT_THAT(std::string(compiled.message()), HasSubstr("/etc/passwd"));
+  EXPECT_THAT(std::string(compiled.message()), Not(HasSubstr("root:")));
+}
+
+TEST_F(AdversarialTest, ACompilerTimeBombStopsAtTheLimitAndLeavesNoProcess) {
+  std::string marker = "GPUCMD_TIME_BOMB_" + std::to_string(getpid());
+  absl::Status compiled = CompileOnly(R"(
+      constexpr unsigned long Spin(unsigned long seed) {
+        unsigned long x = seed;
+        for (unsigned long i = 0; i < 250000; ++i)
+          for (unsigned long j = 0; j < 30000; ++j) x += i ^ j;
+        return x;
+      }
+      constexpr unsigned long kA = Spin(1), kB = Spin(2), kC = Spin(3), kD = Spin(4);
+      constexpr unsigned long kE = Spin(5), kF = Spin(6), kG = Spin(7), kH = Spin(8);
+      extern "C" __global__ void attack(long long* out) {
+        out[0] = kA + kB + kC + kD + kE + kF + kG + kH;
+      })",
+                                      {"-D" + marker});
+  EXPECT_EQ(compiled.code(), absl::StatusCode::kResourceExhausted) << compiled;
+  EXPECT_THAT(std::string(compiled.message()), HasSubstr("limit"));
+  EXPECT_NE(RunCommand({"pgrep", "-f", marker}).exit_code, 0) << "a compiler process is left";
+}
+
+TEST_F(AdversarialTest, ACompilerMemoryBombStopsAtTheLimit) {
+  absl::Status compiled = CompileOnly(R"(
+      #define A "xxxxxxxxxxxxxxxx"
+      #define B A A A A A A A A A A A A A A A A
+      #define C B B B B B B B B B B B B B B B B
+      #define D C C C C C C C C C C C C C C C C
+      #define E D D D D D D D D D D D D D D D D
+      #define F E E E E E E E E E E E E E E E E
+      __device__ const char* bomb = F;
+      extern "C" __global__ void attack(long long* out) { out[0] = bomb[0]; })");
+  EXPECT_EQ(compiled.code(), absl::StatusCode::kResourceExhausted) << compiled;
+  EXPECT_THAT(std::string(compiled.message()), HasSubstr("memory limit"));
+}
+
+}  // namespace
+}  // namespace gpucmd
