@@ -9,6 +9,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -92,6 +93,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (config->http_listen().empty()) config->set_http_listen("127.0.0.1:9464");
   if (config->log_level().empty()) config->set_log_level("info");
   if (!config->has_drain_timeout_seconds()) config->set_drain_timeout_seconds(10);
+  if (!config->has_socket_mode()) config->set_socket_mode(0660);
 
   v1::CpuDriverConfig* cpu = config->mutable_cpu();
   if (!cpu->has_device_count()) cpu->set_device_count(1);
@@ -130,6 +132,12 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
     if (address->kind == ListenAddress::Kind::kTcp && !config.tls().cert_file().empty() &&
         config.tls().key_file().empty()) {
       return FieldError("tls.key_file", "required when tls.cert_file is set");
+    }
+    if (address->kind == ListenAddress::Kind::kTcp && config.tls().cert_file().empty() &&
+        !IsLoopbackHost(address->host_port.host) && !config.allow_insecure_remote()) {
+      return FieldError("listen", absl::StrCat(
+          "\"", listen, "\" is a plaintext listener beyond this machine: configure tls, "
+          "listen on loopback, or set allow_insecure_remote: true"));
     }
   }
   if (absl::StatusOr<HostPort> http = ParseHostPort(config.http_listen()); !http.ok()) {
@@ -173,6 +181,10 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (limits.session_queued_commands() == 0) {
     return FieldError("limits.session_queued_commands", "must be positive");
+  }
+  if (config.socket_mode() > 0777) {
+    return FieldError("socket_mode", absl::StrFormat("%#o is not a permission mode (0..0777)",
+                                                     config.socket_mode()));
   }
   if (config.compile().workers() == 0) {
     return FieldError("compile.workers", "must be positive");

@@ -30,6 +30,30 @@ TEST(ConfigTest, DefaultsAreOneDeviceOfFourGiB) {
   EXPECT_TRUE(ValidateConfig(config).ok());
 }
 
+TEST(ConfigTest, PlaintextListenersBeyondThisMachineNeedConsent) {
+  v1::DaemonConfig config = Defaulted({});
+  config.add_listen("tcp:0.0.0.0:0");
+  absl::Status refused = ValidateConfig(config);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("allow_insecure_remote"));
+  config.set_allow_insecure_remote(true);
+  EXPECT_TRUE(ValidateConfig(config).ok());
+  config.set_allow_insecure_remote(false);
+  config.mutable_tls()->set_cert_file("/etc/gpucmdd/cert.pem");
+  config.mutable_tls()->set_key_file("/etc/gpucmdd/key.pem");
+  EXPECT_TRUE(ValidateConfig(config).ok()) << "TLS listeners may face the network";
+  config.clear_tls();
+  config.set_listen(1, "tcp:[::1]:0");
+  EXPECT_TRUE(ValidateConfig(config).ok()) << "loopback is this machine";
+}
+
+TEST(ConfigTest, SocketModeDefaultsToOwnerAndGroup) {
+  v1::DaemonConfig config = Defaulted({});
+  EXPECT_EQ(config.socket_mode(), 0660u);
+  config.set_socket_mode(01777);
+  EXPECT_THAT(std::string(ValidateConfig(config).message()), HasSubstr("socket_mode"));
+}
+
 TEST(ConfigTest, LoadsTextFormat) {
   std::string path = WriteTempFile("good.textproto", R"(
     listen: "unix:/tmp/a.sock"

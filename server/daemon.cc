@@ -1,6 +1,12 @@
 #include "server/daemon.h"
 
+#include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
 
 #include <fstream>
 #include <sstream>
@@ -21,6 +27,30 @@ namespace gpucmd {
 namespace {
 
 constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
+
+// Gives the Unix socket at `path` its configured mode and group (a name; empty keeps the
+// daemon's). FAILED_PRECONDITION naming what failed.
+absl::Status SetSocketAccess(const std::string& path, uint32_t mode, const std::string& group) {
+  if (!group.empty()) {
+    std::vector<char> buffer(16 << 10);
+    struct group entry;
+    struct group* found = nullptr;
+    if (getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+        found == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("socket_group \"", group, "\" does not exist"));
+    }
+    if (chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot give ", path, " to group ", group, ": ", std::strerror(errno)));
+    }
+  }
+  if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot set the mode of ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {
   std::ifstream file(path);
@@ -111,7 +141,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
     }
     addresses.push_back(std::move(address));
   }
+  // Unix sockets come into being with no access for others, then get the configured
+  // mode and group (SetSocketAccess): no umask can leave them open in between.
+  const mode_t umask_before = umask(0177);
   daemon->server_ = builder.BuildAndStart();
+  umask(umask_before);
   if (daemon->server_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", absl::StrJoin(config.listen(), ", "),
@@ -119,6 +153,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   }
   for (size_t i = 0; i < addresses.size(); ++i) {
     ListenAddress& address = addresses[i];
+    if (address.kind == ListenAddress::Kind::kUnix) {
+      if (absl::Status access =
+              SetSocketAccess(address.path, config.socket_mode(), config.socket_group());
+          !access.ok()) {
+        daemon->server_->Shutdown();
+        return access;
+      }
+    }
+    if (address.kind == ListenAddress::Kind::kTcp && config.tls().cert_file().empty() &&
+        !IsLoopbackHost(address.host_port.host)) {
+      spdlog::warn("{} is a plaintext listener beyond this machine (allow_insecure_remote): "
+                   "anyone who reaches it can run code on the devices",
+                   address.GrpcUri());
+    }
     if (address.kind == ListenAddress::Kind::kTcp) {
       if (*tcp_ports[i] == 0) {
         daemon->server_->Shutdown();

@@ -1,5 +1,7 @@
 #include "server/listen_address.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +17,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace gpucmd {
+
+bool IsLoopbackHost(absl::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr address{};
+  std::string text(host);
+  return inet_pton(AF_INET, text.c_str(), &address) == 1 &&
+         (ntohl(address.s_addr) >> 24) == 127;
+}
 
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
   size_t colon = text.rfind(':');

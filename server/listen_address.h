@@ -18,6 +18,9 @@ struct HostPort {
   int port = 0;  // 0: the kernel picks a free port.
 };
 
+// True for hosts only this machine reaches: localhost, 127.0.0.0/8 and ::1.
+bool IsLoopbackHost(absl::string_view host);
+
 // Parses "HOST:PORT" (IPv6 hosts in brackets). INVALID_ARGUMENT when malformed.
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text);
 

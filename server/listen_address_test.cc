@@ -41,6 +41,15 @@ int BindSocket(const std::string& path, bool listen) {
   return -1;
 }
 
+TEST(IsLoopbackHostTest, OnlyThisMachine) {
+  for (const char* host : {"localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "example.com", "128.0.0.1", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
 TEST(ParseListenAddressTest, UnixAndTcp) {
   absl::StatusOr<ListenAddress> unix_address = ParseListenAddress("unix:/run/g.sock");
   ASSERT_TRUE(unix_address.ok());

@@ -2,10 +2,12 @@
 // C++ client library, gpucmdctl, gRPC health, and the HTTP endpoint.
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -267,6 +269,38 @@ TEST(DaemonStartupTest, UnreadableConfigExitsTwo) {
       RunCommand({RunfilePath("server/gpucmdd"), "--config=/nonexistent/gpucmdd.textproto"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.stderr_text, HasSubstr("/nonexistent/gpucmdd.textproto"));
+}
+
+TEST(DaemonStartupTest, PlaintextRemoteListenersAreRefusedUnlessAllowed) {
+  std::string directory = ShortTempDir();
+  CommandResult refused = RunCommand({RunfilePath("server/gpucmdd"), "--listen=tcp:0.0.0.0:0",
+                                      "--http_listen=127.0.0.1:0"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.stderr_text, HasSubstr("allow_insecure_remote"));
+
+  std::string config = directory + "/insecure.textproto";
+  std::ofstream(config) << "allow_insecure_remote: true\n";
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+      {"--config=" + config, "--listen=tcp:0.0.0.0:0", "--http_listen=127.0.0.1:0"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_THAT(daemon->StderrText(), HasSubstr("plaintext listener beyond this machine"));
+}
+
+TEST(DaemonStartupTest, UnixSocketsGetTheConfiguredModeWhateverTheUmask) {
+  std::string directory = ShortTempDir();
+  for (uint32_t mode : {0660u, 0600u}) {
+    std::string config = absl::StrCat(directory, "/mode-", mode, ".textproto");
+    std::ofstream(config) << "socket_mode: " << mode << "\n";
+    std::string socket = absl::StrCat(directory, "/mode-", mode, ".sock");
+    mode_t umask_before = umask(0);  // the daemon inherits it: the widest there is
+    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+        {"--config=" + config, "--listen=unix:" + socket, "--http_listen=127.0.0.1:0"});
+    umask(umask_before);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    struct stat info;
+    ASSERT_EQ(stat(socket.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, mode) << std::oct << (info.st_mode & 0777);
+  }
 }
 
 TEST(DaemonStartupTest, VersionPrintsAndExits) {
