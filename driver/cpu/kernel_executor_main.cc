@@ -6,7 +6,8 @@
 // It maps the device's memory (the memfd) at the daemon's addresses, confines itself
 // (Note [Sandbox] in base/sandbox.h: it may read the module directory and the system's
 // libraries and nothing else, write no file, run no program, signal no process outside
-// its sandbox) and exits when the daemon's end of its socket closes, then serves
+// its sandbox; a system-call allowlist kills it on anything else, driver/cpu/
+// executor_filter.h) and exits when the daemon's end of its socket closes, then serves
 // LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
 // one block per thread at a time. A kernel without barriers runs a block's threads as a
 // loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
@@ -34,6 +35,7 @@
 #include "boost/context/pooled_fixedsize_stack.hpp"
 #include "absl/status/status.h"
 #include "base/sandbox.h"
+#include "driver/cpu/executor_filter.h"
 #include "driver/cpu/executor_protocol.h"
 
 namespace gpucmd {
@@ -236,7 +238,13 @@ absl::Status Confine(const std::string& module_directory) {
   if (int error = sandbox->Enforce(); error != 0) {
     return absl::InternalError(std::string("cannot enter the sandbox: ") + std::strerror(error));
   }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Sanitizer builds (tests only) need system calls of their runtimes (ptrace for the
+  // leak checker, /proc for reports) that no kernel gets: they keep Landlock alone.
   return absl::OkStatus();
+#else
+  return InstallExecutorFilter();
+#endif
 }
 
 // Ends this process when the daemon goes, even while a kernel runs: the daemon's end of
