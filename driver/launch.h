@@ -42,6 +42,10 @@ struct LaunchSpec {
   Dim3 block;
   uint32_t dynamic_shared_memory_bytes = 0;
   std::vector<uint64_t> slots;
+  // The argument buffers, each from its argument's offset to the buffer's end: all of
+  // device memory the launch is entitled to touch (the CPU driver lets it touch nothing
+  // else).
+  std::vector<DeviceResource> buffers;
   // Tensor-map arguments (CUDA): the driver encodes each into its argument's place.
   std::vector<ResolvedTensorMap> tensor_maps;
   std::shared_ptr<LaunchOutcome> outcome;

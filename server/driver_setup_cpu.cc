@@ -4,6 +4,7 @@
 
 #include "base/status_macros.h"
 #include "driver/cpu/cpu_compiler.h"
+#include "driver/cpu/cpu_device_memory.h"
 #include "driver/cpu/cpu_devices.h"
 #include "driver/cpu/cpu_driver.h"
 #include "driver/cpu/kernel_executor.h"
@@ -59,8 +60,13 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
         .modules = modules,
         .executor_workers = static_cast<int>(cpu.executor_workers()),
         .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds())};
+    CommandOptions options = CommandOptionsFor(config, device);
+    // Whole host pages per slice: a launch's buffers can be opened to its kernel without
+    // exposing another session's bytes (Note [Launch-scoped device memory] in
+    // driver/cpu/kernel_executor_main.cc).
+    options.memory.min_slice_bytes = CpuDeviceMemory::kGranularityBytes;
     setup.factories.push_back(MakeCommandFactory<CpuDriver>(
-        [backend] { return CpuBackend::Create(backend); }, CommandOptionsFor(config, device)));
+        [backend] { return CpuBackend::Create(backend); }, options));
   }
   return setup;
 }

@@ -132,8 +132,9 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
   KernelDim3 block_dim{args.spec.block.x, args.spec.block.y, args.spec.block.z};
   stream.Enqueue([executor, module, grid_dim, block_dim,
                   shared = args.spec.dynamic_shared_memory_bytes, slots = args.spec.slots,
+                  buffers = args.spec.buffers,
                   outcome = args.spec.outcome] {
-    absl::Status status = executor->Launch(module, grid_dim, block_dim, shared, slots);
+    absl::Status status = executor->Launch(module, grid_dim, block_dim, shared, slots, buffers);
     if (outcome != nullptr) outcome->Set(status);
     return status;
   });

@@ -16,6 +16,11 @@ inline constexpr uint32_t kExecutorMagic = 0x67707563;  // "gpuc"
 inline constexpr int kMaxKernelArgs = 64;
 inline constexpr int kMaxModulePathBytes = 1024;
 
+struct DeviceRange {
+  uint64_t address;
+  uint64_t size;
+};
+
 struct LaunchMessage {
   uint32_t magic;
   uint32_t arg_count;
@@ -24,6 +29,10 @@ struct LaunchMessage {
   uint32_t dynamic_shared_memory_bytes;
   char module_path[kMaxModulePathBytes];  // NUL-terminated
   uint64_t args[kMaxKernelArgs];          // one 8-byte slot per argument
+  // The device memory the launch may touch: [address, address + size) per buffer
+  // argument. Everything else of the device mapping stays inaccessible.
+  uint32_t range_count;
+  DeviceRange ranges[kMaxKernelArgs];
 };
 
 struct LaunchReply {

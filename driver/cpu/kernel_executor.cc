@@ -94,7 +94,8 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
 
 absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 grid,
                                     KernelDim3 block, uint32_t dynamic_shared_memory_bytes,
-                                    absl::Span<const uint64_t> args) {
+                                    absl::Span<const uint64_t> args,
+                                    absl::Span<const DeviceResource> buffers) {
   if (args.size() > kMaxKernelArgs) {
     return absl::InvalidArgumentError(absl::StrCat("a kernel takes at most ", kMaxKernelArgs,
                                                    " arguments"));
@@ -110,6 +111,13 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
   message.dynamic_shared_memory_bytes = dynamic_shared_memory_bytes;
   std::memcpy(message.module_path, module_path.c_str(), module_path.size() + 1);
   std::copy(args.begin(), args.end(), message.args);
+  if (buffers.size() > kMaxKernelArgs) {
+    return absl::InvalidArgumentError("a launch passes at most one buffer per argument");
+  }
+  message.range_count = static_cast<uint32_t>(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    message.ranges[i] = DeviceRange{buffers[i].address, buffers[i].size_bytes};
+  }
 
   MutexLock lock(&mutex_);
   if (pid_ < 0) {

@@ -19,6 +19,7 @@
 #include "absl/types/span.h"
 #include "base/mutex.h"
 #include "driver/cpu/kernel_abi.h"
+#include "driver/types.h"
 
 namespace gpucmd {
 
@@ -44,8 +45,11 @@ class KernelExecutor {
   // Runs `module_path`'s kernel over `grid` x `block` and waits for it. UNAVAILABLE
   // naming the signal when the executor dies, or the time limit when the kernel runs
   // past it (the executor is killed); the next launch starts a fresh executor.
+  // `buffers` are all the launch may touch of device memory: any other access faults
+  // the launch like a device trap.
   absl::Status Launch(const std::string& module_path, KernelDim3 grid, KernelDim3 block,
-                      uint32_t dynamic_shared_memory_bytes, absl::Span<const uint64_t> args);
+                      uint32_t dynamic_shared_memory_bytes, absl::Span<const uint64_t> args,
+                      absl::Span<const DeviceResource> buffers);
 
   // Executors started so far (1 after the first launch; more after deaths).
   int starts() const;

@@ -19,7 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -259,7 +261,56 @@ void ExitWithTheDaemon(int socket_fd) {
   }).detach();
 }
 
-int Serve(int socket_fd, int workers) {
+// Note [Launch-scoped device memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The executor maps all of its device's memory, which holds every session's buffers,
+// but keeps the mapping inaccessible except during a launch, and then only the launch's
+// argument buffers (host pages; the daemon never puts two sessions' slices on one host
+// page). A kernel that reaches beyond them, into another session's buffer, faults: its
+// launch fails as a device trap would, and the executor restarts.
+class DeviceWindow {
+ public:
+  DeviceWindow(uintptr_t base, uint64_t size) : base_(base), end_(base + size) {}
+
+  // Opens the launch's ranges (clamped to the mapping, widened to whole pages).
+  void Open(const LaunchMessage& message) {
+    open_count_ = std::min<uint32_t>(message.range_count, kMaxKernelArgs);
+    for (uint32_t i = 0; i < open_count_; ++i) {
+      open_[i] = PageRange(message.ranges[i]);
+      Protect(open_[i], PROT_READ | PROT_WRITE);
+    }
+  }
+
+  void Close() {
+    for (uint32_t i = 0; i < open_count_; ++i) Protect(open_[i], PROT_NONE);
+    open_count_ = 0;
+  }
+
+ private:
+  static constexpr uintptr_t kPage = 4096;
+
+  DeviceRange PageRange(const DeviceRange& range) const {
+    uintptr_t start = std::max<uintptr_t>(range.address & ~(kPage - 1), base_);
+    uintptr_t end = std::min<uintptr_t>((range.address + range.size + kPage - 1) & ~(kPage - 1),
+                                        end_);
+    return DeviceRange{start, end > start ? end - start : 0};
+  }
+
+  static void Protect(const DeviceRange& range, int protection) {
+    if (range.size == 0) return;
+    if (mprotect(reinterpret_cast<void*>(range.address), range.size, protection) != 0) {
+      std::fprintf(stderr, "gpucmd-kernel-executor: mprotect: %s\n", std::strerror(errno));
+      std::_Exit(1);  // cannot uphold isolation: better no executor than a leaky one
+    }
+  }
+
+  const uintptr_t base_;
+  const uintptr_t end_;
+  DeviceRange open_[kMaxKernelArgs];
+  uint32_t open_count_ = 0;
+};
+
+int Serve(int socket_fd, int workers, DeviceWindow& window) {
   BlockPool pool(workers);
   std::map<std::string, Module> modules;
   LaunchMessage message;
@@ -281,7 +332,9 @@ int Serve(int socket_fd, int workers) {
       for (uint32_t i = 0; i < message.arg_count && i < kMaxKernelArgs; ++i) {
         launch.args[i] = &message.args[i];
       }
+      window.Open(message);
       pool.Run(launch);
+      window.Close();
     }
     if (send(socket_fd, &reply, sizeof(reply), MSG_NOSIGNAL) != sizeof(reply)) return 1;
   }
@@ -302,7 +355,8 @@ int main(int argc, char** argv) {
   uint64_t base = std::strtoull(argv[3], nullptr, 0);
   uint64_t size = std::strtoull(argv[4], nullptr, 0);
   int workers = std::max(1, std::atoi(argv[5]));
-  void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_READ | PROT_WRITE,
+  // Inaccessible until a launch opens its buffers (Note [Launch-scoped device memory]).
+  void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_NONE,
                       MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, memfd, 0);
   if (mapped != reinterpret_cast<void*>(base)) {
     std::fprintf(stderr, "gpucmd-kernel-executor: cannot map device memory at %#lx: %s\n",
@@ -315,5 +369,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   gpucmd::ExitWithTheDaemon(socket_fd);
-  return gpucmd::Serve(socket_fd, workers);
+  gpucmd::DeviceWindow window(base, size);
+  return gpucmd::Serve(socket_fd, workers, window);
 }

@@ -65,12 +65,12 @@ TEST_F(KernelExecutorTest, RunsLoopAndBarrierKernelsOverDeviceMemory) {
   DeviceResource buffer = *memory_->Allocate(4 * 256 * sizeof(int));
   int* data = reinterpret_cast<int*>(buffer.address);
   ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {4, 1, 1}, {256, 1, 1}, 0,
-                                {buffer.address, 7})
+                                {buffer.address, 7}, {buffer})
                   .ok());
   for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], 7 + i / 256) << i;
   for (int i = 0; i < 1024; ++i) data[i] = i;
   ASSERT_TRUE(executor_->Launch(Build("reverse", kReverse), {4, 1, 1}, {256, 1, 1}, 0,
-                                {buffer.address})
+                                {buffer.address}, {buffer})
                   .ok());
   for (int block = 0; block < 4; ++block) {
     for (int t = 0; t < 256; ++t) ASSERT_EQ(data[block * 256 + t], block * 256 + 255 - t);
@@ -86,7 +86,8 @@ TEST_F(KernelExecutorTest, ConcurrentLaunchersAreServedOneAtATime) {
     launchers.emplace_back([&, t] {
       for (int i = 0; i < 5; ++i) {
         uint64_t slice = buffer.address + t * 2 * 64 * sizeof(int);
-        absl::Status launched = executor_->Launch(module, {2, 1, 1}, {64, 1, 1}, 0, {slice, 100u * t});
+        absl::Status launched = executor_->Launch(module, {2, 1, 1}, {64, 1, 1}, 0,
+                                                  {slice, 100u * t}, {buffer});
         EXPECT_TRUE(launched.ok()) << launched;
       }
     });
@@ -100,23 +101,46 @@ TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
   DeviceResource buffer = *memory_->Allocate(4096);
   absl::Status crashed = executor_->Launch(
       Build("crash", "extern \"C\" __global__ void crash(int* p) { *(volatile int*)0 = 1; }"),
-      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address});
+      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer});
   EXPECT_EQ(crashed.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(crashed.message()), HasSubstr("Segmentation fault"));
   absl::Status hung = executor_->Launch(
       Build("hang", "extern \"C\" __global__ void hang(int* p) { volatile int f = 1; while (f) {} }"),
-      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address});
+      {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer});
   EXPECT_EQ(hung.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(hung.message()), HasSubstr("time limit"));
   ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {1, 1, 1}, {4, 1, 1}, 0,
-                                {buffer.address, 5})
+                                {buffer.address, 5}, {buffer})
                   .ok());
   EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
   EXPECT_EQ(executor_->starts(), 3);
 }
 
+TEST_F(KernelExecutorTest, ALaunchTouchesOnlyItsBuffers) {
+  DeviceResource mine = *memory_->Allocate(4096);
+  DeviceResource other = *memory_->Allocate(4096);
+  reinterpret_cast<int*>(other.address)[0] = 1234;
+  std::string module = Build("reach", R"(
+      extern "C" __global__ void reach(int* mine, long long distance) {
+        mine[distance / sizeof(int)] = 666;
+      })");
+  long long distance = static_cast<long long>(other.address - mine.address);
+  absl::Status reached =
+      executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0,
+                        {mine.address, static_cast<uint64_t>(distance)}, {mine});
+  EXPECT_EQ(reached.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(reached.message()), HasSubstr("Segmentation fault"));
+  EXPECT_EQ(reinterpret_cast<int*>(other.address)[0], 1234);
+  // Passed as an argument, the same memory is the launch's to write.
+  ASSERT_TRUE(executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0,
+                                {mine.address, static_cast<uint64_t>(distance)}, {mine, other})
+                  .ok());
+  EXPECT_EQ(reinterpret_cast<int*>(other.address)[0], 666);
+}
+
 TEST_F(KernelExecutorTest, MissingModuleIsAnError) {
-  absl::Status status = executor_->Launch("/nonexistent/module.so", {1, 1, 1}, {1, 1, 1}, 0, {});
+  absl::Status status =
+      executor_->Launch("/nonexistent/module.so", {1, 1, 1}, {1, 1, 1}, 0, {}, {});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr("cannot load"));
 }

@@ -244,6 +244,7 @@ class Command final : public CommandInterface {
       } else {
         spec.slots.push_back(address);
       }
+      spec.buffers.push_back(DeviceResource{address, buffer->size_bytes - arg.offset_bytes});
       touched.emplace_back(buffer, arg.access);
     }
     int index = StreamFor(session, logical);

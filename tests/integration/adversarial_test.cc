@@ -181,6 +181,45 @@ TEST_F(AdversarialTest, AKernelCannotStartProcessesOrOpenSockets) {
 }
 #endif
 
+TEST_F(AdversarialTest, AKernelCannotReachAnotherSessionsBuffer) {
+  absl::StatusOr<Buffer> mine = attacker_->Allocate(16);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  // Allocated after the attacker's: next to it in the device's memory.
+  absl::StatusOr<Buffer> neighbour = victim_->Allocate(16);
+  ASSERT_TRUE(neighbour.ok()) << neighbour.status();
+  ASSERT_TRUE(victim_->Write(*neighbour, 0, kVictimBytes).ok());
+  absl::StatusOr<v1::CompileResponse> scan = attacker_->Compile(R"(
+      // Walks 1 MiB up from its own buffer, overwriting every 16-byte word it finds
+      // equal to the victim's bytes.
+      extern "C" __global__ void attack(long long* mine) {
+        const char* victim = "victim-bytes-16!";
+        for (long long offset = 16; offset < (1 << 20); offset += 16) {
+          char* word = (char*)mine + offset;
+          bool same = true;
+          for (int i = 0; i < 16; ++i) same = same && word[i] == victim[i];
+          if (same) {
+            for (int i = 0; i < 16; ++i) word[i] = 'X';
+            mine[0] = offset;
+          }
+        }
+      })",
+                                                              "attack");
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  ASSERT_TRUE(attacker_->Launch(scan->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                {BufferArgument(*mine, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  absl::StatusOr<std::string> outcome = attacker_->Read(*mine, 0, 16);
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition)
+      << "the scan ran to its end";
+  EXPECT_THAT(std::string(outcome.status().message()), HasSubstr("Segmentation fault"));
+  absl::StatusOr<std::string> kept = victim_->Read(*neighbour, 0, 16);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(*kept, kVictimBytes);
+  // The attacker's own buffer stays usable.
+  EXPECT_TRUE(attacker_->Write(*mine, 0, std::string(16, 'a')).ok());
+  EXPECT_EQ(attacker_->Read(*mine, 0, 16).value_or(""), std::string(16, 'a'));
+}
+
 TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {
   for (const char* header : {"/etc/passwd", "../../../../../../etc/passwd", "/dev/zero",
                              "/proc/self/environ"}) {
