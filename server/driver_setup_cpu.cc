@@ -65,6 +65,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
     // exposing another session's bytes (Note [Launch-scoped device memory] in
     // driver/cpu/kernel_executor_main.cc).
     options.memory.min_slice_bytes = CpuDeviceMemory::kGranularityBytes;
+    options.memory.new_pages_zeroed = true;  // freed device memory goes back to the kernel
     setup.factories.push_back(MakeCommandFactory<CpuDriver>(
         [backend] { return CpuBackend::Create(backend); }, options));
   }

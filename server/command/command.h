@@ -102,6 +102,12 @@ class Command final : public CommandInterface {
     buffer.location = location;
     state.buffers.insert(id);
     state.used_bytes += footprint;
+    if (pool_.MayHoldOldBytes(location)) {
+      if (absl::Status cleared = ClearOldBytes(id, buffer); !cleared.ok()) {
+        Release(id, buffer);
+        return cleared;
+      }
+    }
     return id;
   }
 
@@ -546,6 +552,32 @@ class Command final : public CommandInterface {
     if (!lease.ok()) return Bytes::FromString(std::move(data));
     std::memcpy(lease->resource.data, data.data(), data.size());
     return D::PinnedBytes(lease->binding, lease->resource, data.size());
+  }
+
+  // Note [Fresh memory]
+  // ~~~~~~~~~~~~~~~~~~~
+  // A slice an earlier buffer had (of this session or another), or one on a page the
+  // driver did not zero, may still hold that buffer's bytes. A new buffer must not show
+  // them to its owner, through a Read or a kernel: its whole slice is overwritten with
+  // zeros first, by copies on device stream 0 that every later use of the buffer is
+  // ordered after (Note [Per-buffer stream ordering]). Pages the CPU driver hands out
+  // read as zeros already, so there only reused slices pay for it.
+  absl::Status ClearOldBytes(BufferId id, Buffer& buffer) {
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
+    constexpr int index = 0;
+    Stream& stream = backend_.stream(index);
+    const uint64_t chunk = std::max<uint64_t>(options_.staging_threshold_bytes, 4096);
+    for (uint64_t offset = 0; offset < resource.size_bytes; offset += chunk) {
+      uint64_t size = std::min(chunk, resource.size_bytes - offset);
+      ASSIGN_OR_RETURN(Bytes zeros, HostBuffer(size));
+      std::memset(zeros.data(), 0, size);
+      RETURN_IF_ERROR(D::CopyToDevice(resource, CopyLayout::Contiguous(offset, size),
+                                      zeros.const_span(), stream));
+      drop_queues_[index].Push(std::move(zeros));
+    }
+    MarkWritten(buffer, index);
+    if (drop_queues_[index].ShouldFlush()) RETURN_IF_ERROR(drop_queues_[index].Flush(stream));
+    return absl::OkStatus();
   }
 
   absl::StatusOr<Bytes> HostBuffer(uint64_t size) {

@@ -30,6 +30,7 @@ class CommandTest : public ::testing::Test {
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = *std::move(backend);
     options.memory.min_page_bytes = kMiB;
+    options.memory.new_pages_zeroed = true;  // as the CPU driver's are
     command_ = std::make_unique<Command<CpuDriver>>(*backend_, options);
   }
 
@@ -150,6 +151,19 @@ TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   gate.Open();
   ASSERT_TRUE(read->wait().ok());
   EXPECT_EQ(read->bytes.ToString(), old_data) << "the freed memory was reused under a reader";
+}
+
+TEST_F(CommandTest, ABufferNeverShowsWhatItsSliceHeldBefore) {
+  constexpr uint64_t kSize = 4096;
+  BufferId secret = MustAllocate(kSize, kOtherSession);
+  ASSERT_TRUE(command_->Write(kOtherSession, 0, secret, CopyLayout::Contiguous(0, kSize),
+                              std::string(kSize, 's')).ok());
+  ASSERT_TRUE(command_->Synchronize(kOtherSession, std::nullopt).ok());
+  ASSERT_TRUE(command_->Free(kOtherSession, secret).ok());
+  command_->ReclaimFinished();
+  BufferId reused = MustAllocate(kSize);  // the same size class: the freed slot
+  EXPECT_EQ(ReadAll(reused, kSize).value(), std::string(kSize, '\0'))
+      << "another session's bytes came back";
 }
 
 TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {

@@ -63,6 +63,7 @@ absl::StatusOr<uint64_t> MemoryPool::NewPage(uint64_t slice_bytes, bool large) {
   page.slice_bytes = slice_bytes;
   page.large = large;
   page.owners.assign(large ? 1 : bytes / slice_bytes, 0);
+  page.released.assign(page.owners.size(), false);
   reserved_bytes_ += bytes;
   if (!large) class_pages_[slice_bytes].push_back(id);
   return id;
@@ -115,9 +116,16 @@ void MemoryPool::Release(SliceLocation location) {
   if (it == pages_.end() || it->second.owners[location.slot] == 0) return;
   Page& page = it->second;
   page.owners[location.slot] = 0;
+  page.released[location.slot] = true;
   --page.live;
   used_bytes_ -= page.slice_bytes;
   if (page.large) FreePage(location.page);
+}
+
+bool MemoryPool::MayHoldOldBytes(SliceLocation location) const {
+  auto it = pages_.find(location.page);
+  if (it == pages_.end() || location.slot >= it->second.released.size()) return true;
+  return !options_.new_pages_zeroed || it->second.released[location.slot];
 }
 
 absl::StatusOr<DeviceResource> MemoryPool::Resolve(SliceLocation location,

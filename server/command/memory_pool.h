@@ -49,6 +49,9 @@ class MemoryPool {
     uint64_t max_page_bytes = uint64_t{64} << 20;
     uint64_t min_slice_bytes = 256;
     double sparse_page_fraction = 0.25;
+    // The driver hands out pages that read as zeros (the CPU driver: freed device memory
+    // is returned to the kernel). Otherwise a new page may hold old bytes.
+    bool new_pages_zeroed = false;
   };
   using AllocatePageFn = absl::AnyInvocable<absl::StatusOr<DeviceResource>(uint64_t)>;
   using FreePageFn = absl::AnyInvocable<void(const DeviceResource&)>;
@@ -69,6 +72,9 @@ class MemoryPool {
   // Frees a reserved slice. Large pages go back to the driver at once; class pages stay
   // (reused, or returned by CleanUp).
   void Release(SliceLocation location);
+  // True when the slice at `location` may hold bytes written before it was reserved: a
+  // slot some earlier owner released, or any slot of a page the driver did not zero.
+  bool MayHoldOldBytes(SliceLocation location) const;
   // The device memory of `location` if it is still `owner`'s; NOT_FOUND otherwise.
   absl::StatusOr<DeviceResource> Resolve(SliceLocation location, uint64_t owner) const;
 
@@ -98,6 +104,7 @@ class MemoryPool {
     bool retired = false;
     uint32_t live = 0;
     std::vector<uint64_t> owners;  // per slot; 0 = free
+    std::vector<bool> released;    // per slot: an owner has had it
   };
 
   uint64_t SliceBytesFor(uint64_t size_bytes) const;

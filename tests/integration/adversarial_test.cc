@@ -220,6 +220,19 @@ TEST_F(AdversarialTest, AKernelCannotReachAnotherSessionsBuffer) {
   EXPECT_EQ(attacker_->Read(*mine, 0, 16).value_or(""), std::string(16, 'a'));
 }
 
+TEST_F(AdversarialTest, FreedBytesDoNotReachTheNextOwner) {
+  absl::StatusOr<Buffer> secret = victim_->Allocate(4096);
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  ASSERT_TRUE(victim_->Write(*secret, 0, std::string(4096, 's')).ok());
+  ASSERT_TRUE(victim_->Synchronize().ok());
+  ASSERT_TRUE(secret->Free().ok());
+  for (int i = 0; i < 4; ++i) {  // whichever slot the pool hands out next
+    absl::StatusOr<Buffer> mine = attacker_->Allocate(4096);
+    ASSERT_TRUE(mine.ok()) << mine.status();
+    EXPECT_EQ(attacker_->Read(*mine, 0, 4096).value_or("unreadable"), std::string(4096, '\0'));
+  }
+}
+
 TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {
   for (const char* header : {"/etc/passwd", "../../../../../../etc/passwd", "/dev/zero",
                              "/proc/self/environ"}) {
