@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -113,21 +114,15 @@ absl::StatusOr<Sandbox> Sandbox::Prepare(const SandboxPolicy& policy) {
   }
   Sandbox sandbox(static_cast<int>(fd), abi);
   const uint64_t read = kFsReadFile | kFsReadDir;
-  const uint64_t write = handled & ~kFsExecute;
-  for (const std::string& path : policy.read_only) {
-    if (absl::Status added = AllowBeneath(sandbox.ruleset_fd_, path, read); !added.ok()) {
-      return added;
-    }
-  }
-  for (const std::string& path : policy.executable) {
-    if (absl::Status added = AllowBeneath(sandbox.ruleset_fd_, path, read | kFsExecute);
-        !added.ok()) {
-      return added;
-    }
-  }
-  for (const std::string& path : policy.read_write) {
-    if (absl::Status added = AllowBeneath(sandbox.ruleset_fd_, path, write); !added.ok()) {
-      return added;
+  const std::pair<const std::vector<std::string>*, uint64_t> grants[] = {
+      {&policy.read_only, read},
+      {&policy.executable, read | kFsExecute},
+      {&policy.read_write, handled & ~kFsExecute}};
+  for (const auto& [paths, rights] : grants) {
+    for (const std::string& path : *paths) {
+      if (absl::Status added = AllowBeneath(sandbox.ruleset_fd_, path, rights); !added.ok()) {
+        return added;
+      }
     }
   }
   return sandbox;
