@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -29,7 +30,10 @@ std::unique_ptr<CompileCache> CompileCache::Create(const Options& options, Modul
 }
 
 CompileCache::CompileCache(const Options& options, ModuleStore modules, BackendCompiler compiler)
-    : options_(options), modules_(std::move(modules)), compiler_(std::move(compiler)) {
+    : options_(options),
+      modules_(std::move(modules)),
+      compiler_(std::move(compiler)),
+      client_share_(std::max(1, options.workers / 2)) {
   for (int i = 0; i < std::max(1, options.workers); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
@@ -55,7 +59,7 @@ KernelId CompileCache::IdFor(const KernelSource& kernel) const {
   return KernelId{Sha256Hex(key)};
 }
 
-void CompileCache::Compile(KernelSource kernel,
+void CompileCache::Compile(uint64_t client, KernelSource kernel,
                            absl::AnyInvocable<void(absl::StatusOr<Result>)> done) {
   KernelId id = IdFor(kernel);
   std::optional<absl::StatusOr<Result>> answer;
@@ -75,13 +79,22 @@ void CompileCache::Compile(KernelSource kernel,
   }
   if (!answer) {
     MutexLock lock(&mutex_);
-    if (jobs_.size() < options_.max_pending) {
-      jobs_.push_back(Job{std::move(kernel), std::move(id), std::move(done)});
-      work_ready_.NotifyOne();
+    ClientJobs& jobs = clients_[client];
+    if (pending_ >= options_.max_pending) {
+      answer = absl::ResourceExhaustedError(
+          absl::StrCat("compile queue is full (", options_.max_pending, " pending)"));
+    } else if (jobs.pending.size() >= options_.max_pending_per_client) {
+      answer = absl::ResourceExhaustedError(absl::StrCat(
+          "this session has ", jobs.pending.size(), " compiles queued, its limit is ",
+          options_.max_pending_per_client));
+    } else {
+      if (jobs.pending.empty()) ready_.push_back(client);
+      jobs.pending.push_back(Job{std::move(kernel), std::move(id), std::move(done)});
+      ++pending_;
+      work_ready_.NotifyAll();
       return;
     }
-    answer = absl::ResourceExhaustedError(
-        absl::StrCat("compile queue is full (", options_.max_pending, " pending)"));
+    if (jobs.pending.empty() && jobs.running == 0) clients_.erase(client);
   }
   done(*std::move(answer));
 }
@@ -110,40 +123,64 @@ absl::StatusOr<CompiledKernel> CompileCache::Lookup(const KernelId& id) {
   return LoadFromDisk(id);
 }
 
+std::optional<uint64_t> CompileCache::NextClient() const {
+  for (uint64_t client : ready_) {
+    if (stopping_ || clients_.at(client).running < client_share_) return client;
+  }
+  return std::nullopt;
+}
+
 void CompileCache::Work() {
   while (true) {
     Job job;
+    uint64_t client = 0;
     {
       MutexLock lock(&mutex_);
       work_ready_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return stopping_ || !jobs_.empty();
+        return (stopping_ && pending_ == 0) || NextClient().has_value();
       });
-      if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::optional<uint64_t> next = NextClient();
+      if (!next) return;  // stopping, and nothing left
+      client = *next;
+      ClientJobs& jobs = clients_.at(client);
+      job = std::move(jobs.pending.front());
+      jobs.pending.pop_front();
+      ++jobs.running;
+      --pending_;
+      ready_.erase(std::find(ready_.begin(), ready_.end(), client));
+      if (!jobs.pending.empty()) ready_.push_back(client);  // its turn comes round again
       ++misses_;
     }
-    absl::StatusOr<CompileOutput> output = compiler_(job.kernel, modules_.ArtifactPath(job.id));
-    if (!output.ok()) {
-      if (absl::IsInvalidArgument(output.status())) {  // the source's fault: remember it
-        MutexLock lock(&mutex_);
-        failed_[job.id.hex] = output.status();
-      }
-      job.done(output.status());
-      continue;
-    }
-    absl::Status stored = modules_.Commit(job.id, job.kernel.entry_point, output->params);
-    if (!stored.ok()) {
-      job.done(stored);
-      continue;
-    }
-    CompiledKernel kernel{job.id, std::move(output->params), std::move(output->log)};
-    {
-      MutexLock lock(&mutex_);
-      compiled_[job.id.hex] = kernel;
-    }
-    job.done(Result{std::move(kernel), false});
+    Run(std::move(job));
+    MutexLock lock(&mutex_);
+    ClientJobs& jobs = clients_.at(client);
+    --jobs.running;
+    if (jobs.pending.empty() && jobs.running == 0) clients_.erase(client);
+    work_ready_.NotifyAll();
   }
+}
+
+void CompileCache::Run(Job job) {
+  absl::StatusOr<CompileOutput> output = compiler_(job.kernel, modules_.ArtifactPath(job.id));
+  if (!output.ok()) {
+    if (absl::IsInvalidArgument(output.status())) {  // the source's fault: remember it
+      MutexLock lock(&mutex_);
+      failed_[job.id.hex] = output.status();
+    }
+    job.done(output.status());
+    return;
+  }
+  if (absl::Status stored = modules_.Commit(job.id, job.kernel.entry_point, output->params);
+      !stored.ok()) {
+    job.done(stored);
+    return;
+  }
+  CompiledKernel kernel{job.id, std::move(output->params), std::move(output->log)};
+  {
+    MutexLock lock(&mutex_);
+    compiled_[job.id.hex] = kernel;
+  }
+  job.done(Result{std::move(kernel), false});
 }
 
 uint64_t CompileCache::memory_hits() const {

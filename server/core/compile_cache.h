@@ -10,11 +10,17 @@
 // parameter list), so a restarted daemon does not compile again. A failed compile is
 // remembered too: launching it is skipped and taints its outputs with the log.
 //
+// The pool is shared fairly: each client (a session) has its own queue, served
+// round-robin, holds at most `max_pending_per_client` compiles queued, and runs at most
+// half the workers (at least one) at a time, so one session's slow compiles never hold
+// up every other session's.
+//
 // Thread-safety: all methods may be called from any thread. `done` callbacks run on a
 // compile thread, or inline for cache hits and refusals.
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +59,7 @@ class CompileCache {
     std::string architecture;  // e.g. "x86_64", "sm_90"
     int workers = 2;
     size_t max_pending = 256;
+    size_t max_pending_per_client = 16;
   };
 
   struct Result {
@@ -72,7 +79,9 @@ class CompileCache {
 
   // Compiles `kernel` or finds it compiled. A compile error is INVALID_ARGUMENT with
   // the compiler's log; a full pool is RESOURCE_EXHAUSTED.
-  void Compile(KernelSource kernel, absl::AnyInvocable<void(absl::StatusOr<Result>)> done);
+  // `client` names who asks (a session; any number), for the pool's fair share.
+  void Compile(uint64_t client, KernelSource kernel,
+               absl::AnyInvocable<void(absl::StatusOr<Result>)> done);
 
   // A compiled kernel (memory, then disk); FAILED_PRECONDITION with the log when its
   // compile failed; NOT_FOUND when it was never compiled.
@@ -89,8 +98,19 @@ class CompileCache {
     absl::AnyInvocable<void(absl::StatusOr<Result>)> done;
   };
 
+  // One client's share of the pool.
+  struct ClientJobs {
+    std::deque<Job> pending;
+    int running = 0;
+  };
+
   CompileCache(const Options& options, ModuleStore modules, BackendCompiler compiler);
   void Work();
+  // The client whose job a free worker takes next (round-robin among those under their
+  // share; anyone's while stopping); nullopt when there is none.
+  std::optional<uint64_t> NextClient() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Compiles and stores one job, then answers it (no lock held).
+  void Run(Job job);
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
@@ -100,7 +120,11 @@ class CompileCache {
   mutable Mutex mutex_;
   CondVar work_ready_;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  std::deque<Job> jobs_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<uint64_t, ClientJobs> clients_ ABSL_GUARDED_BY(mutex_);
+  // Clients with queued jobs, in the order they are served.
+  std::deque<uint64_t> ready_ ABSL_GUARDED_BY(mutex_);
+  size_t pending_ ABSL_GUARDED_BY(mutex_) = 0;
+  const int client_share_;  // compiles one client may run at once
   absl::flat_hash_map<std::string, CompiledKernel> compiled_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mutex_);
   uint64_t memory_hits_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <fstream>
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,7 +37,7 @@ class FakeCompiler {
 
 absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
   std::promise<absl::StatusOr<CompileCache::Result>> promise;
-  cache.Compile(std::move(kernel), [&promise](absl::StatusOr<CompileCache::Result> result) {
+  cache.Compile(/*client=*/0, std::move(kernel), [&promise](absl::StatusOr<CompileCache::Result> result) {
     promise.set_value(std::move(result));
   });
   return promise.get_future().get();
@@ -108,6 +111,64 @@ TEST(CompileCacheTest, FailuresAreRememberedWithTheirLog) {
   EXPECT_EQ(lookup.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(lookup.message()), ::testing::HasSubstr("kernel.cu:1: error: broken"));
   EXPECT_EQ(cache->Lookup(KernelId{"00"}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
+  // Client 1's compiles block until released; client 2's return at once.
+  std::mutex mutex;
+  std::condition_variable released_changed;
+  bool released = false;
+  std::atomic<int> running_slow{0};
+  absl::StatusOr<ModuleStore> modules =
+      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/fair", ".so");
+  ASSERT_TRUE(modules.ok());
+  std::unique_ptr<CompileCache> cache = CompileCache::Create(
+      {.driver = "cpu", .architecture = "x86_64", .workers = 2, .max_pending_per_client = 3},
+      *modules,
+      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+        if (kernel.entry_point == "slow") {
+          ++running_slow;
+          std::unique_lock<std::mutex> lock(mutex);
+          released_changed.wait(lock, [&] { return released; });
+        }
+        std::ofstream(artifact) << kernel.source;
+        return CompileOutput{};
+      });
+  std::vector<std::future<absl::StatusOr<CompileCache::Result>>> slow;
+  auto compile_slow = [&](int i) {
+    auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
+    slow.push_back(promise->get_future());
+    cache->Compile(1, {"slow " + std::to_string(i), "slow", {}},
+                   [promise](absl::StatusOr<CompileCache::Result> result) {
+                     promise->set_value(std::move(result));
+                   });
+  };
+  compile_slow(0);
+  while (running_slow.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 1; i < 4; ++i) compile_slow(i);  // queued: client 1 runs one at a time
+  // A fourth queued compile is over its share of the queue: refused at once.
+  absl::Status refused;
+  cache->Compile(1, {"slow 4", "slow", {}},
+                 [&refused](absl::StatusOr<CompileCache::Result> result) {
+                   refused = result.status();
+                 });
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("compiles queued"));
+  // Client 1 holds one worker at most; client 2's compile runs on the other meanwhile.
+  std::promise<absl::StatusOr<CompileCache::Result>> fast;
+  cache->Compile(2, {"fast", "fast", {}}, [&fast](absl::StatusOr<CompileCache::Result> result) {
+    fast.set_value(std::move(result));
+  });
+  absl::StatusOr<CompileCache::Result> fast_result = fast.get_future().get();
+  EXPECT_TRUE(fast_result.ok()) << fast_result.status();
+  EXPECT_EQ(running_slow.load(), 1) << "one client ran more than its share of the pool";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  released_changed.notify_all();
+  for (auto& result : slow) EXPECT_TRUE(result.get().ok());
+  EXPECT_EQ(running_slow.load(), 4);
 }
 
 }  // namespace

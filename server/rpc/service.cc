@@ -225,7 +225,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Compile(grpc::CallbackServerContext
   // a launch of it can be skipped and taint its outputs.
   context->AddTrailingMetadata(std::string(kKernelIdTrailer), id.hex);
   environment_.compiler->Compile(
-      std::move(kernel),
+      session->id, std::move(kernel),
       [reactor, response, id](absl::StatusOr<CompileCache::Result> result) {
         FillCompileResponse(id, result, response);
         reactor->Finish(ToGrpcStatus(result.status()));

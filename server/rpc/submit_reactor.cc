@@ -91,7 +91,7 @@ void SubmitReactor::RunCompile(size_t index) {
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
   environment_->compiler->Compile(
-      std::move(kernel), [this, index, id](absl::StatusOr<CompileCache::Result> result) {
+      sessions_[index]->id, std::move(kernel), [this, index, id](absl::StatusOr<CompileCache::Result> result) {
         v1::CommandReply* reply = response_.mutable_replies(static_cast<int>(index));
         FillCompileResponse(id, result, reply->mutable_compile());
         SetReplyStatus(result.status(), reply);

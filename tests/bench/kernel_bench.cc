@@ -45,7 +45,7 @@ std::unique_ptr<CompileCache> MakeCache(const std::string& directory) {
 
 absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
   std::promise<absl::StatusOr<CompileCache::Result>> promise;
-  cache.Compile(std::move(kernel), [&](absl::StatusOr<CompileCache::Result> result) {
+  cache.Compile(/*client=*/0, std::move(kernel), [&](absl::StatusOr<CompileCache::Result> result) {
     promise.set_value(std::move(result));
   });
   return promise.get_future().get();
