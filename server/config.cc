@@ -102,6 +102,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   }
   if (!cpu->has_streams_per_device()) cpu->set_streams_per_device(4);
   if (!cpu->has_kernel_timeout_seconds()) cpu->set_kernel_timeout_seconds(60);
+  if (!cpu->has_executor_memory_bytes()) cpu->set_executor_memory_bytes(uint64_t{2} << 30);
   if (!cpu->has_executor_workers()) {
     cpu->set_executor_workers(std::max(1u, std::thread::hardware_concurrency()));
   }
@@ -169,6 +170,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (cpu.kernel_timeout_seconds() == 0) {
     return FieldError("cpu.kernel_timeout_seconds", "must be positive");
+  }
+  if (cpu.executor_memory_bytes() < (uint64_t{64} << 20)) {
+    return FieldError("cpu.executor_memory_bytes", "is below 64 MiB");
   }
   const v1::LimitsConfig& limits = config.limits();
   if (limits.max_message_bytes() < kMinMaxMessageBytes ||

@@ -59,7 +59,8 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
         .executor_path = executor.value_or(""),
         .modules = modules,
         .executor_workers = static_cast<int>(cpu.executor_workers()),
-        .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds())};
+        .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds()),
+        .executor_memory_bytes = cpu.executor_memory_bytes()};
     CommandOptions options = CommandOptionsFor(config, device);
     // Whole host pages per slice: a launch's buffers can be opened to its kernel without
     // exposing another session's bytes (Note [Launch-scoped device memory] in

@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
         .size_bytes = device_memory.capacity_bytes(),
         .workers = options.executor_workers,
         .kernel_timeout = options.kernel_timeout,
+        .memory_bytes = options.executor_memory_bytes,
         .module_directory = options.modules.has_value() ? options.modules->directory() : ""});
   }
   return backend;

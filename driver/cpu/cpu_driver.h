@@ -54,6 +54,7 @@ class CpuBackend {
     std::optional<ModuleStore> modules;  // required to run kernels
     int executor_workers = 2;
     std::chrono::milliseconds kernel_timeout{60'000};
+    uint64_t executor_memory_bytes = uint64_t{2} << 30;  // beyond the device's memory
   };
 
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const Options& options);

@@ -42,7 +42,8 @@ absl::Status KernelExecutor::StartLocked() {
   std::vector<std::string> argv = {options_.executor_path, std::to_string(kChildMemfd),
                                    std::to_string(kChildSocket),
                                    absl::StrCat(options_.base), absl::StrCat(options_.size_bytes),
-                                   std::to_string(options_.workers), options_.module_directory};
+                                   std::to_string(options_.workers), options_.module_directory,
+                                   absl::StrCat(options_.memory_bytes)};
   std::vector<char*> raw;
   for (std::string& arg : argv) raw.push_back(arg.data());
   raw.push_back(nullptr);

@@ -32,6 +32,8 @@ class KernelExecutor {
     uint64_t size_bytes = 0;
     int workers = 2;          // threads running blocks
     std::chrono::milliseconds kernel_timeout{60'000};
+    // Address space the executor may use beyond the device mapping (RLIMIT_AS).
+    uint64_t memory_bytes = uint64_t{2} << 30;
     // Where kernel modules are: the only files the sandboxed executor may read besides
     // the system's libraries (Note [Sandbox] in base/sandbox.h).
     std::string module_directory;

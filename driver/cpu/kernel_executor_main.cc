@@ -2,6 +2,7 @@
 // own, so a kernel that faults or hangs takes down only this process.
 //
 //   gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS MODULE_DIRECTORY
+//                          MEMORY_BYTES
 //
 // It maps the device's memory (the memfd) at the daemon's addresses, confines itself
 // (Note [Sandbox] in base/sandbox.h: it may read the module directory and the system's
@@ -15,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -45,6 +47,10 @@ namespace {
 
 // CUDA gives a thread 1 KiB of stack by default; 64 KiB leaves room for host code.
 constexpr size_t kFiberStackBytes = 64 << 10;
+
+// Open descriptors a kernel may hold: the executor needs a handful (its socket, stdout,
+// stderr, modules being loaded).
+constexpr rlim_t kMaxDescriptors = 64;
 
 struct Module {
   void* handle = nullptr;
@@ -230,6 +236,19 @@ const Module* LoadModule(std::map<std::string, Module>& modules, const std::stri
   return &modules.emplace(path, module).first->second;
 }
 
+// Kernels get `address_space_bytes` of address space in all (the device mapping
+// included) and a few descriptors: a kernel that allocates without limit fails its
+// allocations instead of taking the machine's memory.
+void LimitResources(uint64_t address_space_bytes) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // (Sanitizer runtimes reserve terabytes of shadow address space: tests go without.)
+  struct rlimit memory = {address_space_bytes, address_space_bytes};
+  setrlimit(RLIMIT_AS, &memory);
+#endif
+  struct rlimit descriptors = {kMaxDescriptors, kMaxDescriptors};
+  setrlimit(RLIMIT_NOFILE, &descriptors);
+}
+
 // Confines this process before any client code runs (and before any thread starts:
 // Landlock binds the calling thread and what it creates).
 absl::Status Confine(const std::string& module_directory) {
@@ -344,10 +363,10 @@ int Serve(int socket_fd, int workers, DeviceWindow& window) {
 }  // namespace gpucmd
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
+  if (argc != 8) {
     std::fprintf(stderr,
                  "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS "
-                 "MODULE_DIRECTORY\n");
+                 "MODULE_DIRECTORY MEMORY_BYTES\n");
     return 2;
   }
   int memfd = std::atoi(argv[1]);
@@ -364,6 +383,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   close(memfd);
+  gpucmd::LimitResources(size + std::strtoull(argv[7], nullptr, 0));
   if (absl::Status confined = gpucmd::Confine(argv[6]); !confined.ok()) {
     std::fprintf(stderr, "gpucmd-kernel-executor: %s\n", std::string(confined.message()).c_str());
     return 1;

@@ -37,7 +37,8 @@ class AdversarialTest : public ::testing::Test {
     std::string directory = ShortTempDir();
     std::string config = directory + "/gpucmdd.textproto";
     std::ofstream(config) << "cpu { memory_bytes_per_device: " << (64 << 20)
-                          << " kernel_timeout_seconds: 10 executor_workers: 2 }\n"
+                          << " kernel_timeout_seconds: 10 executor_workers: 2"
+                          << " executor_memory_bytes: " << (256 << 20) << " }\n"
                           << "compile { cache_dir: \"" << directory << "/cache\""
                           << " timeout_seconds: " << kCompileTimeoutSeconds
                           << " max_memory_bytes: " << kCompileMemoryBytes << " }\n";
@@ -178,6 +179,18 @@ TEST_F(AdversarialTest, AKernelCannotStartProcessesOrOpenSockets) {
   EXPECT_EQ(RunAttack(R"(
       extern "C" __global__ void attack(long long* out) { out[0] = 42; })"),
             42);
+}
+
+// The executor's address-space limit (not set in sanitizer builds, whose runtimes
+// reserve terabytes).
+TEST_F(AdversarialTest, AKernelCannotAllocateWithoutLimit) {
+  EXPECT_EQ(RunAttack(R"(
+      extern "C" void* malloc(unsigned long);
+      extern "C" __global__ void attack(long long* out) {
+        out[0] = malloc(8ull << 30) != 0;
+      })"),
+            0)
+      << "8 GiB allocated beyond the executor's 256 MiB";
 }
 #endif
 
