@@ -2,6 +2,7 @@
 // C++ client library, gpucmdctl, gRPC health, and the HTTP endpoint.
 
 #include <signal.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -301,6 +302,29 @@ TEST(DaemonStartupTest, UnixSocketsGetTheConfiguredModeWhateverTheUmask) {
     ASSERT_EQ(stat(socket.c_str(), &info), 0);
     EXPECT_EQ(info.st_mode & 0777, mode) << std::oct << (info.st_mode & 0777);
   }
+}
+
+TEST(DaemonStartupTest, UnixSocketsGetTheConfiguredGroup) {
+  std::string directory = ShortTempDir();
+  const group* mine = getgrgid(getgid());
+  ASSERT_NE(mine, nullptr);
+  std::string config = directory + "/group.textproto";
+  std::ofstream(config) << "socket_group: \"" << mine->gr_name << "\"\n";
+  std::string socket = directory + "/group.sock";
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+      {"--config=" + config, "--listen=unix:" + socket, "--http_listen=127.0.0.1:0"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  struct stat info;
+  ASSERT_EQ(stat(socket.c_str(), &info), 0);
+  EXPECT_EQ(info.st_gid, getgid());
+
+  std::string missing = directory + "/missing-group.textproto";
+  std::ofstream(missing) << "socket_group: \"gpucmd-no-such-group\"\n";
+  CommandResult refused =
+      RunCommand({RunfilePath("server/gpucmdd"), "--config=" + missing,
+                  "--listen=unix:" + directory + "/refused.sock", "--http_listen=127.0.0.1:0"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.stderr_text, HasSubstr("gpucmd-no-such-group"));
 }
 
 TEST(DaemonStartupTest, VersionPrintsAndExits) {
