@@ -10,13 +10,6 @@
 namespace gpucmd {
 namespace {
 
-constexpr absl::string_view kSharedMemory = "shared-memory regions";
-
-absl::Status SharedMemoryMissing() {
-  return absl::UnimplementedError(
-      absl::StrCat(kSharedMemory, " are not implemented in this build of gpucmdd"));
-}
-
 // A buffer named by handle, or by the sequence of an earlier Allocate of the batch.
 absl::StatusOr<BufferRef> ToBufferRef(bool by_ref, uint64_t buffer, uint64_t ref,
                                       const BatchAllocations& earlier) {
@@ -194,6 +187,11 @@ struct Overloaded : Ts... {
 };
 
 }  // namespace
+
+absl::Status SharedMemoryMissing() {
+  return absl::UnimplementedError(
+      "shared-memory regions are not implemented in this build of gpucmdd");
+}
 
 void BatchAllocations::Add(uint64_t sequence, size_t index) {
   auto [it, added] = index_by_sequence_.emplace(sequence, index);

@@ -42,6 +42,10 @@ class BatchAllocations {
 absl::string_view KindOf(const v1::Command& command);
 const std::string& SessionOf(const v1::Command& command);
 
+// UNIMPLEMENTED: this build has no shared-memory regions (RegisterSharedMemory, and
+// Write/Read naming one).
+absl::Status SharedMemoryMissing();
+
 // The shape checks of a command that need neither its session nor its device
 // (request_validation.h), made first so a malformed command is INVALID_ARGUMENT whatever
 // its session token. ToOperation repeats them.

@@ -26,13 +26,6 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// UNIMPLEMENTED naming the missing capability, after the request's shape is checked.
-absl::Status NotYet(const absl::Status& validation, absl::string_view capability) {
-  if (!validation.ok()) return validation;
-  return absl::UnimplementedError(
-      absl::StrCat(capability, " is not implemented in this build of gpucmdd"));
-}
-
 v1::DriverKind ToProto(DriverKind kind) {
   switch (kind) {
     case DriverKind::kCpu:
@@ -262,18 +255,18 @@ grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandServic
 
 // Shared memory -------------------------------------------------------------------------
 
-constexpr absl::string_view kSharedMemory = "shared-memory regions";
-
 grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
     v1::RegisterSharedMemoryResponse*) {
-  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
+  absl::Status valid = ValidateSessionToken(request->session());
+  return FinishUnary(context, valid.ok() ? SharedMemoryMissing() : valid);
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
     v1::UnregisterSharedMemoryResponse*) {
-  return FinishUnary(context, NotYet(ValidateSessionToken(request->session()), kSharedMemory));
+  absl::Status valid = ValidateSessionToken(request->session());
+  return FinishUnary(context, valid.ok() ? SharedMemoryMissing() : valid);
 }
 
 // Observability -------------------------------------------------------------------------
