@@ -24,6 +24,18 @@ Batch::Batch(std::vector<BatchCommand> commands)
   }
 }
 
+void Batch::Pass(size_t index) {
+  const BatchCommand& command = commands_[index];
+  if (command.session == kNoSession || failures_[index].ok()) return;
+  for (const BufferRef& ref : command.rejected_writes) {
+    if (!ref.batch_index.has_value()) {
+      failed_writer_[{command.session, ref.id}] = index;
+    } else if (allocated_[*ref.batch_index].has_value()) {
+      failed_writer_[{command.session, *allocated_[*ref.batch_index]}] = index;
+    }
+  }
+}
+
 void Batch::Fail(size_t index, absl::Status status) {
   results_[index].status = status;
   failures_[index] = std::move(status);
@@ -38,7 +50,10 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
     absl::Status gone = abandoned();
     bool reads = false;
     for (size_t i = begin; i < end; ++i) {
-      if (self->answered(i)) continue;
+      if (self->answered(i)) {
+        self->Pass(i);
+        continue;
+      }
       if (!gone.ok()) {
         self->Fail(i, gone);
         continue;

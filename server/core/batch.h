@@ -49,6 +49,11 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // Answers command `index` with `status` without running it (counts as failed).
   void Fail(size_t index, absl::Status status);
 
+  // Passes over command `index`, answered before it ran (rejected before queueing), in
+  // the batch's order: from now on, reading what it was to write fails as depending on
+  // it. Run does this for the answered commands of its range.
+  void Pass(size_t index);
+
   // Queues commands [begin, end), all of `session`, as one task on `worker`. On the
   // device thread, `abandoned` is asked first: a non-OK answer fails every command with
   // it. `done` runs once the task finished and every read among the commands completed

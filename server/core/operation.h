@@ -82,6 +82,11 @@ struct BatchCommand {
   uint64_t sequence = 0;
   absl::string_view kind;  // "allocate", "write", ... (a string literal)
   absl::StatusOr<Operation> operation;
+  // For a command rejected before queueing: its session (kNoSession when that did not
+  // resolve) and the buffers it was to write, so that commands reading them after it
+  // fail as its dependents.
+  SessionId session = kNoSession;
+  std::vector<BufferRef> rejected_writes;
 };
 
 // What one operation produced.

@@ -262,6 +262,41 @@ const std::string& SessionOf(const v1::Command& command) {
   return *kNone;
 }
 
+std::vector<BufferRef> WrittenBuffers(const v1::Command& command,
+                                      const BatchAllocations& earlier) {
+  std::vector<BufferRef> writes;
+  auto add = [&](bool by_ref, uint64_t buffer, uint64_t ref) {
+    if (absl::StatusOr<BufferRef> named = ToBufferRef(by_ref, buffer, ref, earlier); named.ok()) {
+      writes.push_back(*named);
+    }
+  };
+  switch (command.command_case()) {
+    case v1::Command::kWrite: {
+      const v1::WriteHeader& header = command.write().header();
+      add(header.has_buffer_ref(), header.buffer(), header.buffer_ref());
+      break;
+    }
+    case v1::Command::kCopy: {
+      const v1::CopyRequest& copy = command.copy();
+      add(copy.has_target_buffer_ref(), copy.target_buffer(), copy.target_buffer_ref());
+      break;
+    }
+    case v1::Command::kLaunch:
+      for (const v1::KernelArg& arg : command.launch().args()) {
+        const v1::BufferArg* buffer = arg.has_buffer()       ? &arg.buffer()
+                                      : arg.has_tensor_map() ? &arg.tensor_map().buffer()
+                                                             : nullptr;
+        if (buffer != nullptr && buffer->access() != v1::ACCESS_READ) {
+          add(buffer->has_buffer_ref(), buffer->buffer(), buffer->buffer_ref());
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  return writes;
+}
+
 absl::Status CheckShape(const v1::Command& command) {
   switch (command.command_case()) {
     case v1::Command::kAllocate:

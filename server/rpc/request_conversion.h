@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -45,6 +46,12 @@ const std::string& SessionOf(const v1::Command& command);
 // UNIMPLEMENTED: this build has no shared-memory regions (RegisterSharedMemory, and
 // Write/Read naming one).
 absl::Status SharedMemoryMissing();
+
+// The buffers `command` would write (a write's target, a copy's target, a launch's
+// buffers not declared read-only), as far as they can be named; for a command that is
+// rejected, so that its readers still see it failed.
+std::vector<BufferRef> WrittenBuffers(const v1::Command& command,
+                                      const BatchAllocations& earlier);
 
 // The shape checks of a command that need neither its session nor its device
 // (request_validation.h), made first so a malformed command is INVALID_ARGUMENT whatever

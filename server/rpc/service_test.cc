@@ -201,6 +201,38 @@ TEST_F(ServiceTest, AFailedCommandFailsItsDependentsWhileOthersRun) {
   EXPECT_EQ(Code(replies.replies(3)), absl::StatusCode::kOk);
 }
 
+TEST_F(ServiceTest, AWriteRejectedBeforeQueueingFailsLaterReadersOfItsBuffer) {
+  v1::SubmitRequest batch;
+  v1::AllocateRequest* allocate = Add(batch, 1)->mutable_allocate();
+  allocate->set_session(token_);
+  allocate->set_size_bytes(4);
+  v1::WriteRequest* good = Add(batch, 2)->mutable_write();
+  good->mutable_header()->set_session(token_);
+  good->mutable_header()->set_buffer_ref(1);
+  good->mutable_header()->set_inline_size_bytes(4);
+  good->set_data("good");
+  auto add_read = [&](uint64_t sequence) {
+    v1::ReadRequest* read = Add(batch, sequence)->mutable_read();
+    read->set_session(token_);
+    read->set_buffer_ref(1);
+    read->set_size_bytes(4);
+  };
+  add_read(3);
+  v1::WriteRequest* short_write = Add(batch, 4)->mutable_write();  // declares 4, carries 2
+  short_write->mutable_header()->set_session(token_);
+  short_write->mutable_header()->set_buffer_ref(1);
+  short_write->mutable_header()->set_inline_size_bytes(4);
+  short_write->set_data("ba");
+  add_read(5);
+  v1::SubmitResponse replies = Submit(batch);
+  EXPECT_EQ(Code(replies.replies(2)), absl::StatusCode::kOk) << "read before the bad write";
+  EXPECT_EQ(replies.replies(2).read().data(), "good");
+  EXPECT_EQ(Code(replies.replies(3)), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Code(replies.replies(4)), absl::StatusCode::kFailedPrecondition)
+      << "must not return the bytes the rejected write was to replace";
+  EXPECT_THAT(replies.replies(4).status().message(), HasSubstr("command 4 (write)"));
+}
+
 TEST_F(ServiceTest, UnaryAndSubmitRejectTheSameMalformedWrite) {
   v1::WriteHeader header;
   header.set_session(token_);

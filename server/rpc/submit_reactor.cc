@@ -42,9 +42,12 @@ void SubmitReactor::Convert() {
     commands[i].kind = KindOf(command);
     absl::StatusOr<Operation>& operation = commands[i].operation;
     absl::Status shape = CheckShape(command);
-    absl::StatusOr<SessionInfo> session =
-        shape.ok() ? environment_->Touch(SessionOf(command)) : shape;
-    if (!session.ok()) {
+    absl::StatusOr<SessionInfo> session = environment_->Touch(SessionOf(command));
+    // Taken before conversion, which moves a write's payload out of the command.
+    std::vector<BufferRef> writes = WrittenBuffers(command, earlier);
+    if (!shape.ok()) {
+      operation = shape;
+    } else if (!session.ok()) {
       operation = session.status();
     } else if (command.has_compile()) {
       sessions_[i] = *session;
@@ -52,6 +55,10 @@ void SubmitReactor::Convert() {
     } else {
       sessions_[i] = *session;
       operation = ToOperation(command, environment_->devices[session->device], earlier);
+    }
+    if (!operation.ok() && session.ok()) {
+      commands[i].session = session->id;
+      commands[i].rejected_writes = std::move(writes);
     }
     // Registered whether or not it converted: a reference to a failed Allocate is a
     // dependency on it, not a dangling name.
@@ -68,6 +75,7 @@ void SubmitReactor::RunNext() {
       return;
     }
     if (batch_->answered(next_)) {
+      batch_->Pass(next_);
       Answer(next_, next_ + 1);
       ++next_;
       continue;
