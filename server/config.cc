@@ -107,6 +107,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     cpu->set_executor_workers(std::max(1u, std::thread::hardware_concurrency()));
   }
   if (cpu->host_compiler().empty()) cpu->set_host_compiler("g++");
+  if (cpu->executor_user().empty()) cpu->set_executor_user("nobody");
 
   v1::LimitsConfig* limits = config->mutable_limits();
   if (!limits->has_max_message_bytes()) limits->set_max_message_bytes(kDefaultMaxMessageBytes);

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "base/identity.h"
 #include "base/status_macros.h"
 #include "driver/cpu/cpu_compiler.h"
 #include "driver/cpu/cpu_device_memory.h"
@@ -51,6 +55,15 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
   if (!executor.ok()) {
     spdlog::error("kernels cannot run: {}", std::string(executor.status().message()));
   }
+  std::optional<UnixIdentity> executor_identity;
+  if (geteuid() == 0) {
+    absl::StatusOr<UnixIdentity> user = LookUpUser(cpu.executor_user());
+    if (!user.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cpu.executor_user: ", user.status().message()));
+    }
+    executor_identity = *user;
+  }
   for (const DeviceDescription& device : setup.devices) {
     CpuBackend::Options backend{
         .ordinal = device.ordinal,
@@ -60,7 +73,8 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
         .modules = modules,
         .executor_workers = static_cast<int>(cpu.executor_workers()),
         .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds()),
-        .executor_memory_bytes = cpu.executor_memory_bytes()};
+        .executor_memory_bytes = cpu.executor_memory_bytes(),
+        .executor_identity = executor_identity};
     CommandOptions options = CommandOptionsFor(config, device);
     // Whole host pages per slice: a launch's buffers can be opened to its kernel without
     // exposing another session's bytes (Note [Launch-scoped device memory] in

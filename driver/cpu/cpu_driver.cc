@@ -43,9 +43,9 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
     backend->streams_.push_back(std::make_unique<CpuStream>(i));
   }
   backend->context_.modules = options.modules;
-  if (!options.executor_path.empty()) {
+  for (int i = 0; i < options.stream_count && !options.executor_path.empty(); ++i) {
     const CpuDeviceMemory& device_memory = *backend->memory_;
-    backend->context_.executor = std::make_unique<KernelExecutor>(KernelExecutor::Options{
+    backend->context_.executors.push_back(std::make_unique<KernelExecutor>(KernelExecutor::Options{
         .executor_path = options.executor_path,
         .memfd = device_memory.memfd(),
         .base = reinterpret_cast<uint64_t>(device_memory.base()),
@@ -53,7 +53,8 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
         .workers = options.executor_workers,
         .kernel_timeout = options.kernel_timeout,
         .memory_bytes = options.executor_memory_bytes,
-        .module_directory = options.modules.has_value() ? options.modules->directory() : ""});
+        .module_directory = options.modules.has_value() ? options.modules->directory() : "",
+        .identity = options.executor_identity}));
   }
   return backend;
 }
@@ -119,10 +120,10 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
   if (!args.spec.tensor_maps.empty()) {
     return absl::InvalidArgumentError("tensor-map arguments need the CUDA driver");
   }
-  if (context.executor == nullptr) {
+  if (context.executors.empty()) {
     return absl::FailedPreconditionError("this CPU device runs no kernels (no executor)");
   }
-  KernelExecutor* executor = context.executor.get();
+  KernelExecutor* executor = context.executors[stream.index()].get();
   auto known = context.module_paths.find(kernel.hex);
   if (known == context.module_paths.end()) {
     ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));

@@ -31,14 +31,17 @@ struct CpuLaunchArgs {
 };
 
 // Whatever launching needs on the CPU device: the store of compiled modules (shared
-// objects) and the executor process that runs them.
+// objects) and the executor processes that run them, one per stream, so that kernels
+// on different streams run side by side (as a GPU runs kernels of several streams)
+// and one session's long kernel does not hold up another session's stream.
 struct CpuContext {
   int ordinal = 0;
   std::optional<ModuleStore> modules;
   // Modules found in the store so far: kernel id -> shared object (no file lookups on
   // the launch path once a kernel ran).
   absl::flat_hash_map<std::string, std::string> module_paths;
-  std::unique_ptr<KernelExecutor> executor;  // null: this backend runs no kernels
+  // Per stream (started on its first launch); empty: this backend runs no kernels.
+  std::vector<std::unique_ptr<KernelExecutor>> executors;
 };
 
 class CpuBackend {
@@ -55,6 +58,7 @@ class CpuBackend {
     int executor_workers = 2;
     std::chrono::milliseconds kernel_timeout{60'000};
     uint64_t executor_memory_bytes = uint64_t{2} << 30;  // beyond the device's memory
+    std::optional<UnixIdentity> executor_identity;     // absent: the daemon's user
   };
 
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const Options& options);

@@ -13,6 +13,7 @@ constexpr absl::string_view kPrelude = R"PRELUDE(
 #include <math.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <time.h>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -60,6 +61,14 @@ template <typename A, typename B>
 inline auto min(A a, B b) -> decltype(a < b ? a : b) { return b < a ? b : a; }
 template <typename A, typename B>
 inline auto max(A a, B b) -> decltype(a < b ? a : b) { return a < b ? b : a; }
+
+// A counter that only moves forward: here it counts nanoseconds (a GPU counts its
+// multiprocessor's cycles). For timing inside a kernel and for spinning.
+inline long long clock64() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }

@@ -43,7 +43,9 @@ absl::Status KernelExecutor::StartLocked() {
                                    std::to_string(kChildSocket),
                                    absl::StrCat(options_.base), absl::StrCat(options_.size_bytes),
                                    std::to_string(options_.workers), options_.module_directory,
-                                   absl::StrCat(options_.memory_bytes)};
+                                   absl::StrCat(options_.memory_bytes),
+                                   options_.identity ? absl::StrCat(options_.identity->uid) : "-",
+                                   options_.identity ? absl::StrCat(options_.identity->gid) : "-"};
   std::vector<char*> raw;
   for (std::string& arg : argv) raw.push_back(arg.data());
   raw.push_back(nullptr);

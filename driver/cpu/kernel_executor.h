@@ -12,11 +12,13 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/identity.h"
 #include "base/mutex.h"
 #include "driver/cpu/kernel_abi.h"
 #include "driver/types.h"
@@ -37,6 +39,8 @@ class KernelExecutor {
     // Where kernel modules are: the only files the sandboxed executor may read besides
     // the system's libraries (Note [Sandbox] in base/sandbox.h).
     std::string module_directory;
+    // Who the executor runs as (base/identity.h); absent: the daemon's user.
+    std::optional<UnixIdentity> identity;
   };
 
   explicit KernelExecutor(Options options) : options_(std::move(options)) {}

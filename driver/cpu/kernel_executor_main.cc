@@ -2,19 +2,21 @@
 // own, so a kernel that faults or hangs takes down only this process.
 //
 //   gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS MODULE_DIRECTORY
-//                          MEMORY_BYTES
+//                          MEMORY_BYTES UID GID
 //
 // It maps the device's memory (the memfd) at the daemon's addresses, confines itself
 // (Note [Sandbox] in base/sandbox.h: it may read the module directory and the system's
 // libraries and nothing else, write no file, run no program, signal no process outside
-// its sandbox; a system-call allowlist kills it on anything else, driver/cpu/
-// executor_filter.h) and exits when the daemon's end of its socket closes, then serves
+// its sandbox), becomes user UID and group GID unless they are "-" (base/identity.h),
+// installs a system-call allowlist that kills it on anything else (driver/cpu/
+// executor_filter.h), and exits when the daemon's end of its socket closes, then serves
 // LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
 // one block per thread at a time. A kernel without barriers runs a block's threads as a
 // loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
 // on its worker thread, switching at each barrier.
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
@@ -31,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +41,8 @@
 #include "boost/context/fiber.hpp"
 #include "boost/context/pooled_fixedsize_stack.hpp"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "base/identity.h"
 #include "base/sandbox.h"
 #include "driver/cpu/executor_filter.h"
 #include "driver/cpu/executor_protocol.h"
@@ -249,15 +254,44 @@ void LimitResources(uint64_t address_space_bytes) {
   setrlimit(RLIMIT_NOFILE, &descriptors);
 }
 
+// The module directory, reached through a descriptor opened before the executor gave
+// up its identity: the unprivileged user need not be able to search the directory's
+// parents (only the directory itself, and read the modules in it).
+class ModuleDirectory {
+ public:
+  explicit ModuleDirectory(std::string path)
+      : path_(std::move(path)), fd_(open(path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) {}
+
+  const std::string& path() const { return path_; }
+
+  // `module`'s path through the descriptor when it lies in the directory.
+  std::string Reachable(const std::string& module) const {
+    std::string prefix = path_ + "/";
+    if (fd_ < 0 || !absl::StartsWith(module, prefix)) return module;
+    return "/proc/self/fd/" + std::to_string(fd_) + "/" + module.substr(prefix.size());
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
 // Confines this process before any client code runs (and before any thread starts:
-// Landlock binds the calling thread and what it creates).
-absl::Status Confine(const std::string& module_directory) {
+// Landlock binds the calling thread and what it creates): Landlock, then the identity
+// (when given), then the system-call filter (which allows neither).
+absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identity) {
   absl::StatusOr<Sandbox> sandbox = Sandbox::Prepare(
-      {.read_only = {module_directory, "/etc/ld.so.cache", "/usr/lib", "/usr/lib64", "/lib",
+      {.read_only = {modules.path(), "/etc/ld.so.cache", "/usr/lib", "/usr/lib64", "/lib",
                      "/lib64"}});
   if (!sandbox.ok()) return sandbox.status();
   if (int error = sandbox->Enforce(); error != 0) {
     return absl::InternalError(std::string("cannot enter the sandbox: ") + std::strerror(error));
+  }
+  if (identity != nullptr) {
+    if (int error = DropIdentity(*identity); error != 0) {
+      return absl::InternalError(std::string("cannot become user ") +
+                                 std::to_string(identity->uid) + ": " + std::strerror(error));
+    }
   }
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Sanitizer builds (tests only) need system calls of their runtimes (ptrace for the
@@ -268,9 +302,10 @@ absl::Status Confine(const std::string& module_directory) {
 #endif
 }
 
-// Ends this process when the daemon goes, even while a kernel runs: the daemon's end of
-// the socket closes with it. (A parent-death signal would follow the daemon thread that
-// started the executor, not the daemon.)
+// Ends this process when the daemon goes, however it goes and even while a kernel
+// runs: the daemon's end of the socket closes with it. (A parent-death signal would
+// follow the daemon thread that started the executor, not the daemon, and a change of
+// identity clears it.)
 void ExitWithTheDaemon(int socket_fd) {
   std::thread([socket_fd] {
     pollfd hangup{.fd = socket_fd, .events = POLLRDHUP, .revents = 0};
@@ -329,7 +364,7 @@ class DeviceWindow {
   uint32_t open_count_ = 0;
 };
 
-int Serve(int socket_fd, int workers, DeviceWindow& window) {
+int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWindow& window) {
   BlockPool pool(workers);
   std::map<std::string, Module> modules;
   LaunchMessage message;
@@ -342,7 +377,7 @@ int Serve(int socket_fd, int workers, DeviceWindow& window) {
     }
     message.module_path[kMaxModulePathBytes - 1] = '\0';
     std::string error;
-    const Module* module = LoadModule(modules, message.module_path, &error);
+    const Module* module = LoadModule(modules, directory.Reachable(message.module_path), &error);
     LaunchReply reply = Reply(0, "");
     if (module == nullptr) {
       reply = Reply(9 /* FAILED_PRECONDITION */, error);
@@ -363,10 +398,10 @@ int Serve(int socket_fd, int workers, DeviceWindow& window) {
 }  // namespace gpucmd
 
 int main(int argc, char** argv) {
-  if (argc != 8) {
+  if (argc != 10) {
     std::fprintf(stderr,
                  "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS "
-                 "MODULE_DIRECTORY MEMORY_BYTES\n");
+                 "MODULE_DIRECTORY MEMORY_BYTES UID GID\n");
     return 2;
   }
   int memfd = std::atoi(argv[1]);
@@ -374,6 +409,11 @@ int main(int argc, char** argv) {
   uint64_t base = std::strtoull(argv[3], nullptr, 0);
   uint64_t size = std::strtoull(argv[4], nullptr, 0);
   int workers = std::max(1, std::atoi(argv[5]));
+  std::optional<gpucmd::UnixIdentity> identity;
+  if (std::strcmp(argv[8], "-") != 0) {
+    identity = gpucmd::UnixIdentity{static_cast<uid_t>(std::strtoul(argv[8], nullptr, 10)),
+                                    static_cast<gid_t>(std::strtoul(argv[9], nullptr, 10))};
+  }
   // Inaccessible until a launch opens its buffers (Note [Launch-scoped device memory]).
   void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_NONE,
                       MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, memfd, 0);
@@ -384,11 +424,13 @@ int main(int argc, char** argv) {
   }
   close(memfd);
   gpucmd::LimitResources(size + std::strtoull(argv[7], nullptr, 0));
-  if (absl::Status confined = gpucmd::Confine(argv[6]); !confined.ok()) {
+  gpucmd::ModuleDirectory modules(argv[6]);
+  if (absl::Status confined = gpucmd::Confine(modules, identity ? &*identity : nullptr);
+      !confined.ok()) {
     std::fprintf(stderr, "gpucmd-kernel-executor: %s\n", std::string(confined.message()).c_str());
     return 1;
   }
   gpucmd::ExitWithTheDaemon(socket_fd);
   gpucmd::DeviceWindow window(base, size);
-  return gpucmd::Serve(socket_fd, workers, window);
+  return gpucmd::Serve(socket_fd, workers, modules, window);
 }

@@ -70,6 +70,7 @@ class Command final : public CommandInterface {
     for (int i = 0; i < backend.stream_count(); ++i) {
       drop_queues_.emplace_back(options.drop_queue);
     }
+    stream_users_.assign(backend.stream_count(), 0);
   }
 
   ~Command() override {
@@ -103,7 +104,7 @@ class Command final : public CommandInterface {
     state.buffers.insert(id);
     state.used_bytes += footprint;
     if (pool_.MayHoldOldBytes(location)) {
-      if (absl::Status cleared = ClearOldBytes(id, buffer); !cleared.ok()) {
+      if (absl::Status cleared = ClearOldBytes(session, id, buffer); !cleared.ok()) {
         Release(id, buffer);
         return cleared;
       }
@@ -146,7 +147,7 @@ class Command final : public CommandInterface {
       buffer->producer.reset();
     }
     drop_queues_[index].Push(std::move(staged));
-    if (drop_queues_[index].ShouldFlush()) RETURN_IF_ERROR(drop_queues_[index].Flush(stream));
+    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
     return absl::OkStatus();
   }
 
@@ -280,7 +281,7 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  absl::Status Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
+  PendingWait Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
     std::vector<int> indices;
     if (logical.has_value()) {
       indices.push_back(StreamFor(session, *logical));
@@ -288,22 +289,31 @@ class Command final : public CommandInterface {
       for (const auto& [unused, index] : sessions_[session].streams) indices.push_back(index);
     }
     // A device reset took whatever the session had in flight: say so once.
-    absl::Status first_error;
-    if (auto lost = lost_.unreported.find(session); lost != lost_.unreported.end()) {
-      first_error = lost->second;
-      lost_.unreported.erase(lost);
+    absl::Status lost;
+    if (auto unreported = lost_.unreported.find(session); unreported != lost_.unreported.end()) {
+      lost = unreported->second;
+      lost_.unreported.erase(unreported);
     }
+    std::vector<Stream*> streams;
     for (int index : indices) {
       Stream& stream = backend_.stream(index);
-      first_error.Update(stream.Synchronize());
-      // Everything on the stream completed, so both halves of its drop queue can go.
-      first_error.Update(drop_queues_[index].Drain(stream));
+      // What was staged for the stream is freed once the stream got this far
+      // (ReclaimFinished); nothing here waits.
+      drop_queues_[index].Seal(stream);
+      streams.push_back(&stream);
     }
-    return first_error;
+    return [lost, streams = std::move(streams)] {
+      absl::Status first_error = lost;
+      for (Stream* stream : streams) first_error.Update(stream->Synchronize());
+      return first_error;
+    };
   }
 
   uint64_t CloseSession(SessionId session) override {
     lost_.unreported.erase(session);
+    if (auto state = sessions_.find(session); state != sessions_.end()) {
+      for (const auto& [unused, index] : state->second.streams) --stream_users_[index];
+    }
     for (auto lost = lost_.buffers.begin(); lost != lost_.buffers.end();) {
       if (lost->second.session == session) {
         lost_.buffers.erase(lost++);
@@ -391,6 +401,7 @@ class Command final : public CommandInterface {
   }
 
   void ReclaimFinished() override {
+    for (DropQueue<Stream>& queue : drop_queues_) queue.ReleaseCompleted();
     std::erase_if(deferred_, [this](DeferredFree& deferred) {
       bool finished = std::all_of(deferred.events.begin(), deferred.events.end(),
                                   [](const Event& event) { return event.IsComplete(); });
@@ -505,10 +516,23 @@ class Command final : public CommandInterface {
     return &it->second;
   }
 
+  // The device stream of a session's logical stream. A new one gets the stream fewest
+  // logical streams share (the first of those after the last one handed out), so that
+  // sessions share a stream, and wait behind each other's work, only when there are more
+  // logical streams than device streams.
   int StreamFor(SessionId session, LogicalStream logical) {
     auto [it, inserted] = sessions_[session].streams.try_emplace(logical, 0);
-    if (inserted) it->second = static_cast<int>(next_stream_++ % backend_.stream_count());
-    return it->second;
+    if (!inserted) return it->second;
+    const int count = backend_.stream_count();
+    int chosen = -1;
+    for (int step = 1; step <= count; ++step) {
+      int candidate = (last_stream_ + step) % count;
+      if (chosen < 0 || stream_users_[candidate] < stream_users_[chosen]) chosen = candidate;
+    }
+    last_stream_ = chosen;
+    ++stream_users_[chosen];
+    it->second = chosen;
+    return chosen;
   }
 
   absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
@@ -559,12 +583,13 @@ class Command final : public CommandInterface {
   // A slice an earlier buffer had (of this session or another), or one on a page the
   // driver did not zero, may still hold that buffer's bytes. A new buffer must not show
   // them to its owner, through a Read or a kernel: its whole slice is overwritten with
-  // zeros first, by copies on device stream 0 that every later use of the buffer is
-  // ordered after (Note [Per-buffer stream ordering]). Pages the CPU driver hands out
-  // read as zeros already, so there only reused slices pay for it.
-  absl::Status ClearOldBytes(BufferId id, Buffer& buffer) {
+  // zeros first, by copies on the stream of the session's logical stream 0 (not a
+  // stream another session's kernel may be holding up) that every later use of the
+  // buffer is ordered after (Note [Per-buffer stream ordering]). Pages the CPU driver
+  // hands out read as zeros already, so there only reused slices pay for it.
+  absl::Status ClearOldBytes(SessionId session, BufferId id, Buffer& buffer) {
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
-    constexpr int index = 0;
+    const int index = StreamFor(session, 0);
     Stream& stream = backend_.stream(index);
     const uint64_t chunk = std::max<uint64_t>(options_.staging_threshold_bytes, 4096);
     for (uint64_t offset = 0; offset < resource.size_bytes; offset += chunk) {
@@ -576,7 +601,7 @@ class Command final : public CommandInterface {
       drop_queues_[index].Push(std::move(zeros));
     }
     MarkWritten(buffer, index);
-    if (drop_queues_[index].ShouldFlush()) RETURN_IF_ERROR(drop_queues_[index].Flush(stream));
+    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
     return absl::OkStatus();
   }
 
@@ -657,7 +682,9 @@ class Command final : public CommandInterface {
   // Handles and sessions a device reset took from a predecessor (next_buffer unused).
   DeviceLoss lost_;
   BufferId next_buffer_ = 1;
-  uint64_t next_stream_ = 0;
+  // Per device stream: how many sessions' logical streams it carries.
+  std::vector<int> stream_users_;
+  int last_stream_ = -1;
   uint64_t relocations_ = 0;
 };
 

@@ -32,6 +32,12 @@ struct PendingRead {
   absl::AnyInvocable<absl::Status()> wait;
 };
 
+// Device work enqueued on the device thread whose end is waited for elsewhere: blocks
+// until it ended and returns its status. It must run before the Command that made it is
+// destroyed (the device worker runs it on a completion thread, and waits for those
+// before it drops a Command).
+using PendingWait = absl::AnyInvocable<absl::Status()>;
+
 enum class BufferAccess { kRead, kWrite, kReadWrite };
 
 // One argument of a launch, handles not yet resolved.
@@ -121,9 +127,11 @@ class CommandInterface {
   // nothing.
   virtual absl::Status Launch(SessionId session, LogicalStream stream,
                               const KernelLaunch& launch) = 0;
-  // Waits for the session's work on `stream` (all its streams when absent); returns the
-  // first asynchronous error, or once the cause of a device reset that took its work.
-  virtual absl::Status Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // The end of the session's work on `stream` (all its streams when absent), to be
+  // waited for off the device thread, so that other sessions' commands do not queue
+  // behind this session's kernels: the wait returns the first asynchronous error, or
+  // once the cause of a device reset that took its work.
+  virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
   // Frees everything the session holds; the bytes reclaimed.
   virtual uint64_t CloseSession(SessionId session) = 0;
   // Moves live allocations off outdated or fragmented pages.

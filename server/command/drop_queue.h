@@ -16,8 +16,15 @@
 // that follows their copy has completed: never before the copy that reads them. The
 // previous fence is usually long complete when the next flush comes, so the wait is
 // cheap. A queue is flushed when it passes a count or byte threshold (64-bit
-// counters), on Synchronize, and under memory pressure, where Drain (two flushes)
-// releases everything staged so far.
+// counters), and under memory pressure, where Drain (two flushes) releases everything
+// staged so far.
+//
+// Waiting blocks the device thread, and so every session, while the stream is behind
+// (a long kernel). Synchronize therefore never waits, and a queue past its thresholds
+// waits only when it holds four times their amount: until then both Seal instead,
+// `staged` joining `pending` under a new fence without waiting for the previous one
+// (a later fence on the same stream covers both); ReleaseCompleted, run as upkeep
+// between commands, frees `pending` once its fence completed.
 //
 // Thread-safety: owned by the device thread, which alone touches it; no lock.
 
@@ -53,6 +60,17 @@ class DropQueue {
     return staged_.size() >= thresholds_.max_entries || staged_bytes_ >= thresholds_.max_bytes;
   }
 
+  // After a Push: nothing while the queue is under its thresholds; a Seal while it holds
+  // less than four times their amount; else a Flush, which may wait.
+  absl::Status FlushIfDue(Stream& stream) {
+    if (!ShouldFlush()) return absl::OkStatus();
+    if (held_entries() < 4 * thresholds_.max_entries && held_bytes() < 4 * thresholds_.max_bytes) {
+      Seal(stream);
+      return absl::OkStatus();
+    }
+    return Flush(stream);
+  }
+
   absl::Status Flush(Stream& stream) {
     if (fence_.has_value()) {
       absl::Status waited = fence_->Wait();
@@ -65,6 +83,29 @@ class DropQueue {
     fence_ = stream.RecordEvent();
     ++flushes_;
     return absl::OkStatus();
+  }
+
+  // Flush without waiting: everything staged so far waits for one new fence.
+  void Seal(Stream& stream) {
+    if (fence_.has_value() && !fence_->IsComplete()) {
+      for (Bytes& bytes : staged_) pending_.push_back(std::move(bytes));
+      staged_.clear();
+      pending_bytes_ += std::exchange(staged_bytes_, 0);
+    } else {
+      pending_.clear();
+      pending_.swap(staged_);
+      pending_bytes_ = std::exchange(staged_bytes_, 0);
+    }
+    fence_ = stream.RecordEvent();
+    ++flushes_;
+  }
+
+  // Frees `pending` if its fence has completed; never waits.
+  void ReleaseCompleted() {
+    if (fence_.has_value() && fence_->IsComplete()) {
+      pending_.clear();
+      pending_bytes_ = 0;
+    }
   }
 
   // Two flushes: everything pushed so far is released.

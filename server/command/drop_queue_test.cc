@@ -40,6 +40,51 @@ TEST(DropQueueTest, BytesLiveUntilAFenceAfterTheirCopyCompleted) {
   EXPECT_EQ(released, 1);
 }
 
+TEST(DropQueueTest, SealNeverWaitsAndReleasesOnlyAfterTheFence) {
+  CpuStream stream(0);
+  DropQueue<CpuStream> queue({});
+  std::atomic<int> released{0};
+  StreamGate gate;
+  gate.Block(stream);
+  queue.Push(Tracked(&released));
+  queue.Seal(stream);  // returns although the stream is stuck
+  queue.Push(Tracked(&released));
+  queue.Seal(stream);  // the first fence has not completed: both wait for a new one
+  queue.ReleaseCompleted();
+  EXPECT_EQ(released, 0) << "staged bytes freed while their copy could still read them";
+  EXPECT_EQ(queue.held_entries(), 2u);
+  gate.Open();
+  ASSERT_TRUE(stream.Synchronize().ok());
+  queue.ReleaseCompleted();
+  EXPECT_EQ(released, 2);
+  EXPECT_EQ(queue.held_bytes(), 0u);
+}
+
+TEST(DropQueueTest, ADueQueueWaitsOnlyWhenItHoldsFourTimesItsThresholds) {
+  CpuStream stream(0);
+  DropQueue<CpuStream> queue({.max_entries = 2, .max_bytes = 1 << 30});
+  std::atomic<int> released{0};
+  StreamGate gate;
+  gate.Block(stream);
+  for (int i = 0; i < 7; ++i) {  // due at 2, 4 and 6 entries held: each time a Seal
+    queue.Push(Tracked(&released));
+    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+  }
+  EXPECT_EQ(queue.held_entries(), 7u) << "nothing may go while the stream is stuck";
+  std::atomic<bool> flushed{false};
+  std::thread pusher([&] {
+    queue.Push(Tracked(&released));  // 8 held: four times max_entries, so it waits
+    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+    flushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(flushed);
+  EXPECT_EQ(released, 0);
+  gate.Open();
+  pusher.join();
+  EXPECT_EQ(released, 6) << "all but the two staged after the last fence";
+}
+
 TEST(DropQueueTest, ThresholdsUseCountAndBytes) {
   DropQueue<CpuStream> by_count({.max_entries = 3, .max_bytes = 1 << 30});
   std::atomic<int> released{0};

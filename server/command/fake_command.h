@@ -96,8 +96,8 @@ class FakeCommand final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  absl::Status Synchronize(SessionId, std::optional<LogicalStream>) override {
-    return absl::OkStatus();
+  PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
+    return [] { return absl::OkStatus(); };
   }
 
   uint64_t CloseSession(SessionId session) override {

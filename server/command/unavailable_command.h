@@ -31,7 +31,9 @@ class UnavailableCommand final : public CommandInterface {
     return reason_;
   }
   absl::Status Launch(SessionId, LogicalStream, const KernelLaunch&) override { return reason_; }
-  absl::Status Synchronize(SessionId, std::optional<LogicalStream>) override { return reason_; }
+  PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
+    return [reason = reason_] { return reason; };
+  }
   uint64_t CloseSession(SessionId) override { return 0; }
   absl::StatusOr<RelocationReport> Relocate() override { return reason_; }
   void ReclaimFinished() override {}

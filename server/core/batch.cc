@@ -48,7 +48,7 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
                                  end, abandoned = std::move(abandoned),
                                  done = std::move(done)](CommandInterface& command) mutable {
     absl::Status gone = abandoned();
-    bool reads = false;
+    bool waits = false;
     for (size_t i = begin; i < end; ++i) {
       if (self->answered(i)) {
         self->Pass(i);
@@ -59,17 +59,20 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
         continue;
       }
       self->Execute(command, session, i);
-      reads |= self->results_[i].read.has_value();
+      const OperationResult& result = self->results_[i];
+      waits |= result.read.has_value() || result.synchronization != nullptr;
     }
-    if (!reads) {
+    if (!waits) {
       worker->Defer(std::move(done));
       return;
     }
     worker->Complete(
+        session,
         [self, begin, end] {
           for (size_t i = begin; i < end; ++i) {
             OperationResult& result = self->results_[i];
             if (result.read.has_value()) result.status = result.read->wait();
+            if (result.synchronization != nullptr) result.status = result.synchronization();
           }
           return absl::OkStatus();
         },
@@ -144,7 +147,7 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
             result.status = command.Launch(session, launch.stream, launch.launch);
           },
           [&](SynchronizeOp& synchronize) {
-            result.status = command.Synchronize(session, synchronize.stream);
+            result.synchronization = command.Synchronize(session, synchronize.stream);
           },
       },
       operation);

@@ -56,8 +56,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
 
   // Queues commands [begin, end), all of `session`, as one task on `worker`. On the
   // device thread, `abandoned` is asked first: a non-OK answer fails every command with
-  // it. `done` runs once the task finished and every read among the commands completed
-  // (results final): after the task, or on the completion thread when there were reads.
+  // it. `done` runs once the task finished and every read and synchronize among the
+  // commands completed (results final): after the task, or on a completion thread when
+  // there were any.
   // An error means nothing was queued and `done` will not run.
   absl::Status Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,

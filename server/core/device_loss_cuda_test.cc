@@ -78,7 +78,7 @@ TEST(CudaDeviceLossTest, AReadInFlightWhenTheContextFailsEndsUnavailable) {
     // The device faults while the copy is in flight.
     (*fake)->inject_sticky_error(0, CUDA_ERROR_ILLEGAL_ADDRESS);
     auto pending = std::make_shared<PendingRead>(*std::move(read));
-    worker.Complete([pending] { return pending->wait(); },
+    worker.Complete(1, [pending] { return pending->wait(); },
                     [pending, &finished](absl::Status status) {
                       // Moved, not copied: ThreadSanitizer cannot see the reference
                       // count of a status shared between threads (Debian's abseil).

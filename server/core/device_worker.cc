@@ -1,5 +1,7 @@
 #include "server/core/device_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/command/unavailable_command.h"
 #include "spdlog/spdlog.h"
@@ -15,7 +17,9 @@ DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* met
   // before them, so that no two threads race to (Debian's spdlog is not instrumented for
   // ThreadSanitizer, which then cannot see that first use is synchronised).
   spdlog::default_logger_raw();
-  completion_thread_ = std::thread([this] { RunCompletions(); });
+  for (int i = 0; i < std::max(1, options.completion_threads); ++i) {
+    completion_threads_.emplace_back([this] { RunCompletions(); });
+  }
   device_thread_ = std::thread([this] { RunDevice(); });
 }
 
@@ -38,12 +42,16 @@ void DeviceWorker::Defer(absl::AnyInvocable<void()> action) {
   deferred_.push_back(std::move(action));
 }
 
-void DeviceWorker::Complete(absl::AnyInvocable<absl::Status()> wait,
+void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
                             absl::AnyInvocable<void(absl::Status)> done) {
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   MutexLock lock(&completion_mutex_);
-  completions_.push_back(Completion{std::move(wait), std::move(done)});
-  completion_ready_.NotifyOne();
+  std::deque<Completion>& queue = completions_[session];
+  // A session with nothing queued is not running one either: its turn starts now.
+  if (queue.empty()) ready_sessions_.push_back(session);
+  queue.push_back(Completion{std::move(wait), std::move(done)});
+  ++completions_left_;
+  completion_ready_.NotifyAll();
 }
 
 bool DeviceWorker::ready() const {
@@ -75,7 +83,9 @@ void DeviceWorker::Stop() {
     completions_closed_ = true;
     completion_ready_.NotifyAll();
   }
-  if (completion_thread_.joinable()) completion_thread_.join();
+  for (std::thread& thread : completion_threads_) {
+    if (thread.joinable()) thread.join();
+  }
 }
 
 void DeviceWorker::RunDevice() {
@@ -163,7 +173,7 @@ std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
 void DeviceWorker::AwaitCompletions() {
   MutexLock lock(&completion_mutex_);
   completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return completions_.empty() && !completion_running_;
+    return completions_left_ == 0;
   });
 }
 
@@ -191,23 +201,33 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
 
 void DeviceWorker::RunCompletions() {
   while (true) {
+    SessionId session;
     Completion completion;
     {
       MutexLock lock(&completion_mutex_);
       completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return !completions_.empty() || completions_closed_;
+        return !ready_sessions_.empty() || (completions_closed_ && completions_left_ == 0);
       });
-      if (completions_.empty()) return;
-      completion = std::move(completions_.front());
-      completions_.pop_front();
-      completion_running_ = true;
+      if (ready_sessions_.empty()) return;  // closed, and every completion ran
+      session = ready_sessions_.front();
+      ready_sessions_.pop_front();
+      // Stays at the front of the session's queue while it runs: the session is not
+      // ready again until it finished.
+      completion = std::move(completions_[session].front());
     }
     absl::Status status = completion.wait();
     completion.done(std::move(status));
     completion = Completion();  // what it held goes before the command may
     metrics_->CommandsInFlight(options_.ordinal).Decrement();
     MutexLock lock(&completion_mutex_);
-    completion_running_ = false;
+    std::deque<Completion>& queue = completions_[session];
+    queue.pop_front();
+    if (queue.empty()) {
+      completions_.erase(session);
+    } else {
+      ready_sessions_.push_back(session);
+    }
+    --completions_left_;
     completion_ready_.NotifyAll();
   }
 }

@@ -4,8 +4,12 @@
 // One device's thread. It creates the device's Command (through a factory, on the
 // thread itself), then serves the device queue (Note [Device queue]) one task at a
 // time; when the queue runs dry it does upkeep: frees memory whose users finished and
-// relocates off outdated or fragmented pages. Reads finish off the device thread: a
-// completion thread waits for their fences, in order, and then calls back.
+// relocates off outdated or fragmented pages. Reads and synchronizations finish off the
+// device thread: completion threads wait for their fences and then call back. A
+// session's completions run one at a time in the order they were made; different
+// sessions' run side by side on a few threads, taken round-robin, so a reply never
+// waits behind another session's long kernel unless every completion thread is held by
+// a different session's wait.
 //
 // Note [Device loss]
 // ~~~~~~~~~~~~~~~~~~
@@ -31,6 +35,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
@@ -49,6 +54,7 @@ class DeviceWorker {
     int ordinal = 0;
     size_t queue_capacity = 4096;
     size_t per_session_limit = 1024;
+    int completion_threads = 4;
   };
 
   // Starts the thread; it runs `factory` first, and again after a device loss. `metrics`
@@ -67,8 +73,9 @@ class DeviceWorker {
   // GetStats.
   void Defer(absl::AnyInvocable<void()> action);
 
-  // Called by tasks: runs `wait` off the device thread, then `done` with its result.
-  void Complete(absl::AnyInvocable<absl::Status()> wait,
+  // Called by tasks: runs `wait` off the device thread, then `done` with its result,
+  // after `session`'s earlier completions.
+  void Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
                 absl::AnyInvocable<void(absl::Status)> done);
 
   // True once the device initialised; init_status says why not when it failed.
@@ -112,14 +119,18 @@ class DeviceWorker {
 
   Mutex completion_mutex_;
   CondVar completion_ready_;
-  std::deque<Completion> completions_ ABSL_GUARDED_BY(completion_mutex_);
+  // Per session with completions to run: them, in order.
+  absl::flat_hash_map<SessionId, std::deque<Completion>> completions_
+      ABSL_GUARDED_BY(completion_mutex_);
+  // Sessions with a completion to run and none running, in turn.
+  std::deque<SessionId> ready_sessions_ ABSL_GUARDED_BY(completion_mutex_);
+  size_t completions_left_ ABSL_GUARDED_BY(completion_mutex_) = 0;  // queued or running
   bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
-  bool completion_running_ ABSL_GUARDED_BY(completion_mutex_) = false;
 
   // Actions of the running task, run after it (device thread only; no lock).
   std::vector<absl::AnyInvocable<void()>> deferred_;
 
-  std::thread completion_thread_;
+  std::vector<std::thread> completion_threads_;
   std::thread device_thread_;
 };
 

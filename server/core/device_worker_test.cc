@@ -49,7 +49,7 @@ TEST(DeviceWorkerTest, ManySessionsAllocateWriteAndReadConcurrently) {
               command.Read(session, (b + 1) % 3, *id, CopyLayout::Contiguous(0, size));
           ASSERT_TRUE(read.ok());
           auto shared = std::make_shared<PendingRead>(*std::move(read));
-          worker.Complete([shared] { return shared->wait(); },
+          worker.Complete(session, [shared] { return shared->wait(); },
                           [shared, &read_back](absl::Status status) {
                             read_back.set_value(status.ok() ? shared->bytes.ToString()
                                                             : std::string(status.message()));

@@ -95,6 +95,7 @@ struct OperationResult {
   BufferId allocated = 0;           // Allocate
   uint64_t bytes_written = 0;       // Write
   std::optional<PendingRead> read;  // Read: the bytes, complete once `status` is final
+  PendingWait synchronization;      // Synchronize: its end, waited for off the device thread
 };
 
 }  // namespace gpucmd

@@ -1,18 +1,24 @@
 // Attacks a hostile client would try, each through the real daemon (CPU driver), beside
 // a victim session whose bytes must come through untouched: kernels that run a shell,
 // open, write or scan files, or kill the daemon; compiles that read files through
-// #include or .incbin (in any spelling), or burn the compiler's time and memory. Each
-// must fail with the right status while the daemon keeps serving. (Note [Sandbox] in
+// #include or .incbin (in any spelling), or burn the compiler's time and memory; a
+// kernel that runs long while another session works. Each must fail (or be contained)
+// while the daemon keeps serving. (Note [Sandbox] in
 // base/sandbox.h.)
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/identity.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -149,6 +155,25 @@ TEST_F(AdversarialTest, AKernelCannotWriteFiles) {
   EXPECT_FALSE(std::filesystem::exists(written));
 }
 
+TEST_F(AdversarialTest, AKernelRunsAsAnUnprivilegedUser) {
+  std::optional<long long> uid = RunAttack(R"(
+      extern "C" unsigned getuid();
+      extern "C" __global__ void attack(long long* out) { out[0] = getuid(); })");
+  ASSERT_TRUE(uid.has_value());
+  if (geteuid() != 0) {
+    EXPECT_EQ(*uid, geteuid()) << "a daemon that is not root keeps its user";
+    return;
+  }
+  absl::StatusOr<UnixIdentity> nobody = LookUpUser("nobody");
+  ASSERT_TRUE(nobody.ok()) << nobody.status();
+  EXPECT_EQ(*uid, nobody->uid) << "the daemon runs as root: kernels run as cpu.executor_user";
+  // And nothing lets it become root again.
+  EXPECT_NE(RunAttack(R"(
+      extern "C" int setuid(unsigned);
+      extern "C" __global__ void attack(long long* out) { out[0] = setuid(0); })"),
+            std::optional<long long>(0));
+}
+
 TEST_F(AdversarialTest, AKernelCannotKillTheDaemon) {
   std::optional<long long> killed = RunAttack(R"(
       extern "C" int kill(int, int);
@@ -244,6 +269,62 @@ TEST_F(AdversarialTest, FreedBytesDoNotReachTheNextOwner) {
     ASSERT_TRUE(mine.ok()) << mine.status();
     EXPECT_EQ(attacker_->Read(*mine, 0, 4096).value_or("unreadable"), std::string(4096, '\0'));
   }
+}
+
+// Head-of-line blocking: while the attacker's kernel spins (and the attacker waits for
+// it), the victim's allocations, copies and kernels go on beside it, as copy engines
+// and other streams run beside a kernel on a GPU.
+TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
+  constexpr long long kSpinNanoseconds = 6'000'000'000;
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(R"(
+      extern "C" __global__ void attack(long long* out, long long ticks) {
+        long long start = clock64();
+        while (clock64() - start < ticks) {}
+        out[0] = 1;
+      })",
+                                                              "attack");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  absl::StatusOr<v1::CompileResponse> increment = victim_->Compile(R"(
+      extern "C" __global__ void increment(char* bytes) { bytes[threadIdx.x] += 1; })",
+                                                                   "increment");
+  ASSERT_TRUE(increment.ok()) << increment.status();
+  absl::StatusOr<Buffer> out = attacker_->Allocate(sizeof(long long));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                {BufferArgument(*out, v1::ACCESS_WRITE),
+                                 Int64Argument(kSpinNanoseconds)})
+                  .ok());
+  const absl::Time launched = absl::Now();
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits([&] {
+    EXPECT_TRUE(attacker_->Synchronize().ok());
+    attacker_synchronized = true;
+  });
+  absl::SleepFor(absl::Milliseconds(300));  // the kernel runs, the attacker waits
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Buffer> a = victim_->Allocate(4096);
+  absl::StatusOr<Buffer> b = victim_->Allocate(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string data(4096, 'v');
+  EXPECT_TRUE(victim_->Write(*a, 0, data).ok());
+  EXPECT_TRUE(victim_->Copy(*a, 0, *b, 0, 4096).ok());
+  EXPECT_EQ(victim_->Read(*b, 0, 4096).value_or(""), data);
+  EXPECT_TRUE(victim_->Launch(increment->kernel_id(), {MakeDim3(1), MakeDim3(64)},
+                              {BufferArgument(*b, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  EXPECT_EQ(victim_->Read(*b, 0, 1).value_or(""), "w") << "the victim's kernel ran";
+  EXPECT_TRUE(victim_->Synchronize().ok());
+  EXPECT_TRUE(a->Free().ok());
+  EXPECT_TRUE(b->Free().ok());
+  const absl::Duration victim_took = absl::Now() - start;
+
+  EXPECT_FALSE(attacker_synchronized) << "the attacker's kernel ended before the victim did";
+  EXPECT_LT(victim_took, absl::Nanoseconds(kSpinNanoseconds) / 3)
+      << "the victim waited behind the attacker's kernel";
+  attacker_waits.join();
+  EXPECT_GE(absl::Now() - launched, absl::Nanoseconds(kSpinNanoseconds));
+  EXPECT_EQ(attacker_->Read(*out, 0, 1).value_or(""), std::string(1, '\1'));
 }
 
 TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {

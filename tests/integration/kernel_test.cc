@@ -311,6 +311,27 @@ TEST_F(KernelTest, FivePointStencilOnAPitchedBuffer) {
   ExpectNear(FromBytes<float>(*result), expected, 1e-6f);
 }
 
+TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
+  constexpr char kSpin[] = R"(
+      extern "C" __global__ void spin(long long* out, long long ticks) {
+        long long start = clock64();
+        long long now = start;
+        while (now - start < ticks) now = clock64();
+        out[0] = start;
+        out[1] = now;
+      })";
+  std::string id = MustCompile(kSpin, "spin");
+  Buffer out = Zeros(2 * sizeof(long long));
+  constexpr long long kTicks = 100000;
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE), Int64Argument(kTicks)})
+                  .ok());
+  std::vector<long long> clock = Download<long long>(out);
+  ASSERT_EQ(clock.size(), 2u);
+  EXPECT_GT(clock[0], 0);
+  EXPECT_GE(clock[1] - clock[0], kTicks);
+}
+
 TEST_F(KernelTest, CompileErrorReturnsTheLog) {
   absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(
       "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }", "broken");
