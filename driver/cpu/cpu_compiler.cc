@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "base/subprocess.h"
 #include "driver/compile_options.h"
 #include "driver/cpu/cpu_prelude.h"
+#include "driver/cpu/module_checks.h"
 
 namespace gpucmd {
 namespace {
@@ -71,6 +73,17 @@ absl::Status CheckResourceLimits(const ProcessResult& result, absl::string_view 
   return absl::OkStatus();
 }
 
+// The assembly output -save-temps left in `directory` (named after the output file by
+// newer compilers, after the source by older ones); nullopt when there is none.
+std::optional<std::string> ReadAssembly(const std::string& directory) {
+  for (const char* name : {"/kernel.so-kernel.s", "/kernel.s"}) {
+    if (std::string path = directory + name; access(path.c_str(), R_OK) == 0) {
+      return ReadFileOrEmpty(path);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler) {
@@ -98,8 +111,11 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
   ASSIGN_OR_RETURN(Sandbox sandbox, Sandbox::Prepare({.read_only = {"/etc/ld.so.cache"},
                                                       .executable = kCompilerInstallation,
                                                       .read_write = {directory.path()}}));
+  // Without the C runtime's start files a module has no load-time code of its own, so
+  // any it has is the client's (driver/cpu/module_checks.h); the assembly is kept for
+  // the same checks.
   std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC", "-shared",
-                                   "-pthread", "-w"};
+                                   "-nostartfiles", "-save-temps=obj", "-pthread", "-w"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cc"});
   std::string log_path = directory.path() + "/log";
@@ -126,11 +142,18 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
       !limit.ok()) {
     return limit;
   }
+  // Checked before the exit code: inline PTX compiles to assembly the assembler rejects.
+  std::optional<std::string> assembly = ReadAssembly(directory.path());
+  if (assembly.has_value()) RETURN_IF_ERROR(CheckKernelAssembly(*assembly));
   if (result->exit_code != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile of ", entry, " failed:\n", output.log));
   }
+  if (!assembly.has_value()) {
+    return absl::InternalError("the host compiler left no assembly output to check");
+  }
   std::string module = ReadFileOrEmpty(directory.path() + "/kernel.so");
+  RETURN_IF_ERROR(CheckNoLoadTimeCode(module));
   if (module.empty() || !WriteFileAtomically(output_path, module).ok()) {
     return absl::InternalError(absl::StrCat("cannot store the module at ", output_path));
   }

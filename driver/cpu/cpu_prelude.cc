@@ -29,6 +29,9 @@ struct ThreadContext {
 }  // namespace gpucmd_rt
 
 static thread_local gpucmd_rt::ThreadContext* gpucmd_ctx = nullptr;
+// Modules link without the C runtime's start files (driver/cpu/module_checks.h), which
+// define the handle function-local statics register their destructors against.
+extern "C" __attribute__((visibility("hidden"))) void* __dso_handle = &__dso_handle;
 extern "C" void gpucmd_bind(gpucmd_rt::ThreadContext* context) { gpucmd_ctx = context; }
 
 struct dim3 {
@@ -151,7 +154,6 @@ struct Unsupported {
 constexpr Unsupported kUnsupported[] = {
     {R"(\b__shfl\w*\s*\()", "warp shuffles (__shfl*)"},
     {R"(\b__(ballot|any|all|activemask|match_any|match_all)\w*\s*\()", "warp votes"},
-    {R"(\b(asm|__asm__)\b)", "inline PTX (asm)"},
     {R"(\b(tex1D|tex2D|tex3D|tex1Dfetch|texture\s*<|cudaTextureObject_t)\w*)", "textures"},
     {R"(\b(surf1D|surf2D|surf3D)\w*|cudaSurfaceObject_t)", "surfaces"},
 };

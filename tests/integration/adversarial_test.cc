@@ -344,9 +344,33 @@ TEST_F(AdversarialTest, IncbinCannotReadFilesInAnySpelling) {
       CAT(__as, m__)(".section .rodata\n.incbin \"/etc/passwd\"");
       extern "C" __global__ void attack(long long* out) { out[0] = 1; })");
   EXPECT_EQ(compiled.code(), absl::StatusCode::kInvalidArgument) << "the assembler read it";
-  // The assembler names the file it could not open, and nothing of its contents.
-  EXPECT_THAT(std::string(compiled.message()), HasSubstr("/etc/passwd"));
+  // Refused as inline assembly (the sandbox, which keeps the assembler from opening the
+  // file, is the backstop), with nothing of the file's contents.
+  EXPECT_THAT(std::string(compiled.message()), HasSubstr("inline assembly"));
   EXPECT_THAT(std::string(compiled.message()), Not(HasSubstr("root:")));
+}
+
+// Code that would run when the executor loads the module, in the spellings C++ offers.
+TEST_F(AdversarialTest, ModulesCannotRunCodeWhenTheyLoad) {
+  const std::string marker = Marker("constructor");
+  const std::string effect = "extern \"C\" int system(const char*); "
+                             "static int Run() { return system(\"touch " + marker + "\"); }\n";
+  for (const char* loader : {
+           "__attribute__((constructor)) static void Load() { Run(); }",
+           "#define ON_LOAD __attribute__((cons##tructor))\nON_LOAD static void Load() { Run(); }",
+           "[[gnu::destructor]] static void Unload() { Run(); }",
+           "static int loaded = Run();",
+           "struct Loader { Loader() { Run(); } }; static Loader loader;",
+           "static void Load() { Run(); }\n"
+           "__attribute__((section(\".init_array\"), used)) static void (*hook)() = Load;",
+           "extern \"C\" void* Resolve() { Run(); return nullptr; }\n"
+           "extern \"C\" void hooked() __attribute__((ifunc(\"Resolve\")));"}) {
+    absl::Status compiled =
+        CompileOnly(effect + loader + "\nextern \"C\" __global__ void attack(long long* out) {}");
+    EXPECT_EQ(compiled.code(), absl::StatusCode::kInvalidArgument) << loader << ": " << compiled;
+    EXPECT_THAT(std::string(compiled.message()), HasSubstr("load")) << loader;
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a module's load-time code ran";
 }
 
 TEST_F(AdversarialTest, ACompilerTimeBombStopsAtTheLimitAndLeavesNoProcess) {
