@@ -1,5 +1,8 @@
 #include "server/driver_setup.h"
 
+#include "base/companion.h"
+#include "spdlog/spdlog.h"
+
 namespace gpucmd {
 
 CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
@@ -10,6 +13,19 @@ CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
   options.launch.max_dynamic_shared_memory_bytes = device.max_shared_memory_per_block_bytes;
   options.launch.accepts_tensor_maps = device.takes_tensor_maps;
   return options;
+}
+
+std::string CompileHelperPath(const std::string& name, const std::string& package) {
+  absl::StatusOr<std::string> found = FindCompanionProgram(name, package, SelfPath());
+  if (found.ok()) return *found;
+  spdlog::error("kernels cannot be compiled: {}", std::string(found.status().message()));
+  return name;
+}
+
+CompileLimits CompileLimitsFor(const v1::CompileConfig& compile) {
+  return {.timeout = std::chrono::seconds(compile.timeout_seconds()),
+          .max_memory_bytes = compile.max_memory_bytes(),
+          .max_log_bytes = compile.max_log_bytes()};
 }
 
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "driver/compile_sandbox.h"
 #include "driver/device_description.h"
 #include "gpucmd/v1/config.pb.h"
 #include "server/command/command_interface.h"
@@ -36,6 +37,14 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config);
 // Command options shared by every driver: the config's limits and the device's own.
 CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
                                  const DeviceDescription& device);
+
+// Where the compile helper `name` (built in Bazel package `package`) is; when it cannot
+// be found, says so in the log and returns the bare name, so that compiles fail naming
+// it (Note [Compile helper] in driver/compile_helper.h).
+std::string CompileHelperPath(const std::string& name, const std::string& package);
+
+// The compile sandbox's limits (driver/compile_sandbox.h) from the config.
+CompileLimits CompileLimitsFor(const v1::CompileConfig& compile);
 
 // The compile cache for `driver` on `architecture`, over `modules`.
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,

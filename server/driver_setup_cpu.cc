@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "base/companion.h"
 #include "base/identity.h"
 #include "base/status_macros.h"
 #include "driver/cpu/cpu_compiler.h"
@@ -17,15 +18,6 @@
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
-namespace {
-
-std::string SelfPath() {
-  char path[4096];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return std::string(path, std::max<ssize_t>(length, 0));
-}
-
-}  // namespace
 
 const char* SelectedDriverName() { return "cpu"; }
 
@@ -37,9 +29,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
       DescribeCpuDevices(static_cast<int>(cpu.device_count()), cpu.memory_bytes_per_device());
 
   CpuCompilerOptions compiler{.compiler = cpu.host_compiler(),
-                              .timeout = std::chrono::seconds(config.compile().timeout_seconds()),
-                              .max_log_bytes = config.compile().max_log_bytes(),
-                              .max_memory_bytes = config.compile().max_memory_bytes()};
+                              .limits = CompileLimitsFor(config.compile())};
   if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
     spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
   }
@@ -51,7 +41,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
                                 compiler);
       });
 
-  absl::StatusOr<std::string> executor = FindKernelExecutor(SelfPath());
+  absl::StatusOr<std::string> executor = FindCompanionProgram("gpucmd-kernel-executor", "driver/cpu", SelfPath());
   if (!executor.ok()) {
     spdlog::error("kernels cannot run: {}", std::string(executor.status().message()));
   }

@@ -1,13 +1,13 @@
 // The CUDA driver's setup (--config=cuda).
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "driver/compile_helper.h"
 #include "driver/cuda/cuda_driver.h"
-#include "driver/cuda/nvrtc_compiler.h"
 #include "server/command/command_factory.h"
 #include "server/driver_setup.h"
-#include "spdlog/spdlog.h"
 
 namespace gpucmd {
 
@@ -25,19 +25,16 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
   if (!absl::SimpleAtoi(digits, &compute_capability)) {
     return absl::InternalError("unexpected CUDA architecture " + architecture);
   }
-  NvrtcOptions nvrtc{.max_log_bytes = config.compile().max_log_bytes()};
   ASSIGN_OR_RETURN(ModuleStore modules,
                    ModuleStore::Open(config.compile().cache_dir(), ".cubin"));
+  CompileHelper helper{.path = CompileHelperPath("gpucmd-nvrtc-helper", "driver/cuda"),
+                       .limits = CompileLimitsFor(config.compile())};
   setup.compiler = MakeCompileCache(
       config, "cuda", architecture, modules,
-      [nvrtc, compute_capability](const KernelSource& kernel,
-                                  const std::string& artifact) -> absl::StatusOr<CompileOutput> {
-        bool ptx = false;
-        ASSIGN_OR_RETURN(CompileOutput output,
-                         CompileWithNvrtc(kernel.source, kernel.entry_point, kernel.options,
-                                          compute_capability, artifact, nvrtc, &ptx));
-        if (ptx) spdlog::info("{}: built PTX (architecture newer than NVRTC)", kernel.entry_point);
-        return output;
+      [helper, target = absl::StrCat(compute_capability)](const KernelSource& kernel,
+                                                          const std::string& artifact) {
+        return CompileWithHelper(helper, kernel.source, kernel.entry_point, kernel.options,
+                                 target, artifact);
       });
   for (const DeviceDescription& device : setup.devices) {
     CudaBackend::Options backend{.ordinal = device.ordinal,

@@ -1,8 +1,8 @@
 // The HIP driver's setup (--config=hip).
 
 #include "base/status_macros.h"
+#include "driver/compile_helper.h"
 #include "driver/hip/hip_driver.h"
-#include "driver/hip/hiprtc_compiler.h"
 #include "server/command/command_factory.h"
 #include "server/driver_setup.h"
 
@@ -16,14 +16,15 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
   ASSIGN_OR_RETURN(setup.devices, DescribeHipDevices());
   // Kernels are built for the first device's architecture (e.g. "gfx90a").
   const std::string architecture = setup.devices.front().architecture;
-  const size_t max_log_bytes = config.compile().max_log_bytes();
   ASSIGN_OR_RETURN(ModuleStore modules,
                    ModuleStore::Open(config.compile().cache_dir(), ".hsaco"));
+  CompileHelper helper{.path = CompileHelperPath("gpucmd-hiprtc-helper", "driver/hip"),
+                       .limits = CompileLimitsFor(config.compile())};
   setup.compiler = MakeCompileCache(
       config, "hip", architecture, modules,
-      [architecture, max_log_bytes](const KernelSource& kernel, const std::string& artifact) {
-        return CompileWithHiprtc(kernel.source, kernel.entry_point, kernel.options, architecture,
-                                 artifact, max_log_bytes);
+      [helper, architecture](const KernelSource& kernel, const std::string& artifact) {
+        return CompileWithHelper(helper, kernel.source, kernel.entry_point, kernel.options,
+                                 architecture, artifact);
       });
   for (const DeviceDescription& device : setup.devices) {
     HipBackend::Options backend{.ordinal = device.ordinal,

@@ -4,26 +4,23 @@
 // Compiles a CUDA C++ kernel for the CPU driver: the prelude plus the client's source
 // (cpu_prelude.h), built by the host C++ compiler into a shared object the kernel
 // executor loads. The source is hostile until proven otherwise: the compiler runs without
-// a shell, in a private temporary directory, in a sandbox (Note [Sandbox] in
-// base/sandbox.h) that lets it read only its own installation and write only that
-// directory, so `#include "/etc/passwd"`, `.incbin` of any file and `#include
-// "/dev/zero"` fail to open. Its process group is killed at the time limit, each of its
-// processes has an address-space limit, and its log is cut at a size limit.
+// a shell, sandboxed (driver/compile_sandbox.h) so that it can read only its own
+// installation, and `#include "/etc/passwd"`, `.incbin` of any file and `#include
+// "/dev/zero"` fail to open; what it made is checked for inline assembly and load-time
+// code (driver/cpu/module_checks.h).
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "driver/compile_sandbox.h"
 #include "driver/kernel_signature.h"
 
 namespace gpucmd {
 
 struct CpuCompilerOptions {
   std::string compiler = "g++";
-  std::chrono::milliseconds timeout{60'000};
-  size_t max_log_bytes = 64 << 10;
-  uint64_t max_memory_bytes = uint64_t{2} << 30;
+  CompileLimits limits;
 };
 
 // Builds `entry` of `source` into `output_path` (written atomically). `options` are the

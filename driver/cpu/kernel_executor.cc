@@ -8,10 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "driver/cpu/executor_protocol.h"
 
 extern char** environ;
@@ -147,24 +145,6 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
   }
   reply.message[sizeof(reply.message) - 1] = '\0';
   return absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message);
-}
-
-absl::StatusOr<std::string> FindKernelExecutor(const std::string& daemon_path) {
-  namespace fs = std::filesystem;
-  fs::path daemon(daemon_path);
-  std::vector<fs::path> candidates = {
-      daemon.parent_path() / "gpucmd-kernel-executor",
-      daemon.parent_path() / ".." / "driver" / "cpu" / "gpucmd-kernel-executor",
-      fs::path(daemon_path + ".runfiles") / "gpucmdd" / "driver" / "cpu" /
-          "gpucmd-kernel-executor",
-  };
-  std::vector<std::string> tried;
-  for (const fs::path& candidate : candidates) {
-    if (access(candidate.c_str(), X_OK) == 0) return fs::weakly_canonical(candidate).string();
-    tried.push_back(candidate.string());
-  }
-  return absl::NotFoundError(absl::StrCat("gpucmd-kernel-executor not found (tried ",
-                                          absl::StrJoin(tried, ", "), ")"));
 }
 
 }  // namespace gpucmd

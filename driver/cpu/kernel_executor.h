@@ -73,10 +73,6 @@ class KernelExecutor {
   int starts_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
-// Where gpucmd-kernel-executor is: next to `daemon_path`, in a Bazel output tree beside
-// it, or in its runfiles. NOT_FOUND naming the places tried.
-absl::StatusOr<std::string> FindKernelExecutor(const std::string& daemon_path);
-
 }  // namespace gpucmd
 
 #endif  // GPUCMDD_DRIVER_CPU_KERNEL_EXECUTOR_H_

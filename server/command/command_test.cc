@@ -198,6 +198,7 @@ TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
   }
   ASSERT_TRUE(command_->Synchronize(kSession, 0)().ok());
   opener.join();
+  command_->ReclaimFinished();  // the device thread's upkeep after the synchronize
   EXPECT_EQ(early_releases, 0) << "staged bytes were freed before their copy completed";
   EXPECT_EQ(releases, kWrites);
   EXPECT_EQ(command_->pinned_pool().outstanding_count(), 0u);

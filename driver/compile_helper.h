@@ -1,0 +1,50 @@
+#ifndef GPUCMDD_DRIVER_COMPILE_HELPER_H_
+#define GPUCMDD_DRIVER_COMPILE_HELPER_H_
+
+// Note [Compile helper]
+// ~~~~~~~~~~~~~~~~~~~~~
+// NVRTC and hiprtc are libraries: called by the daemon, they would parse hostile source
+// inside the daemon's process, with its files, its memory and no limits. The GPU
+// drivers therefore compile through a helper program (gpucmd-nvrtc-helper,
+// gpucmd-hiprtc-helper) that the daemon runs the way the CPU driver runs the host C++
+// compiler (driver/compile_sandbox.h): in a private directory, sandboxed so that it can
+// read only the system's software directories (the toolkit, libraries, headers) and its
+// own, with address-space and CPU limits, its process group killed at the time limit.
+// An `#include` of anything else fails to open, naming the line and nothing of the file.
+//
+// The protocol, which RunCompileHelper (compile_helper_main.h) implements:
+//
+//   HELPER DIRECTORY ENTRY TARGET MAX_LOG_BYTES [OPTION...]
+//
+// compiles DIRECTORY/kernel.cu for TARGET (the driver's architecture) with the client's
+// OPTIONs into DIRECTORY/kernel.image, and exits with the absl status code of the
+// outcome: 0 with the compiler's log on stdout, or the code with the status message (a
+// compile error carries the log) on stderr.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "driver/compile_sandbox.h"
+#include "driver/kernel_signature.h"
+
+namespace gpucmd {
+
+struct CompileHelper {
+  std::string path;  // the helper program
+  CompileLimits limits;
+};
+
+// Builds `entry` of `source` for `target` through `helper` into `output_path` (written
+// atomically). INVALID_ARGUMENT for a bad entry point, option or a compile error (with
+// the log); RESOURCE_EXHAUSTED past a limit, naming it; others as the helper reports.
+absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
+                                                const std::string& source,
+                                                const std::string& entry,
+                                                const std::vector<std::string>& options,
+                                                const std::string& target,
+                                                const std::string& output_path);
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_DRIVER_COMPILE_HELPER_H_

@@ -1,0 +1,31 @@
+#include "driver/compile_helper_main.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "base/file.h"
+
+namespace gpucmd {
+
+int RunCompileHelper(int argc, char** argv, HelperCompiler compile) {
+  size_t max_log_bytes = 0;
+  if (argc < 5 || !absl::SimpleAtoi(argv[4], &max_log_bytes)) {
+    std::fprintf(stderr, "usage: %s DIRECTORY ENTRY TARGET MAX_LOG_BYTES [OPTION...]\n",
+                 argc > 0 ? argv[0] : "compile-helper");
+    return static_cast<int>(absl::StatusCode::kInvalidArgument);
+  }
+  const std::string directory = argv[1];
+  std::vector<std::string> options(argv + 5, argv + argc);
+  absl::StatusOr<CompileOutput> output =
+      compile(ReadFileOrEmpty(directory + "/kernel.cu"), argv[2], options, argv[3],
+              directory + "/kernel.image", max_log_bytes);
+  if (!output.ok()) {
+    std::fprintf(stderr, "%s", std::string(output.status().message()).c_str());
+    return static_cast<int>(output.status().code());
+  }
+  std::fwrite(output->log.data(), 1, output->log.size(), stdout);
+  return 0;
+}
+
+}  // namespace gpucmd
