@@ -29,11 +29,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& targe
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat("gpucmdd at ", target, " is not reachable"));
   }
-  return std::unique_ptr<Client>(new Client(std::move(channel), options));
+  return std::unique_ptr<Client>(new Client(target, std::move(channel), options));
 }
 
-Client::Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
-    : options_(options),
+Client::Client(std::string target, std::shared_ptr<grpc::Channel> channel,
+               const ClientOptions& options)
+    : target_(std::move(target)),
+      options_(options),
       channel_(std::move(channel)),
       stub_(v1::GpuCommand::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
@@ -161,23 +163,28 @@ absl::Status Session::FreeBuffer(uint64_t id) {
 
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
                             uint64_t stream, std::optional<Pitched> pitched) {
+  v1::WriteHeader header;
+  header.set_stream(stream);
+  header.set_buffer(buffer.id());
+  header.set_offset_bytes(offset);
+  header.set_inline_size_bytes(data.size());
+  if (pitched) {
+    header.mutable_pitched()->set_width_bytes(pitched->width_bytes);
+    header.mutable_pitched()->set_height(pitched->height);
+    header.mutable_pitched()->set_stride_bytes(pitched->stride_bytes);
+  }
+  return WriteRequest(std::move(header), data);
+}
+
+absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view data) {
+  header.set_session(token_);
   grpc::ClientContext context;
   client_->PrepareContext(&context);
   v1::WriteResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
       client_->stub_->Write(&context, &response);
   v1::WriteRequest request;
-  v1::WriteHeader* header = request.mutable_header();
-  header->set_session(token_);
-  header->set_stream(stream);
-  header->set_buffer(buffer.id());
-  header->set_offset_bytes(offset);
-  header->set_inline_size_bytes(data.size());
-  if (pitched) {
-    header->mutable_pitched()->set_width_bytes(pitched->width_bytes);
-    header->mutable_pitched()->set_height(pitched->height);
-    header->mutable_pitched()->set_stride_bytes(pitched->stride_bytes);
-  }
+  *request.mutable_header() = std::move(header);
   const size_t chunk = static_cast<size_t>(client_->options_.max_message_bytes) - 1024;
   size_t sent = 0;
   do {
@@ -208,6 +215,37 @@ absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
   grpc::Status status = reader->Finish();
   if (!status.ok()) return FromGrpcStatus(status);
   return result;
+}
+
+namespace {
+
+void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
+  out->set_region(slice.region.id());
+  out->set_offset_bytes(slice.offset_bytes);
+  out->set_size_bytes(slice.size_bytes);
+}
+
+}  // namespace
+
+absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
+                            uint64_t stream) {
+  v1::WriteHeader header;
+  header.set_stream(stream);
+  header.set_buffer(buffer.id());
+  header.set_offset_bytes(offset);
+  SetSlice(source, header.mutable_shared_memory());
+  return WriteRequest(std::move(header), "");
+}
+
+absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
+                           uint64_t stream) {
+  v1::ReadRequest request;
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  request.set_size_bytes(target.size_bytes);
+  SetSlice(target, request.mutable_shared_memory());
+  return ReadRequest(std::move(request)).status();
 }
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,

@@ -75,6 +75,43 @@ struct Pitched {
   uint64_t stride_bytes = 0;
 };
 
+// A memfd shared with the daemon (Note [Shared-memory regions] in
+// server/core/shared_memory.h): created, sealed against shrinking, mapped here, handed
+// over on the daemon's descriptor socket and registered for the session; unregistered
+// and unmapped when destroyed. Writes and reads that name a slice of it move no bytes
+// over gRPC. Needs a Unix-socket connection. The session must outlive it.
+class SharedMemoryRegion {
+ public:
+  static absl::StatusOr<SharedMemoryRegion> Create(Session& session, uint64_t size_bytes);
+  SharedMemoryRegion(SharedMemoryRegion&& other) noexcept;
+  SharedMemoryRegion& operator=(SharedMemoryRegion&&) = delete;
+  ~SharedMemoryRegion();
+
+  uint64_t id() const { return id_; }
+  uint64_t size_bytes() const { return size_bytes_; }
+  char* data() const { return data_; }
+
+ private:
+  SharedMemoryRegion(Session* session, uint64_t id, char* data, uint64_t size)
+      : session_(session), id_(id), data_(data), size_bytes_(size) {}
+  Session* session_;
+  uint64_t id_;
+  char* data_;
+  uint64_t size_bytes_;
+};
+
+// Hands `fd` to the daemon at `target` ("unix:PATH") over its descriptor socket
+// (PATH.fds) and returns the token RegisterSharedMemory names; the first step of
+// SharedMemoryRegion::Create, for clients that manage their own memfds.
+absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd);
+
+// `size_bytes` bytes at `offset_bytes` of a region.
+struct RegionSlice {
+  const SharedMemoryRegion& region;
+  uint64_t offset_bytes = 0;
+  uint64_t size_bytes = 0;
+};
+
 // Launch arguments.
 v1::KernelArg BufferArgument(const Buffer& buffer, v1::Access access, uint64_t offset_bytes = 0);
 v1::KernelArg Int32Argument(int32_t value);
@@ -108,8 +145,14 @@ class Session {
   // Payloads above the message limit are streamed in chunks.
   absl::Status Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
                      uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt);
+  // Host -> device from shared memory: the slice's bytes land at `offset`.
+  absl::Status Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
+                     uint64_t stream = 0);
   absl::StatusOr<std::string> Read(const Buffer& buffer, uint64_t offset, uint64_t size,
                                    uint64_t stream = 0);
+  // Device -> shared memory: the slice's size from `offset` lands in the slice.
+  absl::Status Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
+                    uint64_t stream = 0);
   // Reads a pitched region into packed rows.
   absl::StatusOr<std::string> ReadPitched(const Buffer& buffer, uint64_t offset,
                                           const Pitched& pitched, uint64_t stream = 0);
@@ -134,10 +177,13 @@ class Session {
  private:
   friend class Client;
   friend class Buffer;
+  friend class SharedMemoryRegion;
   struct Lease;
   Session(Client* client, std::string token, std::unique_ptr<Lease> lease);
   absl::Status FreeBuffer(uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
+  // Sends `header` (the session filled in) and `data` in chunks.
+  absl::Status WriteRequest(v1::WriteHeader header, absl::string_view data);
 
   Client* client_;
   std::string token_;
@@ -167,9 +213,12 @@ class Client {
  private:
   friend class Session;
   friend class Buffer;
-  Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
+  friend class SharedMemoryRegion;
+  Client(std::string target, std::shared_ptr<grpc::Channel> channel,
+         const ClientOptions& options);
   void PrepareContext(grpc::ClientContext* context) const;
 
+  const std::string target_;  // as given to Connect
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::GpuCommand::Stub> stub_;

@@ -56,8 +56,13 @@ absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
   std::vector<std::string> argv = {program, directory.path(), entry, target,
                                    absl::StrCat(helper.limits.max_log_bytes)};
   argv.insert(argv.end(), options.begin(), options.end());
+  CompileLimits limits = helper.limits;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer build's helper (tests only) reserves terabytes of shadow address space.
+  limits.max_memory_bytes = 0;
+#endif
   absl::StatusOr<CompilerRun> run = RunSandboxedCompiler(
-      argv, directory, HelperPolicy(program), HelperEnvironment(), helper.limits, entry);
+      argv, directory, HelperPolicy(program), HelperEnvironment(), limits, entry);
   if (absl::IsNotFound(run.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the compile helper cannot be started: ", run.status().message()));

@@ -23,7 +23,7 @@ namespace gpucmd {
 
 struct CompileLimits {
   std::chrono::milliseconds timeout{60'000};
-  uint64_t max_memory_bytes = uint64_t{2} << 30;  // address space of each process
+  uint64_t max_memory_bytes = uint64_t{2} << 30;  // address space of each process; 0: none
   size_t max_log_bytes = 64 << 10;
 };
 

@@ -118,6 +118,10 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     limits->set_session_idle_timeout_seconds(600);
   }
   if (!limits->has_session_lease_grace_seconds()) limits->set_session_lease_grace_seconds(5);
+  if (!limits->has_max_shared_memory_regions()) limits->set_max_shared_memory_regions(64);
+  if (!limits->has_max_shared_memory_bytes()) {
+    limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
+  }
 
   v1::CompileConfig* compile = config->mutable_compile();
   if (compile->cache_dir().empty()) compile->set_cache_dir(DefaultCacheDirectory());

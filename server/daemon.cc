@@ -95,7 +95,9 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
       std::move(workers),
       ServerCore::Options{
           .idle_timeout = std::chrono::seconds(limits.session_idle_timeout_seconds()),
-          .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds())});
+          .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds()),
+          .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
+                            .max_mapped_bytes = limits.max_shared_memory_bytes()}});
 }
 
 }  // namespace
@@ -154,12 +156,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   for (size_t i = 0; i < addresses.size(); ++i) {
     ListenAddress& address = addresses[i];
     if (address.kind == ListenAddress::Kind::kUnix) {
-      if (absl::Status access =
-              SetSocketAccess(address.path, config.socket_mode(), config.socket_group());
-          !access.ok()) {
+      absl::StatusOr<std::unique_ptr<DescriptorSocket>> descriptors = DescriptorSocket::Listen(
+          DescriptorSocket::PathFor(address.path), &daemon->core_->handoffs());
+      absl::Status access = descriptors.status();
+      for (const std::string& path : {address.path, DescriptorSocket::PathFor(address.path)}) {
+        if (access.ok()) access = SetSocketAccess(path, config.socket_mode(), config.socket_group());
+      }
+      if (!access.ok()) {
         daemon->server_->Shutdown();
         return access;
       }
+      daemon->descriptor_sockets_.push_back(*std::move(descriptors));
     }
     if (address.kind == ListenAddress::Kind::kTcp && config.tls().cert_file().empty() &&
         !IsLoopbackHost(address.host_port.host)) {
@@ -187,10 +194,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   CompileCache* compiler = daemon->compiler_.get();
   absl::StatusOr<std::unique_ptr<HttpEndpoint>> http = HttpEndpoint::Start(
       http_address, {.not_ready_reason = [core] { return core->NotReadyReason(); },
-                     .render_metrics = [metrics, compiler] {
+                     .render_metrics = [metrics, compiler, core] {
                        metrics->SetCompileCacheResults(compiler->memory_hits(),
                                                        compiler->disk_hits(),
                                                        compiler->misses());
+                       const SharedMemoryTable::Usage shared = core->shared_memory().usage();
+                       metrics->SetSharedMemory(shared.regions, shared.mapped_bytes);
                        return metrics->Render();
                      }});
   if (!http.ok()) {
@@ -220,6 +229,7 @@ void Daemon::Shutdown() {
                   std::chrono::seconds(config_.drain_timeout_seconds());
   server_->Shutdown(deadline);
   server_->Wait();
+  descriptor_sockets_.clear();
   core_->Stop();
   http_.reset();
   for (const std::string& path : unix_socket_paths_) unlink(path.c_str());

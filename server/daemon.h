@@ -16,6 +16,7 @@
 #include "gpucmd/v1/config.pb.h"
 #include "grpcpp/server.h"
 #include "server/core/compile_cache.h"
+#include "server/descriptor_socket.h"
 #include "server/http_endpoint.h"
 #include "server/core/metrics.h"
 #include "server/core/server_core.h"
@@ -49,6 +50,8 @@ class Daemon {
   std::unique_ptr<ServerCore> core_;
   std::unique_ptr<GpuCommandService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // One beside each Unix gRPC socket; they hand descriptors to the core.
+  std::vector<std::unique_ptr<DescriptorSocket>> descriptor_sockets_;
   std::unique_ptr<HttpEndpoint> http_;
   std::vector<std::string> bound_grpc_addresses_;
   std::vector<std::string> unix_socket_paths_;

@@ -38,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "driver/driver.h"
@@ -125,52 +126,33 @@ class Command final : public CommandInterface {
 
   absl::Status Write(SessionId session, LogicalStream logical, BufferId id,
                      const CopyLayout& layout, std::string data) override {
-    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
-    if (data.size() != layout.host_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("write carries ", data.size(),
-                                                     " bytes but its layout needs ",
-                                                     layout.host_bytes()));
-    }
-    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
-    if (layout.host_bytes() == 0) return absl::OkStatus();
-    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
-    ASSIGN_OR_RETURN(Bytes staged, Stage(std::move(data)));
-    int index = StreamFor(session, logical);
-    Stream& stream = backend_.stream(index);
-    RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
-    RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
-                                    staged.const_span(), stream));
-    MarkWritten(*buffer, index);
-    if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
-        layout.is_contiguous()) {
-      buffer->taint = absl::OkStatus();  // every byte is fresh data now
-      buffer->producer.reset();
-    }
-    drop_queues_[index].Push(std::move(staged));
-    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
-    return absl::OkStatus();
+    const uint64_t size = data.size();
+    return WriteFrom(session, logical, id, layout, size, [&] { return Stage(std::move(data)); });
+  }
+
+  absl::Status WriteShared(SessionId session, LogicalStream logical, BufferId id,
+                           const CopyLayout& layout, Bytes source) override {
+    const uint64_t size = source.size();
+    return WriteFrom(session, logical, id, layout, size,
+                     [&]() -> absl::StatusOr<Bytes> { return std::move(source); });
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream logical, BufferId id,
                                    const CopyLayout& layout) override {
-    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
-    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
-    RETURN_IF_ERROR(CheckNotTainted(id, *buffer));
-    if (layout.host_bytes() == 0) {
-      return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
+    return ReadInto(session, logical, id, layout,
+                    [&] { return HostBuffer(layout.host_bytes()); });
+  }
+
+  absl::StatusOr<PendingRead> ReadShared(SessionId session, LogicalStream logical,
+                                         BufferId id, const CopyLayout& layout,
+                                         Bytes target) override {
+    if (target.size() != layout.host_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("read into ", target.size(),
+                                                     " bytes but its layout holds ",
+                                                     layout.host_bytes()));
     }
-    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
-    ASSIGN_OR_RETURN(Bytes out, HostBuffer(layout.host_bytes()));
-    int index = StreamFor(session, logical);
-    Stream& stream = backend_.stream(index);
-    RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
-    RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
-    Event done = stream.RecordEvent();
-    MarkRead(*buffer, index, done);
-    return PendingRead{std::move(out), [done, id, producer = buffer->producer] {
-                         RETURN_IF_ERROR(done.Wait());
-                         return ProducerStatus(id, producer.get());
-                       }};
+    return ReadInto(session, logical, id, layout,
+                    [&]() -> absl::StatusOr<Bytes> { return std::move(target); });
   }
 
   absl::Status Copy(SessionId session, LogicalStream logical, BufferId source_id,
@@ -475,6 +457,63 @@ class Command final : public CommandInterface {
     SliceLocation location;
     std::vector<Event> events;
   };
+
+  // Write and WriteShared: `host` gives the `size` bytes to copy from (staged, or used
+  // in place) once the write is known to be valid; they stay alive on the drop queue
+  // until the copy completed.
+  absl::Status WriteFrom(SessionId session, LogicalStream logical, BufferId id,
+                         const CopyLayout& layout, uint64_t size,
+                         absl::FunctionRef<absl::StatusOr<Bytes>()> host) {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    if (size != layout.host_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("write carries ", size,
+                                                     " bytes but its layout needs ",
+                                                     layout.host_bytes()));
+    }
+    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
+    if (layout.host_bytes() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
+    ASSIGN_OR_RETURN(Bytes staged, host());
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
+    RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
+                                    staged.const_span(), stream));
+    MarkWritten(*buffer, index);
+    if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
+        layout.is_contiguous()) {
+      buffer->taint = absl::OkStatus();  // every byte is fresh data now
+      buffer->producer.reset();
+    }
+    drop_queues_[index].Push(std::move(staged));
+    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
+    return absl::OkStatus();
+  }
+
+  // Read and ReadShared: `host` gives the bytes the copy lands in, once the read is
+  // known to be valid.
+  absl::StatusOr<PendingRead> ReadInto(SessionId session, LogicalStream logical, BufferId id,
+                                       const CopyLayout& layout,
+                                       absl::FunctionRef<absl::StatusOr<Bytes>()> host) {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
+    RETURN_IF_ERROR(CheckNotTainted(id, *buffer));
+    if (layout.host_bytes() == 0) {
+      return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
+    }
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
+    ASSIGN_OR_RETURN(Bytes out, host());
+    int index = StreamFor(session, logical);
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
+    RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
+    Event done = stream.RecordEvent();
+    MarkRead(*buffer, index, done);
+    return PendingRead{std::move(out), [done, id, producer = buffer->producer] {
+                         RETURN_IF_ERROR(done.Wait());
+                         return ProducerStatus(id, producer.get());
+                       }};
+  }
 
   static absl::Status CheckNotTainted(BufferId id, const Buffer& buffer) {
     return buffer.taint.ok() ? absl::OkStatus() : TaintedBufferError(id, buffer.taint);

@@ -114,9 +114,18 @@ class CommandInterface {
   // Enqueues host->device: `data` (exactly layout.host_bytes()) lands per `layout`.
   virtual absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
                              const CopyLayout& layout, std::string data) = 0;
+  // Enqueues host->device from `source`, host memory that stays valid while the Bytes
+  // lives (a shared-memory region's slice: no staging copy), exactly layout.host_bytes().
+  virtual absl::Status WriteShared(SessionId session, LogicalStream stream, BufferId buffer,
+                                   const CopyLayout& layout, Bytes source) = 0;
   // Enqueues device->host of `layout`'s region.
   virtual absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream,
                                            BufferId buffer, const CopyLayout& layout) = 0;
+  // Enqueues device->host of `layout`'s region into `target` (exactly layout.host_bytes(),
+  // valid while the Bytes lives), which the PendingRead returns.
+  virtual absl::StatusOr<PendingRead> ReadShared(SessionId session, LogicalStream stream,
+                                                 BufferId buffer, const CopyLayout& layout,
+                                                 Bytes target) = 0;
   // Enqueues a device->device copy between two of the session's buffers.
   virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
                             uint64_t source_offset, BufferId target, uint64_t target_offset,

@@ -42,8 +42,13 @@ class FakeCommand final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  absl::Status Write(SessionId session, LogicalStream, BufferId buffer,
+  absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
                      const CopyLayout& layout, std::string data) override {
+    return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)));
+  }
+
+  absl::Status WriteShared(SessionId session, LogicalStream, BufferId buffer,
+                           const CopyLayout& layout, Bytes source) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
     if (!bytes.ok()) return bytes.status();
     if (absl::Status inside = CheckLayoutBounds(layout, (*bytes)->size()); !inside.ok()) {
@@ -51,23 +56,30 @@ class FakeCommand final : public CommandInterface {
     }
     for (uint64_t row = 0; row < layout.height; ++row) {
       std::memcpy((*bytes)->data() + layout.offset_bytes + row * layout.stride_bytes,
-                  data.data() + row * layout.width_bytes, layout.width_bytes);
+                  source.data() + row * layout.width_bytes, layout.width_bytes);
     }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream, BufferId buffer,
+  absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream, BufferId buffer,
                                    const CopyLayout& layout) override {
+    return ReadShared(session, stream, buffer, layout,
+                      Bytes::FromString(std::string(layout.host_bytes(), '\0')));
+  }
+
+  absl::StatusOr<PendingRead> ReadShared(SessionId session, LogicalStream, BufferId buffer,
+                                         const CopyLayout& layout, Bytes target) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
     if (!bytes.ok()) return bytes.status();
     if (absl::Status inside = CheckLayoutBounds(layout, (*bytes)->size()); !inside.ok()) {
       return inside;
     }
-    std::string out;
     for (uint64_t row = 0; row < layout.height; ++row) {
-      out.append(**bytes, layout.offset_bytes + row * layout.stride_bytes, layout.width_bytes);
+      std::memcpy(target.data() + row * layout.width_bytes,
+                  (*bytes)->data() + layout.offset_bytes + row * layout.stride_bytes,
+                  layout.width_bytes);
     }
-    return PendingRead{Bytes::FromString(std::move(out)), [] { return absl::OkStatus(); }};
+    return PendingRead{std::move(target), [] { return absl::OkStatus(); }};
   }
 
   absl::Status Copy(SessionId session, LogicalStream, BufferId source, uint64_t source_offset,

@@ -22,8 +22,16 @@ class UnavailableCommand final : public CommandInterface {
                      std::string) override {
     return reason_;
   }
+  absl::Status WriteShared(SessionId, LogicalStream, BufferId, const CopyLayout&,
+                           Bytes) override {
+    return reason_;
+  }
   absl::StatusOr<PendingRead> Read(SessionId, LogicalStream, BufferId,
                                    const CopyLayout&) override {
+    return reason_;
+  }
+  absl::StatusOr<PendingRead> ReadShared(SessionId, LogicalStream, BufferId, const CopyLayout&,
+                                         Bytes) override {
     return reason_;
   }
   absl::Status Copy(SessionId, LogicalStream, BufferId, uint64_t, BufferId, uint64_t,

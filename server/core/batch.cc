@@ -118,14 +118,21 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
           },
           [&](FreeOp& free) { result.status = command.Free(session, free.buffer.id); },
           [&](WriteOp& write) {
-            uint64_t size = write.data.size();
-            result.status = command.Write(session, write.stream, write.buffer.id, write.layout,
-                                          std::move(write.data));
+            const uint64_t size = write.layout.host_bytes();
+            result.status =
+                write.shared.has_value()
+                    ? command.WriteShared(session, write.stream, write.buffer.id, write.layout,
+                                          *std::move(write.shared))
+                    : command.Write(session, write.stream, write.buffer.id, write.layout,
+                                    std::move(write.data));
             if (result.status.ok()) result.bytes_written = size;
           },
           [&](ReadOp& read) {
             absl::StatusOr<PendingRead> pending =
-                command.Read(session, read.stream, read.buffer.id, read.layout);
+                read.into.has_value()
+                    ? command.ReadShared(session, read.stream, read.buffer.id, read.layout,
+                                         *std::move(read.into))
+                    : command.Read(session, read.stream, read.buffer.id, read.layout);
             result.status = pending.status();
             if (pending.ok()) result.read = *std::move(pending);
           },

@@ -48,6 +48,16 @@ Metrics::Metrics(int device_count)
                          .Name("gpucmd_compile_cache_results")
                          .Help("Compile requests by outcome: memory_hit, disk_hit, miss.")
                          .Register(*registry_)),
+      shared_memory_regions_(&prometheus::BuildGauge()
+                                  .Name("gpucmd_shared_memory_regions")
+                                  .Help("Shared-memory regions registered by sessions.")
+                                  .Register(*registry_)
+                                  .Add({})),
+      shared_memory_bytes_(&prometheus::BuildGauge()
+                                .Name("gpucmd_shared_memory_bytes")
+                                .Help("Bytes of clients' shared memory the daemon maps.")
+                                .Register(*registry_)
+                                .Add({})),
       queue_depth_(GaugePerDevice(*registry_, "gpucmd_queue_depth",
                                   "Commands waiting in the device's queue.", device_count)),
       commands_in_flight_(GaugePerDevice(*registry_, "gpucmd_commands_in_flight",
@@ -87,6 +97,11 @@ void Metrics::SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits,
   compile_cache_.Add({{"result", "memory_hit"}}).Set(static_cast<double>(memory_hits));
   compile_cache_.Add({{"result", "disk_hit"}}).Set(static_cast<double>(disk_hits));
   compile_cache_.Add({{"result", "miss"}}).Set(static_cast<double>(misses));
+}
+
+void Metrics::SetSharedMemory(uint64_t regions, uint64_t mapped_bytes) {
+  shared_memory_regions_->Set(static_cast<double>(regions));
+  shared_memory_bytes_->Set(static_cast<double>(mapped_bytes));
 }
 
 double Metrics::UptimeSeconds() const {

@@ -46,6 +46,9 @@ class Metrics {
   prometheus::Gauge& RelocatedPages(int device) { return *relocated_pages_[device]; }
   // Compile cache outcomes so far (gpucmd_compile_cache_results{result}).
   void SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits, uint64_t misses);
+  // Shared-memory regions registered and the bytes they map, for all sessions
+  // (gpucmd_shared_memory_regions, gpucmd_shared_memory_bytes).
+  void SetSharedMemory(uint64_t regions, uint64_t mapped_bytes);
   // RPCs currently being served (gpucmd_rpcs_in_flight).
   prometheus::Gauge& RpcsInFlight() { return *rpcs_in_flight_; }
 
@@ -68,6 +71,8 @@ class Metrics {
   prometheus::Gauge* uptime_;
   prometheus::Gauge* rpcs_in_flight_;
   prometheus::Family<prometheus::Gauge>& compile_cache_;
+  prometheus::Gauge* shared_memory_regions_;
+  prometheus::Gauge* shared_memory_bytes_;
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;
   std::vector<prometheus::Gauge*> device_ready_;

@@ -40,13 +40,15 @@ struct WriteOp {
   LogicalStream stream = 0;
   BufferRef buffer;
   CopyLayout layout;
-  std::string data;  // exactly layout.host_bytes()
+  std::string data;             // inline: exactly layout.host_bytes()
+  std::optional<Bytes> shared;  // or a shared-memory slice of that size (data empty)
 };
 
 struct ReadOp {
   LogicalStream stream = 0;
   BufferRef buffer;
   CopyLayout layout;
+  std::optional<Bytes> into;  // set: the bytes land in this shared-memory slice
 };
 
 struct CopyOp {

@@ -10,6 +10,7 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
     : workers_(std::move(workers)),
       options_(options),
       sessions_(options.idle_timeout, options.lease_grace),
+      shared_memory_(options.shared_memory),
       reaper_([this] { RunReaper(); }) {}
 
 ServerCore::~ServerCore() { Stop(); }
@@ -26,6 +27,7 @@ void ServerCore::Stop() {
 }
 
 absl::Status ServerCore::SubmitReclaim(const SessionInfo& session) {
+  shared_memory_.DropSession(session.id);
   return workers_[session.device]->Submit(session.id, [session](CommandInterface& command) {
     uint64_t bytes = command.CloseSession(session.id);
     spdlog::info("session {} (\"{}\") reclaimed: {} bytes", session.id, session.client_name,

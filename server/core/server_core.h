@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "server/core/descriptor_handoffs.h"
 #include "server/core/device_worker.h"
 #include "server/core/session_registry.h"
+#include "server/core/shared_memory.h"
 
 namespace gpucmd {
 
@@ -26,6 +28,7 @@ class ServerCore {
     std::chrono::milliseconds idle_timeout{600'000};
     std::chrono::milliseconds lease_grace{5'000};
     std::chrono::milliseconds reap_interval{200};
+    SharedMemoryTable::Limits shared_memory;
   };
 
   ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers, const Options& options);
@@ -37,9 +40,14 @@ class ServerCore {
   DeviceWorker& worker(int device) { return *workers_[device]; }
   const DeviceWorker& worker(int device) const { return *workers_[device]; }
   SessionRegistry& sessions() { return sessions_; }
+  SharedMemoryTable& shared_memory() { return shared_memory_; }
+  const SharedMemoryTable& shared_memory() const { return shared_memory_; }
+  // Descriptors handed over on the descriptor socket, waiting to be registered.
+  DescriptorHandoffs& handoffs() { return handoffs_; }
 
-  // Frees everything `session` holds on its device. Never lost: when the device's queue
-  // is full, the reaper retries.
+  // Frees everything `session` holds: its shared-memory regions at once, its device
+  // memory on its device. Never lost: when the device's queue is full, the reaper
+  // retries.
   void Reclaim(const SessionInfo& session);
 
   // Empty when every device is ready; otherwise what is not.
@@ -54,6 +62,8 @@ class ServerCore {
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
   const Options options_;
   SessionRegistry sessions_;
+  SharedMemoryTable shared_memory_;
+  DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256};
   Mutex mutex_;
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;

@@ -1,20 +1,8 @@
 #include "server/core/session_registry.h"
 
-#include <random>
-
-#include "absl/strings/str_format.h"
+#include "base/random_token.h"
 
 namespace gpucmd {
-namespace {
-
-std::string RandomToken() {
-  static thread_local std::random_device device;
-  uint64_t high = (uint64_t{device()} << 32) | device();
-  uint64_t low = (uint64_t{device()} << 32) | device();
-  return absl::StrFormat("%016x%016x", high, low);
-}
-
-}  // namespace
 
 std::string SessionRegistry::Open(uint32_t device, std::string client_name,
                                   Clock::time_point now) {

@@ -21,14 +21,26 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                                 const v1::ReadRequest& request) {
   RETURN_IF_ERROR(ValidateRead(request));
   ASSIGN_OR_RETURN(SessionInfo session, environment_->Touch(request.session()));
-  ASSIGN_OR_RETURN(Operation read, ToOperation(request, BatchAllocations()));
+  ASSIGN_OR_RETURN(Operation read,
+                   ToOperation(request, BatchAllocations(),
+                               SessionRegions{&environment_->core->shared_memory(), session.id}));
+  const bool into_shared_memory = request.has_shared_memory();
   RunBatchOfOne(*environment_, context, session, "read", std::move(read),
-                [this](OperationResult& result) {
+                [this, into_shared_memory](OperationResult& result) {
                   if (!result.status.ok()) {
                     Finish(ToGrpcStatus(result.status));
                     return;
                   }
                   read_ = std::move(result.read);
+                  if (into_shared_memory) {
+                    // The bytes are in the region: one message saying how many.
+                    sent_ = read_->bytes.size();
+                    sent_any_ = true;
+                    response_.Clear();
+                    response_.set_total_bytes(sent_);
+                    StartWrite(&response_);
+                    return;
+                  }
                   WriteNextChunk();
                 });
   return absl::OkStatus();

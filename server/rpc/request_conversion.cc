@@ -131,9 +131,15 @@ absl::Status SetBuffer(const v1::BufferArg& buffer, size_t argument,
 }
 
 // The layout of a write whose header passed its checks.
+// The bytes a write takes from the host: inline, or from its shared-memory slice.
+uint64_t WriteSourceBytes(const v1::WriteHeader& header) {
+  return header.has_shared_memory() ? header.shared_memory().size_bytes()
+                                    : header.inline_size_bytes();
+}
+
 CopyLayout WriteLayout(const v1::WriteHeader& header) {
   if (!header.has_pitched()) {
-    return CopyLayout::Contiguous(header.offset_bytes(), header.inline_size_bytes());
+    return CopyLayout::Contiguous(header.offset_bytes(), WriteSourceBytes(header));
   }
   const v1::PitchedLayout& pitched = header.pitched();
   return CopyLayout::Pitched(header.offset_bytes(), pitched.width_bytes(), pitched.height(),
@@ -188,9 +194,8 @@ struct Overloaded : Ts... {
 
 }  // namespace
 
-absl::Status SharedMemoryMissing() {
-  return absl::UnimplementedError(
-      "shared-memory regions are not implemented in this build of gpucmdd");
+absl::StatusOr<Bytes> SessionRegions::Slice(const v1::SharedMemorySlice& slice) const {
+  return table->Slice(session, slice.region(), slice.offset_bytes(), slice.size_bytes());
 }
 
 void BatchAllocations::Add(uint64_t sequence, size_t index) {
@@ -336,17 +341,16 @@ absl::StatusOr<Operation> ToOperation(const v1::FreeRequest& request,
 
 absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescription& device) {
   RETURN_IF_ERROR(ValidateWriteHeader(header));
-  if (header.has_shared_memory()) return SharedMemoryMissing();
-  if (header.inline_size_bytes() > device.memory_capacity_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("write of ", header.inline_size_bytes(),
+  const uint64_t size = WriteSourceBytes(header);
+  if (size > device.memory_capacity_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("write of ", size,
                                                    " bytes exceeds the device's ",
                                                    device.memory_capacity_bytes, " bytes"));
   }
   if (header.has_pitched()) {
     CopyLayout layout = WriteLayout(header);
-    if (layout.host_bytes() != header.inline_size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("pitched write carries ",
-                                                     header.inline_size_bytes(),
+    if (layout.host_bytes() != size) {
+      return absl::InvalidArgumentError(absl::StrCat("pitched write carries ", size,
                                                      " bytes but its layout holds ",
                                                      layout.host_bytes()));
     }
@@ -356,7 +360,8 @@ absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescrip
 
 absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string data,
                                       const DeviceDescription& device,
-                                      const BatchAllocations& earlier) {
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions) {
   RETURN_IF_ERROR(CheckWriteHeader(header, device));
   if (data.size() != header.inline_size_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("write declared ",
@@ -365,20 +370,32 @@ absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string
   }
   ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(header.has_buffer_ref(), header.buffer(),
                                                  header.buffer_ref(), earlier));
-  return WriteOp{.stream = header.stream(),
-                 .buffer = buffer,
-                 .layout = WriteLayout(header),
-                 .data = std::move(data)};
+  WriteOp write{.stream = header.stream(), .buffer = buffer, .layout = WriteLayout(header)};
+  if (header.has_shared_memory()) {
+    ASSIGN_OR_RETURN(write.shared, regions.Slice(header.shared_memory()));
+  } else {
+    write.data = std::move(data);
+  }
+  return write;
 }
 
 absl::StatusOr<Operation> ToOperation(const v1::ReadRequest& request,
-                                      const BatchAllocations& earlier) {
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions) {
   RETURN_IF_ERROR(ValidateRead(request));
-  if (request.has_shared_memory()) return SharedMemoryMissing();
   ASSIGN_OR_RETURN(CopyLayout layout, ReadLayout(request));
   ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(request.has_buffer_ref(), request.buffer(),
                                                  request.buffer_ref(), earlier));
-  return ReadOp{.stream = request.stream(), .buffer = buffer, .layout = layout};
+  ReadOp read{.stream = request.stream(), .buffer = buffer, .layout = layout};
+  if (request.has_shared_memory()) {
+    if (request.shared_memory().size_bytes() != layout.host_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "read of ", layout.host_bytes(), " bytes into a shared-memory slice of ",
+          request.shared_memory().size_bytes()));
+    }
+    ASSIGN_OR_RETURN(read.into, regions.Slice(request.shared_memory()));
+  }
+  return read;
 }
 
 absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
@@ -448,7 +465,8 @@ absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request) {
 }
 
 absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescription& device,
-                                      const BatchAllocations& earlier) {
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions) {
   switch (command.command_case()) {
     case v1::Command::kAllocate:
       return ToOperation(command.allocate());
@@ -456,10 +474,10 @@ absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescript
       return ToOperation(command.free(), earlier);
     case v1::Command::kWrite: {
       std::string data = std::move(*command.mutable_write()->mutable_data());
-      return ToOperation(command.write().header(), std::move(data), device, earlier);
+      return ToOperation(command.write().header(), std::move(data), device, earlier, regions);
     }
     case v1::Command::kRead:
-      return ToOperation(command.read(), earlier);
+      return ToOperation(command.read(), earlier, regions);
     case v1::Command::kCopy:
       return ToOperation(command.copy(), earlier);
     case v1::Command::kLaunch:
@@ -503,11 +521,13 @@ void FillReply(const Operation& operation, const OperationResult& result,
                  [&](const WriteOp&) {
                    reply->mutable_write()->set_bytes_written(result.bytes_written);
                  },
-                 [&](const ReadOp&) {
+                 [&](const ReadOp& op) {
                    v1::ReadResponse* read = reply->mutable_read();
                    if (!result.status.ok() || !result.read.has_value()) return;
                    const Bytes& bytes = result.read->bytes;
                    read->set_total_bytes(bytes.size());
+                   // Read into shared memory: the bytes are there, not in the reply.
+                   if (op.into.has_value()) return;
                    read->set_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
                  },
                  [&](const CopyOp&) { reply->mutable_copy(); },

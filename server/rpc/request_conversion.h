@@ -21,6 +21,7 @@
 #include "gpucmd/v1/gpucmd.pb.h"
 #include "server/core/compile_cache.h"
 #include "server/core/operation.h"
+#include "server/core/shared_memory.h"
 
 namespace gpucmd {
 
@@ -43,9 +44,15 @@ class BatchAllocations {
 absl::string_view KindOf(const v1::Command& command);
 const std::string& SessionOf(const v1::Command& command);
 
-// UNIMPLEMENTED: this build has no shared-memory regions (RegisterSharedMemory, and
-// Write/Read naming one).
-absl::Status SharedMemoryMissing();
+// The shared-memory regions of the session a request comes from, for the slices it
+// names (Note [Shared-memory regions] in server/core/shared_memory.h).
+struct SessionRegions {
+  const SharedMemoryTable* table = nullptr;
+  SessionId session = kNoSession;
+
+  // The slice, keeping its region mapped; NOT_FOUND or INVALID_ARGUMENT as the table.
+  absl::StatusOr<Bytes> Slice(const v1::SharedMemorySlice& slice) const;
+};
 
 // The buffers `command` would write (a write's target, a copy's target, a launch's
 // buffers not declared read-only), as far as they can be named; for a command that is
@@ -62,12 +69,14 @@ absl::StatusOr<Operation> ToOperation(const v1::AllocateRequest& request);
 absl::StatusOr<Operation> ToOperation(const v1::FreeRequest& request,
                                       const BatchAllocations& earlier);
 // `data` is the whole inline payload; it must be exactly the header's inline_size_bytes
-// and fit the device.
+// and fit the device. A write from shared memory carries none.
 absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string data,
                                       const DeviceDescription& device,
-                                      const BatchAllocations& earlier);
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions);
 absl::StatusOr<Operation> ToOperation(const v1::ReadRequest& request,
-                                      const BatchAllocations& earlier);
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions);
 absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
                                       const BatchAllocations& earlier);
 // The launch's kernel is looked up later (PrepareLaunch), when earlier compiles of its
@@ -79,7 +88,8 @@ absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request);
 // Any command of a batch but Compile (which runs on the compile pool, not the device).
 // Takes the write's payload out of `command`.
 absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescription& device,
-                                      const BatchAllocations& earlier);
+                                      const BatchAllocations& earlier,
+                                      const SessionRegions& regions);
 
 // The header checks of a Write that can be made before its payload arrives.
 absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescription& device);

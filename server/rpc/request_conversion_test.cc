@@ -94,7 +94,7 @@ TEST(RequestConversionTest, EmptyArgumentsAndCommandsAreRefused) {
   EXPECT_THAT(ToOperation(request, CpuLike(), none).status().message(),
               HasSubstr("argument 0 is empty"));
   v1::Command empty;
-  EXPECT_EQ(ToOperation(empty, CpuLike(), none).status().code(),
+  EXPECT_EQ(ToOperation(empty, CpuLike(), none, SessionRegions()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -128,18 +128,18 @@ TEST(RequestConversionTest, WritesCarryExactlyWhatTheyDeclare) {
   header.set_session("s");
   header.set_buffer(1);
   header.set_inline_size_bytes(uint64_t{1} << 40);
-  absl::StatusOr<Operation> huge = ToOperation(header, "ab", CpuLike(), none);
+  absl::StatusOr<Operation> huge = ToOperation(header, "ab", CpuLike(), none, SessionRegions());
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   header.set_inline_size_bytes(4);
-  absl::StatusOr<Operation> short_payload = ToOperation(header, "ab", CpuLike(), none);
+  absl::StatusOr<Operation> short_payload = ToOperation(header, "ab", CpuLike(), none, SessionRegions());
   EXPECT_THAT(short_payload.status().message(), HasSubstr("declared 4 bytes but carries 2"));
-  absl::StatusOr<Operation> exact = ToOperation(header, "abcd", CpuLike(), none);
+  absl::StatusOr<Operation> exact = ToOperation(header, "abcd", CpuLike(), none, SessionRegions());
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(std::get<WriteOp>(*exact).layout.host_bytes(), 4u);
   header.mutable_pitched()->set_width_bytes(3);
   header.mutable_pitched()->set_height(2);
   header.mutable_pitched()->set_stride_bytes(8);
-  EXPECT_THAT(ToOperation(header, "abcd", CpuLike(), none).status().message(),
+  EXPECT_THAT(ToOperation(header, "abcd", CpuLike(), none, SessionRegions()).status().message(),
               HasSubstr("layout holds 6"));
 }
 

@@ -96,6 +96,7 @@ grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
     return FinishUnary(context, absl::NotFoundError("unknown session (closed, expired, or "
                                                     "never opened)"));
   }
+  core.shared_memory().DropSession(session->id);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   DeviceWorker* worker = &core.worker(session->device);
   absl::Status queued = worker->Submit(
@@ -257,16 +258,31 @@ grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandServic
 
 grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
-    v1::RegisterSharedMemoryResponse*) {
-  absl::Status valid = ValidateSessionToken(request->session());
-  return FinishUnary(context, valid.ok() ? SharedMemoryMissing() : valid);
+    v1::RegisterSharedMemoryResponse* response) {
+  if (absl::Status valid = ValidateSessionToken(request->session()); !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
+  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  ServerCore& core = *environment_.core;
+  absl::StatusOr<int> fd = core.handoffs().Take(request->handoff());
+  if (!fd.ok()) return FinishUnary(context, fd.status());
+  absl::StatusOr<RegionId> region =
+      core.shared_memory().Register(session->id, *fd, request->size_bytes());
+  if (region.ok()) response->set_region(*region);
+  return FinishUnary(context, region.status());
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
     v1::UnregisterSharedMemoryResponse*) {
-  absl::Status valid = ValidateSessionToken(request->session());
-  return FinishUnary(context, valid.ok() ? SharedMemoryMissing() : valid);
+  if (absl::Status valid = ValidateSessionToken(request->session()); !valid.ok()) {
+    return FinishUnary(context, valid);
+  }
+  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  return FinishUnary(context,
+                     environment_.core->shared_memory().Unregister(session->id, request->region()));
 }
 
 // Observability -------------------------------------------------------------------------
@@ -286,7 +302,11 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_device(session->device);
     stats->set_memory_used_bytes(mine.memory_used_bytes);
     stats->set_buffers(mine.buffers);
+    stats->set_shared_memory_regions(core.shared_memory().RegionsOf(session->id));
   }
+  const SharedMemoryTable::Usage shared = core.shared_memory().usage();
+  response->set_shared_memory_regions(shared.regions);
+  response->set_shared_memory_bytes(shared.mapped_bytes);
   for (int device = 0; device < core.device_count(); ++device) {
     const DeviceWorker& worker = core.worker(device);
     DeviceUsage usage = worker.usage();

@@ -54,7 +54,8 @@ void SubmitReactor::Convert() {
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
     } else {
       sessions_[i] = *session;
-      operation = ToOperation(command, environment_->devices[session->device], earlier);
+      operation = ToOperation(command, environment_->devices[session->device], earlier,
+                              SessionRegions{&environment_->core->shared_memory(), session->id});
     }
     if (!operation.ok() && session.ok()) {
       commands[i].session = session->id;

@@ -61,7 +61,8 @@ void WriteReactor::Run() {
     return;
   }
   absl::StatusOr<Operation> write = ToOperation(
-      *header_, std::move(data_), environment_->devices[session_.device], BatchAllocations());
+      *header_, std::move(data_), environment_->devices[session_.device], BatchAllocations(),
+      SessionRegions{&environment_->core->shared_memory(), session_.id});
   if (!write.ok()) {
     Finish(ToGrpcStatus(write.status()));
     return;

@@ -202,14 +202,14 @@ TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {
                                        "rpc=\"gpucmd.v1.GpuCommand/OpenSession\"} 1"));
 }
 
-TEST_F(DaemonTest, UnbuiltCapabilitiesAreUnimplementedWithAReason) {
-  grpc::ClientContext context;
-  v1::RegisterSharedMemoryRequest request;
-  request.set_session("s");
-  v1::RegisterSharedMemoryResponse response;
-  grpc::Status status = client_->stub().RegisterSharedMemory(&context, request, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("shared-memory regions"));
+TEST_F(DaemonTest, TheDescriptorSocketSitsBesideTheGrpcSocketWithItsAccess) {
+  struct stat grpc_socket, descriptor_socket;
+  ASSERT_EQ(stat(socket_path_.c_str(), &grpc_socket), 0);
+  ASSERT_EQ(stat((socket_path_ + ".fds").c_str(), &descriptor_socket), 0)
+      << "shared-memory regions are handed over there";
+  EXPECT_TRUE(S_ISSOCK(descriptor_socket.st_mode));
+  EXPECT_EQ(descriptor_socket.st_mode & 0777, grpc_socket.st_mode & 0777);
+  EXPECT_EQ(descriptor_socket.st_gid, grpc_socket.st_gid);
 }
 
 TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
@@ -226,6 +226,7 @@ TEST_F(DaemonTest, SigtermExitsZeroAndRemovesTheSocket) {
   client_.reset();
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
   EXPECT_NE(access(socket_path_.c_str(), F_OK), 0) << "socket file left behind";
+  EXPECT_NE(access((socket_path_ + ".fds").c_str(), F_OK), 0) << "descriptor socket left behind";
 }
 
 TEST(DaemonStartupTest, StaleSocketIsReplaced) {

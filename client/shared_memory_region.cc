@@ -1,0 +1,126 @@
+// SharedMemoryRegion (client.h): the client's half of Note [Shared-memory regions] in
+// server/core/shared_memory.h.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "client/client.h"
+
+namespace gpucmd {
+namespace {
+
+// Closes a descriptor when it goes out of scope.
+struct ScopedFd {
+  int fd;
+  ~ScopedFd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd) {
+  absl::string_view grpc_socket = target;
+  if (!absl::ConsumePrefix(&grpc_socket, "unix:")) {
+    return absl::FailedPreconditionError(
+        "shared memory needs a connection over the daemon's Unix socket");
+  }
+  const std::string path = absl::StrCat(grpc_socket, ".fds");
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path too long: ", path));
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ScopedFd connection{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
+  if (connection.fd < 0 ||
+      connect(connection.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach the descriptor socket ", path, ": ", strerror(errno)));
+  }
+  char tag = 'R';
+  iovec data{.iov_base = &tag, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+  if (sendmsg(connection.fd, &message, MSG_NOSIGNAL) != 1) {
+    return absl::UnavailableError(absl::StrCat("cannot hand over the memfd: ", strerror(errno)));
+  }
+  char reply[512];
+  ssize_t size = recv(connection.fd, reply, sizeof(reply), 0);
+  if (size < 1) return absl::UnavailableError("the descriptor socket closed without an answer");
+  std::string text(reply + 1, static_cast<size_t>(size) - 1);
+  if (reply[0] != 'T') {
+    return absl::FailedPreconditionError(absl::StrCat("the daemon refused the memfd: ", text));
+  }
+  return text;
+}
+
+absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
+                                                              uint64_t size_bytes) {
+  ScopedFd memfd{memfd_create("gpucmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+  if (memfd.fd < 0 || ftruncate(memfd.fd, static_cast<off_t>(size_bytes)) != 0 ||
+      fcntl(memfd.fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create a ", size_bytes, "-byte memfd: ", strerror(errno)));
+  }
+  void* mapped = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.fd, 0);
+  if (mapped == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot map the memfd: ", strerror(errno)));
+  }
+  SharedMemoryRegion region(&session, 0, static_cast<char*>(mapped), size_bytes);
+  absl::StatusOr<std::string> token = HandOverDescriptor(session.client_->target_, memfd.fd);
+  if (!token.ok()) return token.status();
+  grpc::ClientContext context;
+  session.client_->PrepareContext(&context);
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session(session.token());
+  request.set_handoff(*token);
+  request.set_size_bytes(size_bytes);
+  v1::RegisterSharedMemoryResponse response;
+  absl::Status registered = FromGrpcStatus(
+      session.client_->stub_->RegisterSharedMemory(&context, request, &response));
+  if (!registered.ok()) return registered;
+  region.id_ = response.region();
+  return region;
+}
+
+SharedMemoryRegion::SharedMemoryRegion(SharedMemoryRegion&& other) noexcept
+    : session_(std::exchange(other.session_, nullptr)),
+      id_(std::exchange(other.id_, 0)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_bytes_(std::exchange(other.size_bytes_, 0)) {}
+
+SharedMemoryRegion::~SharedMemoryRegion() {
+  // A closed session took its regions with it.
+  if (session_ != nullptr && id_ != 0 && session_->client_ != nullptr) {
+    grpc::ClientContext context;
+    session_->client_->PrepareContext(&context);
+    v1::UnregisterSharedMemoryRequest request;
+    request.set_session(session_->token());
+    request.set_region(id_);
+    v1::UnregisterSharedMemoryResponse response;
+    session_->client_->stub_->UnregisterSharedMemory(&context, request, &response);
+  }
+  if (data_ != nullptr) munmap(data_, size_bytes_);
+}
+
+}  // namespace gpucmd

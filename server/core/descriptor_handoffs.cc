@@ -1,0 +1,54 @@
+#include "server/core/descriptor_handoffs.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/random_token.h"
+
+namespace gpucmd {
+
+DescriptorHandoffs::~DescriptorHandoffs() {
+  MutexLock lock(&mutex_);
+  for (const auto& [token, waiting] : waiting_) close(waiting.fd);
+}
+
+absl::StatusOr<std::string> DescriptorHandoffs::Put(int fd, Clock::time_point now) {
+  MutexLock lock(&mutex_);
+  CloseExpiredLocked(now);
+  if (waiting_.size() >= capacity_) {
+    close(fd);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        capacity_, " handed-over descriptors wait to be registered already; register or "
+        "let them expire first"));
+  }
+  std::string token = RandomToken();
+  while (waiting_.contains(token)) token = RandomToken();
+  waiting_[token] = Waiting{fd, now + lifetime_};
+  return token;
+}
+
+absl::StatusOr<int> DescriptorHandoffs::Take(const std::string& token, Clock::time_point now) {
+  MutexLock lock(&mutex_);
+  CloseExpiredLocked(now);
+  auto it = waiting_.find(token);
+  if (it == waiting_.end()) {
+    return absl::NotFoundError(
+        "no handed-over descriptor under this token (unknown, already registered, or expired)");
+  }
+  int fd = it->second.fd;
+  waiting_.erase(it);
+  return fd;
+}
+
+void DescriptorHandoffs::CloseExpiredLocked(Clock::time_point now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second.expires > now) {
+      ++it;
+      continue;
+    }
+    close(it->second.fd);
+    waiting_.erase(it++);
+  }
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,55 @@
+#ifndef GPUCMDD_SERVER_CORE_DESCRIPTOR_HANDOFFS_H_
+#define GPUCMDD_SERVER_CORE_DESCRIPTOR_HANDOFFS_H_
+
+// Descriptors a client handed over on the descriptor socket (server/descriptor_socket.h)
+// and has not yet registered (Note [Shared-memory regions] in shared_memory.h): each
+// waits under an unguessable token that the client then names in RegisterSharedMemory.
+// A token is taken once; a descriptor not taken within its lifetime is closed; at most
+// `capacity` wait at a time.
+//
+// Thread-safety: every method may be called from any thread.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+
+namespace gpucmd {
+
+class DescriptorHandoffs {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  DescriptorHandoffs(std::chrono::milliseconds lifetime, size_t capacity)
+      : lifetime_(lifetime), capacity_(capacity) {}
+  ~DescriptorHandoffs();
+  DescriptorHandoffs(const DescriptorHandoffs&) = delete;
+  DescriptorHandoffs& operator=(const DescriptorHandoffs&) = delete;
+
+  // Keeps `fd` (taken: closed on error) and returns its token. RESOURCE_EXHAUSTED when
+  // `capacity` descriptors wait already.
+  absl::StatusOr<std::string> Put(int fd, Clock::time_point now = Clock::now());
+
+  // The descriptor under `token`, now the caller's to close. NOT_FOUND for an unknown,
+  // taken or expired token.
+  absl::StatusOr<int> Take(const std::string& token, Clock::time_point now = Clock::now());
+
+ private:
+  struct Waiting {
+    int fd;
+    Clock::time_point expires;
+  };
+  void CloseExpiredLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const std::chrono::milliseconds lifetime_;
+  const size_t capacity_;
+  Mutex mutex_;
+  absl::flat_hash_map<std::string, Waiting> waiting_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_DESCRIPTOR_HANDOFFS_H_

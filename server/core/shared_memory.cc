@@ -1,0 +1,166 @@
+#include "server/core/shared_memory.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpucmd {
+
+// One mapped region, unmapped when the last reference (the table's, or a Slice's) goes.
+class SharedMemoryTable::Mapping {
+ public:
+  Mapping(void* address, uint64_t size) : address_(address), size_(size) {}
+  ~Mapping() { munmap(address_, size_); }
+  std::byte* data() const { return static_cast<std::byte*>(address_); }
+  uint64_t size() const { return size_; }
+
+ private:
+  void* const address_;
+  const uint64_t size_;
+};
+
+namespace {
+
+// Why `fd` cannot be a region of `size_bytes`, or OK.
+absl::Status CheckRegionDescriptor(int fd, uint64_t size_bytes) {
+  struct stat status;
+  struct statfs filesystem;
+  if (fstat(fd, &status) != 0 || fstatfs(fd, &filesystem) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the handed-over descriptor cannot be examined: ", strerror(errno)));
+  }
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (!S_ISREG(status.st_mode) || filesystem.f_type != TMPFS_MAGIC || seals < 0) {
+    return absl::InvalidArgumentError(
+        "a shared-memory region must be a memfd (memfd_create with MFD_ALLOW_SEALING): "
+        "the handed-over descriptor is not one");
+  }
+  if ((seals & F_SEAL_SHRINK) == 0) {
+    return absl::InvalidArgumentError(
+        "a shared-memory region must be sealed against shrinking (F_SEAL_SHRINK)");
+  }
+  if (static_cast<uint64_t>(status.st_size) < size_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the memfd holds ", status.st_size,
+                                                   " bytes, fewer than the ", size_bytes,
+                                                   " registered"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+SharedMemoryTable::~SharedMemoryTable() = default;
+
+absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
+                                                     uint64_t size_bytes) {
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  if (size_bytes == 0) return absl::InvalidArgumentError("size_bytes must be positive");
+  if (absl::Status usable = CheckRegionDescriptor(fd, size_bytes); !usable.ok()) return usable;
+  {
+    MutexLock lock(&mutex_);
+    if (per_session_[session] >= limits_.max_regions_per_session) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the session holds ", per_session_[session],
+                       " shared-memory regions, its limit (limits.max_shared_memory_regions)"));
+    }
+    if (mapped_bytes_ + size_bytes > limits_.max_mapped_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "mapping ", size_bytes, " more bytes of shared memory would pass the daemon's limit "
+          "of ", limits_.max_mapped_bytes, " (limits.max_shared_memory_bytes)"));
+    }
+  }
+  void* address = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the memfd cannot be mapped for reading and writing: ", strerror(errno)));
+  }
+  auto mapping = std::make_shared<Mapping>(address, size_bytes);
+  MutexLock lock(&mutex_);
+  // Checked again: another registration may have come in while this one mapped.
+  if (per_session_[session] >= limits_.max_regions_per_session ||
+      mapped_bytes_ + size_bytes > limits_.max_mapped_bytes) {
+    return absl::ResourceExhaustedError("shared-memory limits reached while mapping");
+  }
+  RegionId region = next_region_++;
+  regions_[Key{session, region}] = std::move(mapping);
+  ++per_session_[session];
+  mapped_bytes_ += size_bytes;
+  return region;
+}
+
+absl::Status SharedMemoryTable::Unregister(SessionId session, RegionId region) {
+  std::shared_ptr<Mapping> gone;  // unmapped outside the lock, once no slice holds it
+  MutexLock lock(&mutex_);
+  auto it = regions_.find(Key{session, region});
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("shared-memory region ", region, " not found in this session"));
+  }
+  gone = std::move(it->second);
+  regions_.erase(it);
+  if (--per_session_[session] == 0) per_session_.erase(session);
+  mapped_bytes_ -= gone->size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Bytes> SharedMemoryTable::Slice(SessionId session, RegionId region,
+                                               uint64_t offset_bytes,
+                                               uint64_t size_bytes) const {
+  std::shared_ptr<Mapping> mapping;
+  {
+    MutexLock lock(&mutex_);
+    auto it = regions_.find(Key{session, region});
+    if (it == regions_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("shared-memory region ", region, " not found in this session"));
+    }
+    mapping = it->second;
+  }
+  if (offset_bytes > mapping->size() || size_bytes > mapping->size() - offset_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slice [", offset_bytes, ", +", size_bytes, ") is outside shared-memory region ",
+        region, " of ", mapping->size(), " bytes"));
+  }
+  std::byte* data = mapping->data() + offset_bytes;
+  return Bytes(data, size_bytes, [mapping = std::move(mapping)]() mutable { mapping.reset(); });
+}
+
+void SharedMemoryTable::DropSession(SessionId session) {
+  std::vector<std::shared_ptr<Mapping>> gone;
+  MutexLock lock(&mutex_);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (it->first.session != session) {
+      ++it;
+      continue;
+    }
+    mapped_bytes_ -= it->second->size();
+    gone.push_back(std::move(it->second));
+    regions_.erase(it++);
+  }
+  per_session_.erase(session);
+}
+
+uint32_t SharedMemoryTable::RegionsOf(SessionId session) const {
+  MutexLock lock(&mutex_);
+  auto it = per_session_.find(session);
+  return it == per_session_.end() ? 0 : it->second;
+}
+
+SharedMemoryTable::Usage SharedMemoryTable::usage() const {
+  MutexLock lock(&mutex_);
+  return Usage{.regions = regions_.size(), .mapped_bytes = mapped_bytes_};
+}
+
+}  // namespace gpucmd

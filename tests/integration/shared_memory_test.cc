@@ -1,0 +1,206 @@
+// Shared-memory regions through the real daemon (Note [Shared-memory regions] in
+// server/core/shared_memory.h): a memfd handed over on the descriptor socket and
+// registered carries writes and receives reads, unary and in Submit batches, with
+// bounds, scoping, limits and what a client may hand over checked.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr int kMaxRegions = 3;
+
+class SharedMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = ShortTempDir();
+    std::string config = directory_ + "/gpucmdd.textproto";
+    std::ofstream(config) << "cpu { memory_bytes_per_device: " << 64 * kMiB << " }\n"
+                          << "limits { max_shared_memory_regions: " << kMaxRegions << " }\n";
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({"--listen=unix:" + directory_ + "/gpucmdd.sock",
+                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    absl::StatusOr<Session> session = client_->OpenSession(0, "shared-memory-test");
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_.emplace(*std::move(session));
+  }
+
+  SharedMemoryRegion MustCreate(Session& session, uint64_t size) {
+    absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
+    EXPECT_TRUE(region.ok()) << region.status();
+    return *std::move(region);
+  }
+
+  Buffer MustAllocate(uint64_t size) {
+    absl::StatusOr<Buffer> buffer = session_->Allocate(size);
+    EXPECT_TRUE(buffer.ok()) << buffer.status();
+    return *std::move(buffer);
+  }
+
+  // Registers what `fd` is, handed over as a client of its own would.
+  absl::Status RegisterDescriptor(int fd, uint64_t size) {
+    absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), fd);
+    if (!token.ok()) return token.status();
+    return RegisterToken(*token, size);
+  }
+
+  absl::Status RegisterToken(const std::string& token, uint64_t size) {
+    grpc::ClientContext context;
+    v1::RegisterSharedMemoryRequest request;
+    request.set_session(session_->token());
+    request.set_handoff(token);
+    request.set_size_bytes(size);
+    v1::RegisterSharedMemoryResponse response;
+    return FromGrpcStatus(client_->stub().RegisterSharedMemory(&context, request, &response));
+  }
+
+  uint64_t RegionsOpen() {
+    absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats->shared_memory_regions();
+  }
+
+  std::string directory_;
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> session_;
+};
+
+TEST_F(SharedMemoryTest, WritesAndReadsGoThroughTheRegion) {
+  constexpr uint64_t kSize = 3 * kMiB + 17;
+  SharedMemoryRegion region = MustCreate(*session_, 2 * kSize);
+  const std::string data = testing::RandomBytes(kSize, 7);
+  std::memcpy(region.data(), data.data(), kSize);
+  Buffer buffer = MustAllocate(kSize);
+  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{region, 0, kSize}).ok());
+  EXPECT_EQ(session_->Read(buffer, 0, kSize).value_or(""), data) << "the region's bytes landed";
+  ASSERT_TRUE(session_->Read(buffer, 5, RegionSlice{region, kSize, kSize - 5}).ok());
+  EXPECT_EQ(std::string(region.data() + kSize, kSize - 5), data.substr(5))
+      << "the read landed in the region";
+  absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->session().shared_memory_regions(), 1u);
+  EXPECT_EQ(stats->shared_memory_bytes(), 2 * kSize);
+}
+
+TEST_F(SharedMemoryTest, ABatchWritesAndReadsThroughTheRegion) {
+  SharedMemoryRegion region = MustCreate(*session_, 8192);
+  std::memcpy(region.data(), "batched bytes!!!", 16);
+  v1::SubmitRequest batch;
+  auto add = [&](uint64_t sequence) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(sequence);
+    return command;
+  };
+  v1::AllocateRequest* allocate = add(1)->mutable_allocate();
+  allocate->set_session(session_->token());
+  allocate->set_size_bytes(16);
+  v1::WriteHeader* write = add(2)->mutable_write()->mutable_header();
+  write->set_session(session_->token());
+  write->set_buffer_ref(1);
+  write->mutable_shared_memory()->set_region(region.id());
+  write->mutable_shared_memory()->set_size_bytes(16);
+  v1::ReadRequest* read = add(3)->mutable_read();
+  read->set_session(session_->token());
+  read->set_buffer_ref(1);
+  read->set_size_bytes(16);
+  read->mutable_shared_memory()->set_region(region.id());
+  read->mutable_shared_memory()->set_offset_bytes(4096);
+  read->mutable_shared_memory()->set_size_bytes(16);
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  ASSERT_TRUE(stream->Write(batch));
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(replies.replies_size(), 3);
+  for (const v1::CommandReply& reply : replies.replies()) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+  }
+  EXPECT_EQ(replies.replies(2).read().total_bytes(), 16u);
+  EXPECT_TRUE(replies.replies(2).read().data().empty()) << "the bytes went to the region";
+  EXPECT_EQ(std::string(region.data() + 4096, 16), "batched bytes!!!");
+}
+
+TEST_F(SharedMemoryTest, SlicesAreCheckedAndRegionsScopedToTheirSession) {
+  SharedMemoryRegion region = MustCreate(*session_, 4096);
+  Buffer buffer = MustAllocate(8192);
+  absl::Status past_end = session_->Write(buffer, 0, RegionSlice{region, 4000, 97});
+  EXPECT_EQ(past_end.code(), absl::StatusCode::kInvalidArgument) << past_end;
+  EXPECT_THAT(std::string(past_end.message()), HasSubstr("outside shared-memory region"));
+  EXPECT_EQ(session_->Read(buffer, 0, RegionSlice{region, 1, 4096}).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> theirs = other->Allocate(16);
+  ASSERT_TRUE(theirs.ok());
+  absl::Status foreign = other->Write(*theirs, 0, RegionSlice{region, 0, 16});
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kNotFound) << "another session's region";
+  SharedMemoryRegion unknown = MustCreate(*other, 4096);
+  EXPECT_EQ(other->Close().code(), absl::StatusCode::kOk);
+  EXPECT_EQ(RegionsOpen(), 1u) << "the closed session's region went with it";
+}
+
+TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
+  int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  absl::Status unsealed = RegisterDescriptor(memfd, 4096);
+  EXPECT_EQ(unsealed.code(), absl::StatusCode::kInvalidArgument) << unsealed;
+  EXPECT_THAT(std::string(unsealed.message()), HasSubstr("F_SEAL_SHRINK"));
+  ASSERT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_EQ(RegisterDescriptor(memfd, 8192).code(), absl::StatusCode::kInvalidArgument)
+      << "larger than the memfd";
+  absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), memfd);
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_TRUE(RegisterToken(*token, 4096).ok());
+  EXPECT_EQ(RegisterToken(*token, 4096).code(), absl::StatusCode::kNotFound) << "reused";
+  EXPECT_EQ(RegisterToken("0123456789abcdef0123456789abcdef", 4096).code(),
+            absl::StatusCode::kNotFound);
+  close(memfd);
+
+  std::string path = directory_ + "/regular-file";
+  int file = open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_EQ(ftruncate(file, 4096), 0);
+  absl::Status regular = RegisterDescriptor(file, 4096);
+  EXPECT_EQ(regular.code(), absl::StatusCode::kInvalidArgument) << regular;
+  EXPECT_THAT(std::string(regular.message()), HasSubstr("memfd"));
+  close(file);
+}
+
+TEST_F(SharedMemoryTest, RegionsPerSessionAreLimited) {
+  std::vector<SharedMemoryRegion> regions;
+  for (int i = 0; i < kMaxRegions; ++i) regions.push_back(MustCreate(*session_, 4096));
+  absl::StatusOr<SharedMemoryRegion> one_more = SharedMemoryRegion::Create(*session_, 4096);
+  EXPECT_EQ(one_more.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(one_more.status().message()),
+              HasSubstr("limits.max_shared_memory_regions"));
+  regions.pop_back();  // unregisters
+  EXPECT_TRUE(SharedMemoryRegion::Create(*session_, 4096).ok());
+}
+
+}  // namespace
+}  // namespace gpucmd
