@@ -1,6 +1,7 @@
 // Write and read throughput, in-process (Command<CpuDriver>) and through the daemon
-// over its Unix socket, each also reported as a ratio of a single-threaded memcpy of the
-// same size measured in the same run (counter `x_memcpy`); allocate/free rates.
+// over its Unix socket (inline bytes, and from/into a shared-memory region), each also
+// reported as a ratio of a single-threaded memcpy of the same size measured in the same
+// run (counter `x_memcpy`); allocate/free rates.
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 
@@ -90,9 +91,9 @@ void BM_CommandAllocateFree(benchmark::State& state) {
 
 // Through the daemon: one gpucmdd child process for the whole run.
 BenchDaemon& SharedDaemon() {
-  static BenchDaemon* daemon = new BenchDaemon(
+  static BenchDaemon daemon(
       "cpu { memory_bytes_per_device: " + std::to_string(kDeviceBytes) + " }");
-  return *daemon;
+  return daemon;
 }
 
 void BM_DaemonWrite(benchmark::State& state) {
@@ -121,6 +122,34 @@ void BM_DaemonRead(benchmark::State& state) {
   ReportThroughput(state, size, SecondsSince(start));
 }
 
+// Through the daemon from a shared-memory region: no bytes over gRPC, one copy.
+void BM_DaemonSharedMemoryWrite(benchmark::State& state) {
+  size_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  SharedMemoryRegion region = *SharedMemoryRegion::Create(session, size);
+  std::memset(region.data(), 'w', size);
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(session.Write(buffer, 0, RegionSlice{region, 0, size}));
+    benchmark::DoNotOptimize(session.Synchronize(0));
+  }
+  ReportThroughput(state, size, SecondsSince(start));
+}
+
+void BM_DaemonSharedMemoryRead(benchmark::State& state) {
+  size_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  (void)session.Write(buffer, 0, std::string(size, 'r'));
+  SharedMemoryRegion region = *SharedMemoryRegion::Create(session, size);
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(session.Read(buffer, 0, RegionSlice{region, 0, size}));
+  }
+  ReportThroughput(state, size, SecondsSince(start));
+}
+
 void BM_DaemonAllocateFree(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   for (auto _ : state) {
@@ -137,6 +166,8 @@ BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonRead)->THROUGHPUT_SIZES;
+BENCHMARK(BM_DaemonSharedMemoryWrite)->THROUGHPUT_SIZES;
+BENCHMARK(BM_DaemonSharedMemoryRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandAllocateFree)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_DaemonAllocateFree)->Arg(4096)->Arg(1 << 20)->UseRealTime();
 

@@ -90,8 +90,8 @@ bool HaveGpuOrSkip(benchmark::State& state) {
 }
 
 BenchDaemon& SharedDaemon() {
-  static BenchDaemon* daemon = new BenchDaemon("");
-  return *daemon;
+  static BenchDaemon daemon("");
+  return daemon;
 }
 
 void ReportAgainstDirect(benchmark::State& state, double seconds,

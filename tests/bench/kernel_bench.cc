@@ -123,8 +123,8 @@ struct KernelDaemon {
 };
 
 KernelDaemon& SharedDaemon() {
-  static KernelDaemon* daemon = new KernelDaemon();
-  return *daemon;
+  static KernelDaemon daemon;
+  return daemon;
 }
 
 void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
