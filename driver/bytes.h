@@ -25,6 +25,13 @@ class Bytes {
   Bytes(std::byte* data, size_t size, absl::AnyInvocable<void()> release)
       : data_(data), size_(size), release_(std::move(release)) {}
 
+  // `size` bytes of fresh heap memory, not initialised: for a destination that is
+  // overwritten whole (a read's copy), where zero-filling would be a wasted pass.
+  static Bytes Uninitialized(size_t size) {
+    auto* data = new std::byte[size];
+    return Bytes(data, size, [data] { delete[] data; });
+  }
+
   // Takes ownership of `owned`; the view covers its characters.
   static Bytes FromString(std::string owned) {
     auto* holder = new std::string(std::move(owned));

@@ -644,12 +644,14 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  // Host memory to copy into (or fill) whole: pinned below the staging threshold, else
+  // from the heap, not zero-filled.
   absl::StatusOr<Bytes> HostBuffer(uint64_t size) {
     if (size <= options_.staging_threshold_bytes) {
       absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
       if (lease.ok()) return D::PinnedBytes(lease->binding, lease->resource, size);
     }
-    return Bytes::FromString(std::string(size, '\0'));
+    return Bytes::Uninitialized(size);
   }
 
   absl::Status AwaitBeforeRead(const Buffer& buffer, int index) {
