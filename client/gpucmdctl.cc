@@ -1,6 +1,8 @@
 // gpucmdctl: the operator's command line for a running gpucmdd.
 //
-//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats [--json]
+//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats|bench [--json]
+//
+// `bench` measures the host through the daemon (client/ctl_bench.h) and prints one table.
 //
 // Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
 // 2 usage error.
@@ -11,12 +13,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "client/client.h"
+#include "client/ctl_bench.h"
 #include "client/ctl_output.h"
 
 ABSL_FLAG(std::string, target, "unix:/tmp/gpucmdd.sock",
           "daemon address: unix:PATH, tcp:HOST:PORT or HOST:PORT");
 ABSL_FLAG(bool, json, false, "print JSON instead of tables");
 ABSL_FLAG(int, timeout_ms, 5000, "connect and call timeout in milliseconds");
+ABSL_FLAG(uint64_t, bench_bytes, 16 << 20, "bench: bytes per write and read");
+ABSL_FLAG(double, bench_seconds, 0.5, "bench: seconds per figure");
 
 namespace {
 
@@ -32,16 +37,16 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "gpucmdctl [--target=ADDR] [--json] health|devices|stats");
+      "gpucmdctl [--target=ADDR] [--json] health|devices|stats|bench");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() != 2) {
     std::cerr << "usage: " << absl::ProgramUsageMessage() << "\n";
     return kExitUsage;
   }
   const std::string command = positional[1];
-  if (command != "health" && command != "devices" && command != "stats") {
+  if (command != "health" && command != "devices" && command != "stats" && command != "bench") {
     std::cerr << "gpucmdctl: unknown command \"" << command
-              << "\"; expected health, devices or stats\n";
+              << "\"; expected health, devices, stats or bench\n";
     return kExitUsage;
   }
   const bool json = absl::GetFlag(FLAGS_json);
@@ -64,6 +69,14 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::vector<gpucmd::v1::DeviceInfo>> devices = (*client)->ListDevices();
     if (!devices.ok()) return Fail(devices.status());
     std::cout << gpucmd::FormatDevices(*devices, json);
+    return 0;
+  }
+  if (command == "bench") {
+    absl::StatusOr<std::vector<gpucmd::BenchRow>> rows = gpucmd::RunHostBench(
+        **client, {.transfer_bytes = absl::GetFlag(FLAGS_bench_bytes),
+                   .seconds = std::chrono::duration<double>(absl::GetFlag(FLAGS_bench_seconds))});
+    if (!rows.ok()) return Fail(rows.status());
+    std::cout << gpucmd::FormatBench(*rows, json);
     return 0;
   }
   absl::StatusOr<gpucmd::v1::GetStatsResponse> stats = (*client)->GetStats();

@@ -26,6 +26,7 @@ using ::gpucmd::testing::RunCommand;
 using ::gpucmd::testing::RunfilePath;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
@@ -113,6 +114,23 @@ TEST_F(DaemonTest, GpucmdctlHealthAndDevices) {
   CommandResult stats = Ctl({"stats"});
   EXPECT_EQ(stats.exit_code, 0) << stats.stderr_text;
   EXPECT_THAT(stats.stdout_text, HasSubstr("gpucmdd 0."));
+}
+
+TEST_F(DaemonTest, GpucmdctlBenchMeasuresEveryPathThroughTheDaemon) {
+  CommandResult bench =
+      Ctl({"bench", "--bench_seconds=0.05", "--bench_bytes=65536"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.stderr_text;
+  for (const char* row : {"ListDevices round trip", "idle Synchronize",
+                          "empty launches + Synchronize, unary",
+                          "empty launches + Synchronize, Submit batches of 64",
+                          "inline write + Synchronize", "inline read",
+                          "shared-memory write + Synchronize", "shared-memory read"}) {
+    EXPECT_THAT(bench.stdout_text, HasSubstr(row)) << bench.stdout_text;
+  }
+  EXPECT_THAT(bench.stdout_text, Not(HasSubstr("("))) << "a figure could not be measured";
+  EXPECT_THAT(bench.stdout_text, HasSubstr("launches/s"));
+  EXPECT_THAT(bench.stdout_text, HasSubstr("GB/s"));
+  EXPECT_EQ(client_->GetStats()->sessions_open(), 0u) << "the bench closes its session";
 }
 
 TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {

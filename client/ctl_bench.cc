@@ -1,0 +1,164 @@
+#include "client/ctl_bench.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
+
+namespace gpucmd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kEmptyKernel[] = R"(extern "C" __global__ void empty(int n) {})";
+constexpr int kBatchSize = 64;
+
+// The median time of `call`, repeated for about `seconds`, in microseconds.
+absl::StatusOr<double> MedianMicroseconds(std::chrono::duration<double> seconds,
+                                          const std::function<absl::Status()>& call) {
+  std::vector<double> samples;
+  const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds);
+  do {
+    const Clock::time_point start = Clock::now();
+    RETURN_IF_ERROR(call());
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  } while (Clock::now() < end);
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Items per second: `round` (`per_round` items each) repeated for about `seconds`, then
+// `finish` (waiting for what the rounds queued), all timed.
+absl::StatusOr<double> Rate(std::chrono::duration<double> seconds, double per_round,
+                            const std::function<absl::Status()>& round,
+                            const std::function<absl::Status()>& finish) {
+  const Clock::time_point start = Clock::now();
+  double items = 0;
+  do {
+    RETURN_IF_ERROR(round());
+    items += per_round;
+  } while (Clock::now() - start < seconds);
+  RETURN_IF_ERROR(finish());
+  return items / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Sends one Submit batch and waits for its replies; the first failed reply's status.
+absl::Status SubmitBatch(Client& client, const v1::SubmitRequest& batch) {
+  grpc::ClientContext context;
+  auto stream = client.stub().Submit(&context);
+  v1::SubmitResponse replies;
+  if (!stream->Write(batch) || !stream->Read(&replies)) return FromGrpcStatus(stream->Finish());
+  stream->WritesDone();
+  RETURN_IF_ERROR(FromGrpcStatus(stream->Finish()));
+  for (const v1::CommandReply& reply : replies.replies()) {
+    if (reply.status().code() != 0) {
+      return absl::Status(static_cast<absl::StatusCode>(reply.status().code()),
+                          reply.status().message());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options) {
+  std::vector<BenchRow> rows;
+  const auto seconds = options.seconds;
+  auto add = [&](std::string what, absl::StatusOr<double> value, std::string unit) {
+    if (value.ok()) {
+      rows.push_back({std::move(what), *value, std::move(unit)});
+    } else {
+      rows.push_back({absl::StrCat(what, " (", value.status().message(), ")"), 0, ""});
+    }
+  };
+  absl::StatusOr<Session> opened = client.OpenSession(0, "gpucmdctl-bench");
+  if (!opened.ok()) return opened.status();
+  Session& session = *opened;
+
+  add("ListDevices round trip, median",
+      MedianMicroseconds(seconds, [&] { return client.ListDevices().status(); }), "us");
+  add("idle Synchronize, median",
+      MedianMicroseconds(seconds, [&] { return session.Synchronize(); }), "us");
+
+  absl::StatusOr<v1::CompileResponse> kernel = session.Compile(kEmptyKernel, "empty");
+  if (!kernel.ok()) return kernel.status();
+  const LaunchShape one_thread{MakeDim3(1), MakeDim3(1)};
+  const auto synchronize = [&] { return session.Synchronize(); };
+  const auto nothing = [] { return absl::OkStatus(); };
+  add("empty launches + Synchronize, unary",
+      Rate(
+          seconds, 1,
+          [&] { return session.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)}); },
+          synchronize),
+      "launches/s");
+  v1::SubmitRequest batch;
+  for (int i = 0; i < kBatchSize; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session.token());
+    launch->set_kernel_id(kernel->kernel_id());
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(0);
+  }
+  add(absl::StrCat("empty launches + Synchronize, Submit batches of ", kBatchSize),
+      Rate(seconds, kBatchSize, [&] { return SubmitBatch(client, batch); }, synchronize),
+      "launches/s");
+
+  const uint64_t size = options.transfer_bytes;
+  absl::StatusOr<Buffer> buffer = session.Allocate(size);
+  if (!buffer.ok()) return buffer.status();
+  const double gigabytes = static_cast<double>(size) / 1e9;
+  const std::string data(size, 'w');
+  const std::string size_text = absl::StrCat(size >> 20, " MiB");
+  add(absl::StrCat("inline write + Synchronize, ", size_text),
+      Rate(
+          seconds, gigabytes, [&] { return session.Write(*buffer, 0, data); }, synchronize),
+      "GB/s");
+  add(absl::StrCat("inline read, ", size_text),
+      Rate(
+          seconds, gigabytes, [&] { return session.Read(*buffer, 0, size).status(); }, nothing),
+      "GB/s");
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
+  if (!region.ok()) {
+    add("shared memory", region.status(), "");
+    return rows;
+  }
+  std::memset(region->data(), 'w', size);
+  const RegionSlice slice{*region, 0, size};
+  add(absl::StrCat("shared-memory write + Synchronize, ", size_text),
+      Rate(
+          seconds, gigabytes, [&] { return session.Write(*buffer, 0, slice); }, synchronize),
+      "GB/s");
+  add(absl::StrCat("shared-memory read, ", size_text),
+      Rate(
+          seconds, gigabytes, [&] { return session.Read(*buffer, 0, slice); }, nothing),
+      "GB/s");
+  return rows;
+}
+
+std::string FormatBench(const std::vector<BenchRow>& rows, bool json) {
+  std::string out;
+  if (json) {
+    out = "[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string what = absl::StrReplaceAll(
+          rows[i].what, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}});
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"what\":\"", what,
+                      "\",\"value\":", absl::StrFormat("%.6g", rows[i].value), ",\"unit\":\"",
+                      rows[i].unit, "\"}");
+    }
+    return out + "]\n";
+  }
+  for (const BenchRow& row : rows) {
+    absl::StrAppend(&out, absl::StrFormat("%-46s %12.4g %s\n", row.what, row.value, row.unit));
+  }
+  return out;
+}
+
+}  // namespace gpucmd
