@@ -142,6 +142,33 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
 }
 
 // Worker threads that stay alive between launches.
+// What one thread needs to run blocks: the block's shared memory, and for kernels with
+// barriers its fibers, whose stacks are reused block after block.
+class BlockRunner {
+ public:
+  BlockRunner() : stacks_(kFiberStackBytes) {}
+
+  // Runs blocks of `launch` taken from `next` until `total` are taken.
+  void RunBlocks(const Launch& launch, std::atomic<uint64_t>& next, uint64_t total) {
+    shared_.assign(launch.dynamic_shared_bytes + 16, 0);
+    for (uint64_t block; (block = next.fetch_add(1)) < total;) {
+      KernelDim3 block_idx = Unflatten(block, launch.grid);
+      if (launch.module->uses_barrier) {
+        RunBlockAsFibers(launch, block_idx, shared_.data(), fiber_threads_, stacks_);
+      } else {
+        RunBlockAsLoop(launch, block_idx, shared_.data());
+      }
+    }
+  }
+
+ private:
+  std::vector<unsigned char> shared_;
+  std::vector<FiberThread> fiber_threads_;
+  boost::context::pooled_fixedsize_stack stacks_;
+};
+
+// Worker threads running a launch's blocks. A one-block grid runs on the calling thread:
+// waking the workers would cost more than the block.
 class BlockPool {
  public:
   explicit BlockPool(int workers) {
@@ -158,10 +185,16 @@ class BlockPool {
   }
 
   void Run(const Launch& launch) {
+    const uint64_t total = uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+    if (total == 1) {
+      std::atomic<uint64_t> next{0};
+      caller_.RunBlocks(launch, next, total);
+      return;
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     launch_ = &launch;
     next_block_ = 0;
-    total_blocks_ = uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+    total_blocks_ = total;
     busy_ = threads_.size();
     ++generation_;
     start_.notify_all();
@@ -171,10 +204,7 @@ class BlockPool {
  private:
   void Work() {
     uint64_t seen = 0;
-    std::vector<unsigned char> shared;
-    std::vector<FiberThread> fiber_threads;
-    // Fiber stacks are reused block after block on this worker.
-    boost::context::pooled_fixedsize_stack stacks(kFiberStackBytes);
+    BlockRunner runner;
     while (true) {
       const Launch* launch;
       {
@@ -184,20 +214,13 @@ class BlockPool {
         seen = generation_;
         launch = launch_;
       }
-      shared.assign(launch->dynamic_shared_bytes + 16, 0);
-      for (uint64_t block; (block = next_block_.fetch_add(1)) < total_blocks_;) {
-        KernelDim3 block_idx = Unflatten(block, launch->grid);
-        if (launch->module->uses_barrier) {
-          RunBlockAsFibers(*launch, block_idx, shared.data(), fiber_threads, stacks);
-        } else {
-          RunBlockAsLoop(*launch, block_idx, shared.data());
-        }
-      }
+      runner.RunBlocks(*launch, next_block_, total_blocks_);
       std::lock_guard<std::mutex> lock(mutex_);
       if (--busy_ == 0) done_.notify_all();
     }
   }
 
+  BlockRunner caller_;  // the calling thread's, for one-block grids
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable done_;

@@ -75,6 +75,16 @@ TEST_F(KernelExecutorTest, RunsLoopAndBarrierKernelsOverDeviceMemory) {
   for (int block = 0; block < 4; ++block) {
     for (int t = 0; t < 256; ++t) ASSERT_EQ(data[block * 256 + t], block * 256 + 255 - t);
   }
+  // One-block grids run on the executor's serving thread, barriers too.
+  ASSERT_TRUE(executor_->Launch(Build("reverse", kReverse), {1, 1, 1}, {256, 1, 1}, 0,
+                                {buffer.address}, {buffer})
+                  .ok());
+  for (int t = 0; t < 256; ++t) ASSERT_EQ(data[t], t) << "reversed twice";
+  ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {1, 1, 1}, {256, 1, 1}, 0,
+                                {buffer.address, 3}, {buffer})
+                  .ok());
+  for (int t = 0; t < 256; ++t) ASSERT_EQ(data[t], 3);
+  EXPECT_EQ(data[256], 256 + 255) << "beyond the one block: untouched";
   EXPECT_EQ(executor_->starts(), 1);
 }
 
