@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
+#include "client/ctl_output.h"
 
 namespace gpucmd {
 namespace {
@@ -31,36 +32,62 @@ absl::StatusOr<double> MedianMicroseconds(std::chrono::duration<double> seconds,
   return samples[samples.size() / 2];
 }
 
-// Items per second: `round` (`per_round` items each) repeated for about `seconds`, then
-// `finish` (waiting for what the rounds queued), all timed.
-absl::StatusOr<double> Rate(std::chrono::duration<double> seconds, double per_round,
-                            const std::function<absl::Status()>& round,
+// Items per second: `round` (which returns how many items it did) repeated for about
+// `seconds`, then `finish` (waiting for what the rounds queued), all timed.
+absl::StatusOr<double> Rate(std::chrono::duration<double> seconds,
+                            const std::function<absl::StatusOr<double>()>& round,
                             const std::function<absl::Status()>& finish) {
   const Clock::time_point start = Clock::now();
   double items = 0;
   do {
-    RETURN_IF_ERROR(round());
-    items += per_round;
+    absl::StatusOr<double> done = round();
+    if (!done.ok()) return done.status();
+    items += *done;
   } while (Clock::now() - start < seconds);
   RETURN_IF_ERROR(finish());
   return items / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Sends one Submit batch and waits for its replies; the first failed reply's status.
-absl::Status SubmitBatch(Client& client, const v1::SubmitRequest& batch) {
+// `items` when `status` is OK.
+absl::StatusOr<double> Did(double items, absl::Status status) {
+  if (!status.ok()) return status;
+  return items;
+}
+
+// Launches the session's kernel once: 1 when queued, 0 when the session's queue was
+// full (backpressure: it waits for the queued ones first).
+absl::StatusOr<double> LaunchOnce(Session& session, const std::function<absl::Status()>& launch) {
+  absl::Status launched = launch();
+  if (launched.ok()) return 1;
+  if (!absl::IsResourceExhausted(launched)) return launched;
+  RETURN_IF_ERROR(session.Synchronize());
+  return 0;
+}
+
+// Sends one Submit batch of launches and waits for its replies: how many were queued.
+// A full queue (backpressure) makes it wait for the queued ones.
+absl::StatusOr<double> SubmitLaunches(Client& client, Session& session,
+                                      const v1::SubmitRequest& batch) {
   grpc::ClientContext context;
   auto stream = client.stub().Submit(&context);
   v1::SubmitResponse replies;
   if (!stream->Write(batch) || !stream->Read(&replies)) return FromGrpcStatus(stream->Finish());
   stream->WritesDone();
   RETURN_IF_ERROR(FromGrpcStatus(stream->Finish()));
+  double queued = 0;
+  bool full = false;
   for (const v1::CommandReply& reply : replies.replies()) {
-    if (reply.status().code() != 0) {
-      return absl::Status(static_cast<absl::StatusCode>(reply.status().code()),
-                          reply.status().message());
+    const auto code = static_cast<absl::StatusCode>(reply.status().code());
+    if (code == absl::StatusCode::kOk) {
+      ++queued;
+    } else if (code == absl::StatusCode::kResourceExhausted) {
+      full = true;
+    } else {
+      return absl::Status(code, reply.status().message());
     }
   }
-  return absl::OkStatus();
+  if (full) RETURN_IF_ERROR(session.Synchronize());
+  return queued;
 }
 
 }  // namespace
@@ -91,8 +118,12 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   const auto nothing = [] { return absl::OkStatus(); };
   add("empty launches + Synchronize, unary",
       Rate(
-          seconds, 1,
-          [&] { return session.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)}); },
+          seconds,
+          [&] {
+            return LaunchOnce(session, [&] {
+              return session.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
+            });
+          },
           synchronize),
       "launches/s");
   v1::SubmitRequest batch;
@@ -107,7 +138,7 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
     *launch->add_args() = Int32Argument(0);
   }
   add(absl::StrCat("empty launches + Synchronize, Submit batches of ", kBatchSize),
-      Rate(seconds, kBatchSize, [&] { return SubmitBatch(client, batch); }, synchronize),
+      Rate(seconds, [&] { return SubmitLaunches(client, session, batch); }, synchronize),
       "launches/s");
 
   const uint64_t size = options.transfer_bytes;
@@ -115,14 +146,15 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   if (!buffer.ok()) return buffer.status();
   const double gigabytes = static_cast<double>(size) / 1e9;
   const std::string data(size, 'w');
-  const std::string size_text = absl::StrCat(size >> 20, " MiB");
+  const std::string size_text = FormatBytes(size);
   add(absl::StrCat("inline write + Synchronize, ", size_text),
       Rate(
-          seconds, gigabytes, [&] { return session.Write(*buffer, 0, data); }, synchronize),
+          seconds, [&] { return Did(gigabytes, session.Write(*buffer, 0, data)); }, synchronize),
       "GB/s");
   add(absl::StrCat("inline read, ", size_text),
       Rate(
-          seconds, gigabytes, [&] { return session.Read(*buffer, 0, size).status(); }, nothing),
+          seconds, [&] { return Did(gigabytes, session.Read(*buffer, 0, size).status()); },
+          nothing),
       "GB/s");
   absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
   if (!region.ok()) {
@@ -133,11 +165,11 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   const RegionSlice slice{*region, 0, size};
   add(absl::StrCat("shared-memory write + Synchronize, ", size_text),
       Rate(
-          seconds, gigabytes, [&] { return session.Write(*buffer, 0, slice); }, synchronize),
+          seconds, [&] { return Did(gigabytes, session.Write(*buffer, 0, slice)); }, synchronize),
       "GB/s");
   add(absl::StrCat("shared-memory read, ", size_text),
       Rate(
-          seconds, gigabytes, [&] { return session.Read(*buffer, 0, slice); }, nothing),
+          seconds, [&] { return Did(gigabytes, session.Read(*buffer, 0, slice)); }, nothing),
       "GB/s");
   return rows;
 }

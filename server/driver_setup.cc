@@ -9,6 +9,7 @@ CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
                                  const DeviceDescription& device) {
   CommandOptions options;
   options.session_quota_bytes = config.limits().session_memory_quota_bytes();
+  options.session_launches_in_flight = config.limits().session_queued_commands();
   options.launch.max_threads_per_block = device.max_threads_per_block;
   options.launch.max_dynamic_shared_memory_bytes = device.max_shared_memory_per_block_bytes;
   options.launch.accepts_tensor_maps = device.takes_tensor_maps;

@@ -32,6 +32,7 @@
 // Buffer ids never change: that is the point of handles in a daemon.
 
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -201,6 +202,7 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(CheckArguments(*launch.params, launch.args, options_.launch));
     RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
     if (launch.grid.volume() == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(AdmitLaunch(sessions_[session]));
 
     LaunchSpec spec;
     spec.block = launch.block;
@@ -251,6 +253,7 @@ class Command final : public CommandInterface {
       return launched;
     }
     Event done = stream.RecordEvent();
+    sessions_[session].launches_in_flight.push_back(done);
     for (const auto& [buffer, access] : touched) {
       if (access == BufferAccess::kRead) {
         MarkRead(*buffer, index, done);
@@ -451,7 +454,31 @@ class Command final : public CommandInterface {
     absl::flat_hash_set<BufferId> buffers;
     uint64_t used_bytes = 0;
     absl::flat_hash_map<LogicalStream, int> streams;
+    // Ends of its launches that may not have run yet, oldest first (per stream order).
+    std::deque<Event> launches_in_flight;
   };
+
+  // Note [Launch backpressure]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // A launch returns once it is queued on a stream, so a session could queue launches
+  // without end while its stream is busy. Each session may have at most
+  // options.session_launches_in_flight launches that have not run to their end; one
+  // more is RESOURCE_EXHAUSTED (retry after a Synchronize, or once some finished), as a
+  // full queue is elsewhere in the daemon.
+  absl::Status AdmitLaunch(SessionState& state) {
+    const uint32_t limit = options_.session_launches_in_flight;
+    if (limit == 0) return absl::OkStatus();
+    // Oldest first: on one stream launches end in order (a later one that ended behind
+    // an earlier one still running on another stream is counted a little longer).
+    while (!state.launches_in_flight.empty() && state.launches_in_flight.front().IsComplete()) {
+      state.launches_in_flight.pop_front();
+    }
+    if (state.launches_in_flight.size() < limit) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the session has ", state.launches_in_flight.size(),
+        " launches queued that have not run yet, its limit (limits.session_queued_commands): "
+        "Synchronize, or retry once some have finished"));
+  }
 
   struct DeferredFree {
     SliceLocation location;

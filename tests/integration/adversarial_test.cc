@@ -36,6 +36,7 @@ using ::testing::Not;
 constexpr int kCompileTimeoutSeconds = 3;
 constexpr uint64_t kCompileMemoryBytes = 256 << 20;
 constexpr char kVictimBytes[] = "victim-bytes-16!";
+constexpr int kQueuedCommands = 8;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -47,7 +48,8 @@ class AdversarialTest : public ::testing::Test {
                           << " executor_memory_bytes: " << (256 << 20) << " }\n"
                           << "compile { cache_dir: \"" << directory << "/cache\""
                           << " timeout_seconds: " << kCompileTimeoutSeconds
-                          << " max_memory_bytes: " << kCompileMemoryBytes << " }\n";
+                          << " max_memory_bytes: " << kCompileMemoryBytes << " }\n"
+                          << "limits { session_queued_commands: " << kQueuedCommands << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -325,6 +327,32 @@ TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
   attacker_waits.join();
   EXPECT_GE(absl::Now() - launched, absl::Nanoseconds(kSpinNanoseconds));
   EXPECT_EQ(attacker_->Read(*out, 0, 1).value_or(""), std::string(1, '\1'));
+}
+
+// Launches return once queued: a session that floods its stream behind a long kernel is
+// held to its queued-command limit instead of piling up work without end.
+TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(R"(
+      extern "C" __global__ void attack(long long ticks) {
+        long long start = clock64();
+        while (clock64() - start < ticks) {}
+      })",
+                                                              "attack");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(1'000'000'000)}).ok());
+  absl::Status refused;
+  int accepted = 1;
+  for (int i = 0; i < 4 * kQueuedCommands && refused.ok(); ++i) {
+    refused = attacker_->Launch(spin->kernel_id(), one, {Int64Argument(0)});
+    if (refused.ok()) ++accepted;
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
+  EXPECT_LE(accepted, kQueuedCommands);
+  ASSERT_TRUE(attacker_->Synchronize().ok());
+  EXPECT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(0)}).ok())
+      << "launches are accepted again once the queued ones ran";
 }
 
 TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {
