@@ -6,8 +6,11 @@
 // daemon shares with it, so a kernel that faults or hangs kills only that process. The
 // executor is started on the first launch and again after it dies.
 //
-// Thread-safety: Launch may be called from any thread (the device's stream workers);
-// launches run one at a time.
+// The executor dies with the thread whose launch started it (a parent-death signal), so
+// launch from threads that live as long as the executor is wanted: the device's stream
+// threads, which live as long as the device.
+//
+// Thread-safety: Launch may be called from any thread; launches run one at a time.
 
 #include <sys/types.h>
 

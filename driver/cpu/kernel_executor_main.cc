@@ -9,7 +9,8 @@
 // libraries and nothing else, write no file, run no program, signal no process outside
 // its sandbox), becomes user UID and group GID unless they are "-" (base/identity.h),
 // installs a system-call allowlist that kills it on anything else (driver/cpu/
-// executor_filter.h), and exits when the daemon's end of its socket closes, then serves
+// executor_filter.h), and exits when the daemon goes (the daemon thread that started it
+// ends: a parent-death signal; the daemon's end of its socket closes), then serves
 // LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
 // one block per thread at a time. A kernel without barriers runs a block's threads as a
 // loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
@@ -18,6 +19,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -301,7 +304,8 @@ class ModuleDirectory {
 
 // Confines this process before any client code runs (and before any thread starts:
 // Landlock binds the calling thread and what it creates): Landlock, then the identity
-// (when given), then the system-call filter (which allows neither).
+// (when given), then the parent-death signal (a change of identity clears it), then the
+// system-call filter (which allows none of those calls).
 absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identity) {
   absl::StatusOr<Sandbox> sandbox = Sandbox::Prepare(
       {.read_only = {modules.path(), "/etc/ld.so.cache", "/usr/lib", "/usr/lib64", "/lib",
@@ -316,6 +320,8 @@ absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identit
                                  std::to_string(identity->uid) + ": " + std::strerror(error));
     }
   }
+  // Killed when the daemon thread that started it (the device's stream thread) ends.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Sanitizer builds (tests only) need system calls of their runtimes (ptrace for the
   // leak checker, /proc for reports) that no kernel gets: they keep Landlock alone.
@@ -326,9 +332,8 @@ absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identit
 }
 
 // Ends this process when the daemon goes, however it goes and even while a kernel
-// runs: the daemon's end of the socket closes with it. (A parent-death signal would
-// follow the daemon thread that started the executor, not the daemon, and a change of
-// identity clears it.)
+// runs: the daemon's end of the socket closes with it. (Also when the daemon died before
+// the parent-death signal was set.)
 void ExitWithTheDaemon(int socket_fd) {
   std::thread([socket_fd] {
     pollfd hangup{.fd = socket_fd, .events = POLLRDHUP, .revents = 0};

@@ -91,6 +91,10 @@ TEST_F(KernelExecutorTest, RunsLoopAndBarrierKernelsOverDeviceMemory) {
 TEST_F(KernelExecutorTest, ConcurrentLaunchersAreServedOneAtATime) {
   std::string module = Build("fill", kFill);
   DeviceResource buffer = *memory_->Allocate(8 * 64 * sizeof(int));
+  // Started by this thread, which outlives the launchers (the executor dies with the
+  // thread that started it).
+  ASSERT_TRUE(executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 0}, {buffer})
+                  .ok());
   std::vector<std::thread> launchers;
   for (int t = 0; t < 4; ++t) {
     launchers.emplace_back([&, t] {
@@ -103,8 +107,29 @@ TEST_F(KernelExecutorTest, ConcurrentLaunchersAreServedOneAtATime) {
     });
   }
   for (std::thread& launcher : launchers) launcher.join();
+  EXPECT_EQ(executor_->starts(), 1);
   int* data = reinterpret_cast<int*>(buffer.address);
   for (int t = 0; t < 4; ++t) EXPECT_EQ(data[t * 128 + 64], 100 * t + 1);
+}
+
+TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  std::string module = Build("fill", kFill);
+  std::thread starter([&] {
+    EXPECT_TRUE(
+        executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
+  });
+  starter.join();
+  // Its executor got SIGKILL; the next launch says so and starts another.
+  absl::Status after = absl::OkStatus();
+  for (int i = 0; i < 100 && after.ok(); ++i) {
+    after = executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 2}, {buffer});
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(after.code(), absl::StatusCode::kUnavailable) << after;
+  EXPECT_TRUE(
+      executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 3}, {buffer}).ok());
+  EXPECT_EQ(executor_->starts(), 2);
 }
 
 TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
