@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
     backend->streams_.push_back(std::make_unique<CpuStream>(i));
   }
   backend->context_.modules = options.modules;
+  backend->context_.pending_launches.resize(options.stream_count);
   for (int i = 0; i < options.stream_count && !options.executor_path.empty(); ++i) {
     const CpuDeviceMemory& device_memory = *backend->memory_;
     backend->context_.executors.push_back(std::make_unique<KernelExecutor>(KernelExecutor::Options{
@@ -129,18 +130,51 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
     ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));
     known = context.module_paths.emplace(kernel.hex, std::move(found.artifact_path)).first;
   }
-  const std::string& module = known->second;
-  KernelDim3 grid_dim{grid.x, grid.y, grid.z};
-  KernelDim3 block_dim{args.spec.block.x, args.spec.block.y, args.spec.block.z};
-  stream.Enqueue([executor, module, grid_dim, block_dim,
-                  shared = args.spec.dynamic_shared_memory_bytes, slots = args.spec.slots,
-                  buffers = args.spec.buffers,
-                  outcome = args.spec.outcome] {
-    absl::Status status = executor->Launch(module, grid_dim, block_dim, shared, slots, buffers);
-    if (outcome != nullptr) outcome->Set(status);
-    return status;
-  });
+  KernelExecutor::Request request{known->second,
+                                  KernelDim3{grid.x, grid.y, grid.z},
+                                  KernelDim3{args.spec.block.x, args.spec.block.y,
+                                             args.spec.block.z},
+                                  args.spec.dynamic_shared_memory_bytes,
+                                  args.spec.slots,
+                                  args.spec.buffers};
+  std::shared_ptr<PendingLaunches>& group = context.pending_launches[stream.index()];
+  if (group != nullptr && group->TryAdd(stream.enqueued(), request, args.spec.outcome)) {
+    return absl::OkStatus();
+  }
+  group = std::make_shared<PendingLaunches>(stream.enqueued() + 1);
+  group->TryAdd(stream.enqueued() + 1, std::move(request), args.spec.outcome);
+  stream.Enqueue([executor, group] { return group->Run(*executor); });
   return absl::OkStatus();
+}
+
+bool PendingLaunches::TryAdd(uint64_t stream_enqueued, KernelExecutor::Request request,
+                             std::shared_ptr<LaunchOutcome> outcome) {
+  MutexLock lock(&mutex_);
+  if (started_ || stream_enqueued != position_ ||
+      requests_.size() >= KernelExecutor::kMaxPipelined) {
+    return false;
+  }
+  requests_.push_back(std::move(request));
+  outcomes_.push_back(std::move(outcome));
+  return true;
+}
+
+absl::Status PendingLaunches::Run(KernelExecutor& executor) {
+  std::vector<KernelExecutor::Request> requests;
+  std::vector<std::shared_ptr<LaunchOutcome>> outcomes;
+  {
+    MutexLock lock(&mutex_);
+    started_ = true;
+    requests.swap(requests_);
+    outcomes.swap(outcomes_);
+  }
+  std::vector<absl::Status> statuses = executor.LaunchAll(requests);
+  absl::Status first_error;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (outcomes[i] != nullptr) outcomes[i]->Set(statuses[i]);
+    first_error.Update(statuses[i]);
+  }
+  return first_error;
 }
 
 }  // namespace gpucmd

@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "driver/cpu/cpu_device_memory.h"
 #include "driver/cpu/cpu_stream.h"
 #include "driver/cpu/kernel_executor.h"
@@ -30,6 +31,35 @@ struct CpuLaunchArgs {
   LaunchSpec spec;
 };
 
+// Note [Launch coalescing]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Consecutive launches on a stream, with nothing enqueued between them, become one work
+// item: the stream's worker hands them to the executor pipelined (KernelExecutor::
+// LaunchAll), so they run back to back instead of one round trip each. A launch joins
+// the stream's open group only while that group is the stream's last work item and has
+// not started, so stream order is kept; an event recorded after any of its launches
+// completes once the whole group ran (later, never earlier, than needed).
+class PendingLaunches {
+ public:
+  // The group is the stream's work item number `position`.
+  explicit PendingLaunches(uint64_t position) : position_(position) {}
+
+  // Adds a launch when the group has not started, is still the stream's last work item
+  // (`stream_enqueued` is the stream's count) and has room; false otherwise.
+  bool TryAdd(uint64_t stream_enqueued, KernelExecutor::Request request,
+              std::shared_ptr<LaunchOutcome> outcome);
+
+  // Runs the group (the stream's worker): each launch's outcome is set; the first error.
+  absl::Status Run(KernelExecutor& executor);
+
+ private:
+  const uint64_t position_;
+  Mutex mutex_;
+  bool started_ ABSL_GUARDED_BY(mutex_) = false;
+  std::vector<KernelExecutor::Request> requests_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<LaunchOutcome>> outcomes_ ABSL_GUARDED_BY(mutex_);
+};
+
 // Whatever launching needs on the CPU device: the store of compiled modules (shared
 // objects) and the executor processes that run them, one per stream, so that kernels
 // on different streams run side by side (as a GPU runs kernels of several streams)
@@ -42,6 +72,8 @@ struct CpuContext {
   absl::flat_hash_map<std::string, std::string> module_paths;
   // Per stream (started on its first launch); empty: this backend runs no kernels.
   std::vector<std::unique_ptr<KernelExecutor>> executors;
+  // Per stream: its latest group of launches (Note [Launch coalescing]).
+  std::vector<std::shared_ptr<PendingLaunches>> pending_launches;
 };
 
 class CpuBackend {

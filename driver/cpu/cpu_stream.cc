@@ -20,6 +20,11 @@ void CpuStream::Enqueue(Work work) {
   work_ready_.NotifyOne();
 }
 
+uint64_t CpuStream::enqueued() const {
+  MutexLock lock(&mutex_);
+  return enqueued_;
+}
+
 CpuStream::Event CpuStream::RecordEvent() {
   MutexLock lock(&mutex_);
   return Event(timeline_, enqueued_);

@@ -40,6 +40,8 @@ class CpuStream {
 
   // Appends `work` to the stream.
   void Enqueue(Work work);
+  // How many work items were enqueued so far (the last one's position).
+  uint64_t enqueued() const;
   Event RecordEvent();
   absl::Status WaitEvent(const Event& event);
   absl::Status Synchronize();
@@ -58,7 +60,7 @@ class CpuStream {
 
   const int index_;
   const std::shared_ptr<Timeline> timeline_ = std::make_shared<Timeline>();
-  Mutex mutex_;
+  mutable Mutex mutex_;
   CondVar work_ready_;
   std::deque<Work> queue_ ABSL_GUARDED_BY(mutex_);
   uint64_t enqueued_ ABSL_GUARDED_BY(mutex_) = 0;

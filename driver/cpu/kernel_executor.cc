@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "driver/cpu/executor_protocol.h"
@@ -93,41 +95,92 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
   return absl::StrCat("exit status ", WEXITSTATUS(status));
 }
 
-absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 grid,
-                                    KernelDim3 block, uint32_t dynamic_shared_memory_bytes,
-                                    absl::Span<const uint64_t> args,
-                                    absl::Span<const DeviceResource> buffers) {
-  if (args.size() > kMaxKernelArgs) {
+namespace {
+
+absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request) {
+  if (request.args.size() > kMaxKernelArgs) {
     return absl::InvalidArgumentError(absl::StrCat("a kernel takes at most ", kMaxKernelArgs,
                                                    " arguments"));
   }
-  if (module_path.size() >= kMaxModulePathBytes) {
+  if (request.buffers.size() > kMaxKernelArgs) {
+    return absl::InvalidArgumentError("a launch passes at most one buffer per argument");
+  }
+  if (request.module_path.size() >= kMaxModulePathBytes) {
     return absl::InvalidArgumentError("kernel module path too long");
   }
   LaunchMessage message{};
   message.magic = kExecutorMagic;
-  message.arg_count = static_cast<uint32_t>(args.size());
-  message.grid = grid;
-  message.block = block;
-  message.dynamic_shared_memory_bytes = dynamic_shared_memory_bytes;
-  std::memcpy(message.module_path, module_path.c_str(), module_path.size() + 1);
-  std::copy(args.begin(), args.end(), message.args);
-  if (buffers.size() > kMaxKernelArgs) {
-    return absl::InvalidArgumentError("a launch passes at most one buffer per argument");
+  message.arg_count = static_cast<uint32_t>(request.args.size());
+  message.grid = request.grid;
+  message.block = request.block;
+  message.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes;
+  std::memcpy(message.module_path, request.module_path.c_str(), request.module_path.size() + 1);
+  std::copy(request.args.begin(), request.args.end(), message.args);
+  message.range_count = static_cast<uint32_t>(request.buffers.size());
+  for (size_t i = 0; i < request.buffers.size(); ++i) {
+    message.ranges[i] = DeviceRange{request.buffers[i].address, request.buffers[i].size_bytes};
   }
-  message.range_count = static_cast<uint32_t>(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    message.ranges[i] = DeviceRange{buffers[i].address, buffers[i].size_bytes};
-  }
+  return message;
+}
 
+}  // namespace
+
+absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 grid,
+                                    KernelDim3 block, uint32_t dynamic_shared_memory_bytes,
+                                    absl::Span<const uint64_t> args,
+                                    absl::Span<const DeviceResource> buffers) {
+  Request request{module_path,
+                  grid,
+                  block,
+                  dynamic_shared_memory_bytes,
+                  {args.begin(), args.end()},
+                  {buffers.begin(), buffers.end()}};
+  return LaunchAll({&request, 1}).front();
+}
+
+std::vector<absl::Status> KernelExecutor::LaunchAll(absl::Span<const Request> requests) {
+  std::vector<absl::Status> statuses(requests.size());
+  std::vector<LaunchMessage> messages;
+  std::vector<size_t> sent;  // the request of each message
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<LaunchMessage> message = ToMessage(requests[i]);
+    if (message.ok()) {
+      messages.push_back(*message);
+      sent.push_back(i);
+    } else {
+      statuses[i] = message.status();
+    }
+  }
+  if (messages.empty()) return statuses;
   MutexLock lock(&mutex_);
   if (pid_ < 0) {
-    if (absl::Status started = StartLocked(); !started.ok()) return started;
+    if (absl::Status started = StartLocked(); !started.ok()) {
+      for (size_t i : sent) statuses[i] = started;
+      return statuses;
+    }
   }
-  if (send(socket_, &message, sizeof(message), MSG_NOSIGNAL) != sizeof(message)) {
-    return absl::UnavailableError(
-        absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
+  size_t delivered = 0;
+  for (const LaunchMessage& message : messages) {
+    if (send(socket_, &message, sizeof(message), MSG_NOSIGNAL) != sizeof(message)) break;
+    ++delivered;
   }
+  absl::Status lost;  // once the executor is gone, the rest is not run
+  for (size_t k = 0; k < messages.size(); ++k) {
+    if (lost.ok() && k < delivered) {
+      statuses[sent[k]] = AwaitReplyLocked();
+      if (absl::IsUnavailable(statuses[sent[k]]) && pid_ < 0) lost = statuses[sent[k]];
+      continue;
+    }
+    if (lost.ok()) {
+      lost = absl::UnavailableError(
+          absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
+    }
+    statuses[sent[k]] = lost;
+  }
+  return statuses;
+}
+
+absl::Status KernelExecutor::AwaitReplyLocked() {
   pollfd ready{socket_, POLLIN, 0};
   int polled = poll(&ready, 1, static_cast<int>(options_.kernel_timeout.count()));
   if (polled == 0) {

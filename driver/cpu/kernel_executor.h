@@ -17,6 +17,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,11 +52,29 @@ class KernelExecutor {
   KernelExecutor(const KernelExecutor&) = delete;
   KernelExecutor& operator=(const KernelExecutor&) = delete;
 
-  // Runs `module_path`'s kernel over `grid` x `block` and waits for it. UNAVAILABLE
-  // naming the signal when the executor dies, or the time limit when the kernel runs
-  // past it (the executor is killed); the next launch starts a fresh executor.
-  // `buffers` are all the launch may touch of device memory: any other access faults
-  // the launch like a device trap.
+  // One launch: `module_path`'s kernel over `grid` x `block`. `buffers` are all it may
+  // touch of device memory: any other access faults the launch like a device trap.
+  struct Request {
+    std::string module_path;
+    KernelDim3 grid;
+    KernelDim3 block;
+    uint32_t dynamic_shared_memory_bytes = 0;
+    std::vector<uint64_t> args;
+    std::vector<DeviceResource> buffers;
+  };
+
+  // At most this many requests go to LaunchAll at once (they and their replies must fit
+  // the socket's buffers while none is read).
+  static constexpr size_t kMaxPipelined = 32;
+
+  // Runs the requests in order and waits for them, pipelined: all are sent before the
+  // first reply is read, so the executor runs them back to back. One status per
+  // request: UNAVAILABLE naming the signal when the executor dies, or the time limit
+  // when a kernel runs past it (the executor is killed; the requests after it are not
+  // run); the next launch starts a fresh executor.
+  std::vector<absl::Status> LaunchAll(absl::Span<const Request> requests);
+
+  // LaunchAll of one.
   absl::Status Launch(const std::string& module_path, KernelDim3 grid, KernelDim3 block,
                       uint32_t dynamic_shared_memory_bytes, absl::Span<const uint64_t> args,
                       absl::Span<const DeviceResource> buffers);
@@ -65,6 +84,9 @@ class KernelExecutor {
 
  private:
   absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Waits for the next reply: its status, or UNAVAILABLE when the executor died or ran
+  // past the time limit (then stopped).
+  absl::Status AwaitReplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Reaps the executor (killing it first when `kill_now`, else after a short grace in
   // which a dying one reports its own cause); returns how it ended.
   std::string StopLocked(bool kill_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

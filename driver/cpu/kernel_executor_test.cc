@@ -132,6 +132,34 @@ TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
   EXPECT_EQ(executor_->starts(), 2);
 }
 
+TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  int* data = reinterpret_cast<int*>(buffer.address);
+  const std::string fill = Build("fill", kFill);
+  std::vector<KernelExecutor::Request> requests;
+  for (int i = 0; i < static_cast<int>(KernelExecutor::kMaxPipelined); ++i) {
+    requests.push_back({fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, uint64_t(i)}, {buffer}});
+  }
+  for (const absl::Status& status : executor_->LaunchAll(requests)) EXPECT_TRUE(status.ok());
+  EXPECT_EQ(data[0], static_cast<int>(KernelExecutor::kMaxPipelined) - 1) << "the last one ran last";
+
+  const std::string crash =
+      Build("crash", "extern \"C\" __global__ void crash(int* p) { *(volatile int*)0 = 1; }");
+  std::vector<KernelExecutor::Request> dying = {
+      {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 100}, {buffer}},
+      {crash, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer}},
+      {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 200}, {buffer}}};
+  std::vector<absl::Status> statuses = executor_->LaunchAll(dying);
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(statuses[1].message()), HasSubstr("Segmentation fault"));
+  EXPECT_EQ(statuses[2].code(), absl::StatusCode::kUnavailable) << "not run after the death";
+  EXPECT_EQ(data[0], 100);
+  EXPECT_TRUE(executor_->Launch(fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 7}, {buffer}).ok());
+  EXPECT_EQ(data[0], 7);
+}
+
 TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
   DeviceResource buffer = *memory_->Allocate(4096);
   absl::Status crashed = executor_->Launch(
