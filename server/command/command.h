@@ -279,17 +279,25 @@ class Command final : public CommandInterface {
       lost = unreported->second;
       lost_.unreported.erase(unreported);
     }
-    std::vector<Stream*> streams;
+    absl::Status first_error = lost;
+    std::vector<Stream*> busy;
     for (int index : indices) {
       Stream& stream = backend_.stream(index);
       // What was staged for the stream is freed once the stream got this far
       // (ReclaimFinished); nothing here waits.
       drop_queues_[index].Seal(stream);
-      streams.push_back(&stream);
+      if (stream.RecordEvent().IsComplete()) {
+        first_error.Update(stream.Synchronize());  // idle: returns at once
+      } else {
+        busy.push_back(&stream);
+      }
     }
-    return [lost, streams = std::move(streams)] {
-      absl::Status first_error = lost;
-      for (Stream* stream : streams) first_error.Update(stream->Synchronize());
+    if (busy.empty() && first_error.ok()) {
+      ReclaimFinished();
+      return nullptr;  // answered at once, without a hop to a completion thread
+    }
+    return [first_error, busy = std::move(busy)]() mutable {
+      for (Stream* stream : busy) first_error.Update(stream->Synchronize());
       return first_error;
     };
   }

@@ -35,8 +35,11 @@ struct PendingRead {
 // Device work enqueued on the device thread whose end is waited for elsewhere: blocks
 // until it ended and returns its status. It must run before the Command that made it is
 // destroyed (the device worker runs it on a completion thread, and waits for those
-// before it drops a Command).
+// before it drops a Command). Null: nothing to wait for, and OK.
 using PendingWait = absl::AnyInvocable<absl::Status()>;
+
+// Runs `wait` (OK when null).
+inline absl::Status WaitFor(PendingWait wait) { return wait == nullptr ? absl::OkStatus() : wait(); }
 
 enum class BufferAccess { kRead, kWrite, kReadWrite };
 
@@ -139,7 +142,8 @@ class CommandInterface {
   // The end of the session's work on `stream` (all its streams when absent), to be
   // waited for off the device thread, so that other sessions' commands do not queue
   // behind this session's kernels: the wait returns the first asynchronous error, or
-  // once the cause of a device reset that took its work.
+  // once the cause of a device reset that took its work. Null when that work had
+  // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
   // Frees everything the session holds; the bytes reclaimed.
   virtual uint64_t CloseSession(SessionId session) = 0;

@@ -107,8 +107,8 @@ TEST_F(CommandTest, BadInputIsRejectedBeforeAnythingIsEnqueued) {
 TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
   BufferId id = MustAllocate(kMiB);
   // The session's first two logical streams land on device streams 0 and 1.
-  ASSERT_TRUE(command_->Synchronize(kSession, 10)().ok());
-  ASSERT_TRUE(command_->Synchronize(kSession, 20)().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 20)).ok());
   StreamGate gate;
   gate.Block(backend_->stream(0));
   std::string data = testing::RandomBytes(kMiB, 3);
@@ -131,11 +131,11 @@ TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
 TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   constexpr uint64_t kSize = 64 << 10;
   BufferId old_id = MustAllocate(kSize);
-  ASSERT_TRUE(command_->Synchronize(kSession, 10)().ok());  // logical 10 -> stream 0
-  ASSERT_TRUE(command_->Synchronize(kSession, 20)().ok());  // logical 20 -> stream 1
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());  // logical 10 -> stream 0
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 20)).ok());  // logical 20 -> stream 1
   std::string old_data = testing::RandomBytes(kSize, 4);
   ASSERT_TRUE(command_->Write(kSession, 10, old_id, CopyLayout::Contiguous(0, kSize), old_data).ok());
-  ASSERT_TRUE(command_->Synchronize(kSession, 10)().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());
 
   StreamGate gate;
   gate.Block(backend_->stream(1));  // the reader's stream is stuck
@@ -147,7 +147,7 @@ TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   BufferId new_id = MustAllocate(kSize);
   ASSERT_TRUE(command_->Write(kSession, 10, new_id, CopyLayout::Contiguous(0, kSize),
                               testing::RandomBytes(kSize, 5)).ok());
-  ASSERT_TRUE(command_->Synchronize(kSession, 10)().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());
   gate.Open();
   ASSERT_TRUE(read->wait().ok());
   EXPECT_EQ(read->bytes.ToString(), old_data) << "the freed memory was reused under a reader";
@@ -158,7 +158,7 @@ TEST_F(CommandTest, ABufferNeverShowsWhatItsSliceHeldBefore) {
   BufferId secret = MustAllocate(kSize, kOtherSession);
   ASSERT_TRUE(command_->Write(kOtherSession, 0, secret, CopyLayout::Contiguous(0, kSize),
                               std::string(kSize, 's')).ok());
-  ASSERT_TRUE(command_->Synchronize(kOtherSession, std::nullopt)().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kOtherSession, std::nullopt)).ok());
   ASSERT_TRUE(command_->Free(kOtherSession, secret).ok());
   command_->ReclaimFinished();
   BufferId reused = MustAllocate(kSize);  // the same size class: the freed slot
@@ -196,7 +196,7 @@ TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
                                 written.back()).ok());
     copied[i] = backend_->stream(0).RecordEvent();
   }
-  ASSERT_TRUE(command_->Synchronize(kSession, 0)().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 0)).ok());
   opener.join();
   command_->ReclaimFinished();  // the device thread's upkeep after the synchronize
   EXPECT_EQ(early_releases, 0) << "staged bytes were freed before their copy completed";

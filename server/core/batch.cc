@@ -154,6 +154,7 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
             result.status = command.Launch(session, launch.stream, launch.launch);
           },
           [&](SynchronizeOp& synchronize) {
+            // Null: the session's work had ended already; answered without a wait.
             result.synchronization = command.Synchronize(session, synchronize.stream);
           },
       },

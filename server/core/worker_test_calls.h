@@ -53,7 +53,7 @@ inline absl::StatusOr<std::string> ReadBack(DeviceWorker& worker, SessionId sess
 
 inline absl::Status SynchronizeAll(DeviceWorker& worker, SessionId session) {
   return OnDevice<absl::Status>(worker, session, [&](CommandInterface& command) {
-    return command.Synchronize(session, std::nullopt)();
+    return WaitFor(command.Synchronize(session, std::nullopt));
   });
 }
 

@@ -79,7 +79,7 @@ inline double LaunchInProcess(benchmark::State& state, CommandInterface& command
     for (int i = 0; i < kLaunchesPerSync; ++i) {
       benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
     }
-    benchmark::DoNotOptimize(command.Synchronize(kSession, 0)());
+    benchmark::DoNotOptimize(WaitFor(command.Synchronize(kSession, 0)));
   }
   double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
   state.SetItemsProcessed(static_cast<int64_t>(launches));

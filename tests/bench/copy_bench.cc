@@ -60,7 +60,7 @@ void BM_CommandWrite(benchmark::State& state) {
     state.ResumeTiming();
     benchmark::DoNotOptimize(
         device.command->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), std::move(payload)));
-    benchmark::DoNotOptimize(device.command->Synchronize(kSession, 0)());
+    benchmark::DoNotOptimize(WaitFor(device.command->Synchronize(kSession, 0)));
   }
   ReportThroughput(state, size, SecondsSince(start));
 }
