@@ -14,20 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/scoped_fd.h"
 #include "client/client.h"
 
 namespace gpucmd {
-namespace {
-
-// Closes a descriptor when it goes out of scope.
-struct ScopedFd {
-  int fd;
-  ~ScopedFd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-}  // namespace
 
 absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd) {
   absl::string_view grpc_socket = target;
@@ -42,9 +32,9 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
     return absl::InvalidArgumentError(absl::StrCat("socket path too long: ", path));
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  ScopedFd connection{socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)};
-  if (connection.fd < 0 ||
-      connect(connection.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+  ScopedFd connection(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (connection.get() < 0 ||
+      connect(connection.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach the descriptor socket ", path, ": ", strerror(errno)));
   }
@@ -61,11 +51,11 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
-  if (sendmsg(connection.fd, &message, MSG_NOSIGNAL) != 1) {
+  if (sendmsg(connection.get(), &message, MSG_NOSIGNAL) != 1) {
     return absl::UnavailableError(absl::StrCat("cannot hand over the memfd: ", strerror(errno)));
   }
   char reply[512];
-  ssize_t size = recv(connection.fd, reply, sizeof(reply), 0);
+  ssize_t size = recv(connection.get(), reply, sizeof(reply), 0);
   if (size < 1) return absl::UnavailableError("the descriptor socket closed without an answer");
   std::string text(reply + 1, static_cast<size_t>(size) - 1);
   if (reply[0] != 'T') {
@@ -76,18 +66,18 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
 
 absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
                                                               uint64_t size_bytes) {
-  ScopedFd memfd{memfd_create("gpucmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
-  if (memfd.fd < 0 || ftruncate(memfd.fd, static_cast<off_t>(size_bytes)) != 0 ||
-      fcntl(memfd.fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+  ScopedFd memfd(memfd_create("gpucmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (memfd.get() < 0 || ftruncate(memfd.get(), static_cast<off_t>(size_bytes)) != 0 ||
+      fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot create a ", size_bytes, "-byte memfd: ", strerror(errno)));
   }
-  void* mapped = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.fd, 0);
+  void* mapped = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
   if (mapped == MAP_FAILED) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot map the memfd: ", strerror(errno)));
   }
   SharedMemoryRegion region(&session, 0, static_cast<char*>(mapped), size_bytes);
-  absl::StatusOr<std::string> token = HandOverDescriptor(session.client_->target_, memfd.fd);
+  absl::StatusOr<std::string> token = HandOverDescriptor(session.client_->target_, memfd.get());
   if (!token.ok()) return token.status();
   grpc::ClientContext context;
   session.client_->PrepareContext(&context);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/scoped_fd.h"
 
 namespace gpucmd {
 
@@ -62,10 +63,7 @@ SharedMemoryTable::~SharedMemoryTable() = default;
 
 absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
                                                      uint64_t size_bytes) {
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  const ScopedFd closer(fd);
   if (size_bytes == 0) return absl::InvalidArgumentError("size_bytes must be positive");
   if (absl::Status usable = CheckRegionDescriptor(fd, size_bytes); !usable.ok()) return usable;
   {

@@ -20,6 +20,8 @@
 namespace gpucmd::bench {
 
 inline constexpr int kMaxMessageBytes = 16 << 20;
+// The kernel of the launch benchmarks: one int parameter, nothing done.
+inline constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
 // Launches per synchronize in the launch-rate benchmarks.
 inline constexpr int kLaunchesPerSync = 64;
 
@@ -47,6 +49,15 @@ struct BenchDaemon {
   std::optional<testing::DaemonProcess> process;
   std::unique_ptr<Client> client;
   std::optional<Session> session;
+};
+
+// A BenchDaemon with kEmptyKernel compiled in its session.
+struct EmptyKernelDaemon {
+  EmptyKernelDaemon() : daemon("") {
+    kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
+  }
+  BenchDaemon daemon;
+  std::string kernel;
 };
 
 // Bytes per second of a single-threaded memcpy of `size` bytes, measured now.

@@ -19,9 +19,9 @@ namespace gpucmd {
 namespace {
 
 using bench::BenchDaemon;
+using bench::kEmptyKernel;
 using bench::SecondsSince;
 
-constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
 constexpr int kArchitecture = 90;
 
 // Baselines of this run, by transfer size, and the in-process launch rate.

@@ -22,13 +22,13 @@
 namespace gpucmd {
 namespace {
 
-using bench::BenchDaemon;
+using bench::EmptyKernelDaemon;
+using bench::kEmptyKernel;
 using bench::LaunchThroughSubmit;
 using bench::LaunchThroughUnaryRpcs;
 using bench::ReportLaunchRate;
 using bench::SecondsSince;
 
-constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
 
 // Baselines of this run, set by the benchmarks that measure them (registered first).
 double compile_miss_seconds = 0;
@@ -114,27 +114,19 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
   in_process_launches_per_second = bench::LaunchInProcess(state, command, launch);
 }
 
-struct KernelDaemon {
-  KernelDaemon() : daemon("") {
-    kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
-  }
-  BenchDaemon daemon;
-  std::string kernel;
-};
-
-KernelDaemon& SharedDaemon() {
-  static KernelDaemon daemon;
+EmptyKernelDaemon& SharedDaemon() {
+  static EmptyKernelDaemon daemon;
   return daemon;
 }
 
 void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
-  KernelDaemon& shared = SharedDaemon();
+  EmptyKernelDaemon& shared = SharedDaemon();
   double seconds = LaunchThroughUnaryRpcs(state, *shared.daemon.session, shared.kernel);
   ReportLaunchRate(state, seconds, in_process_launches_per_second);
 }
 
 void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
-  KernelDaemon& shared = SharedDaemon();
+  EmptyKernelDaemon& shared = SharedDaemon();
   double seconds = LaunchThroughSubmit(state, *shared.daemon.client, *shared.daemon.session,
                                        shared.kernel);
   ReportLaunchRate(state, seconds, in_process_launches_per_second);

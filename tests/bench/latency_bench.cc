@@ -20,10 +20,9 @@
 namespace gpucmd {
 namespace {
 
-using bench::BenchDaemon;
+using bench::EmptyKernelDaemon;
 using bench::SecondsSince;
 
-constexpr char kEmptyKernel[] = "extern \"C\" __global__ void empty(int n) {}\n";
 // Launches are synchronized this often, untimed, so they never meet backpressure.
 constexpr int kLaunchesPerSync = 256;
 
@@ -56,16 +55,8 @@ void BM_RawGrpcUnary(benchmark::State& state) {
   server->Shutdown();
 }
 
-struct LatencyDaemon {
-  LatencyDaemon() : daemon("") {
-    kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
-  }
-  BenchDaemon daemon;
-  std::string kernel;
-};
-
-LatencyDaemon& SharedDaemon() {
-  static LatencyDaemon daemon;
+EmptyKernelDaemon& SharedDaemon() {
+  static EmptyKernelDaemon daemon;
   return daemon;
 }
 
@@ -84,7 +75,7 @@ void BM_DaemonIdleSynchronize(benchmark::State& state) {
 }
 
 void BM_DaemonEmptyLaunch(benchmark::State& state) {
-  LatencyDaemon& shared = SharedDaemon();
+  EmptyKernelDaemon& shared = SharedDaemon();
   Session& session = *shared.daemon.session;
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
   int launched = 0;
