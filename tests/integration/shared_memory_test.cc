@@ -5,6 +5,8 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -163,6 +165,36 @@ TEST_F(SharedMemoryTest, SlicesAreCheckedAndRegionsScopedToTheirSession) {
   SharedMemoryRegion unknown = MustCreate(*other, 4096);
   EXPECT_EQ(other->Close().code(), absl::StatusCode::kOk);
   EXPECT_EQ(RegionsOpen(), 1u) << "the closed session's region went with it";
+}
+
+// Connects to the descriptor socket beside the daemon's gRPC socket.
+int ConnectToDescriptorSocket(const std::string& directory) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = directory + "/gpucmdd.sock.fds";
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  int connection = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(connect(connection, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  return connection;
+}
+
+TEST_F(SharedMemoryTest, TheDescriptorSocketRefusesMessagesWithoutADescriptor) {
+  int connection = ConnectToDescriptorSocket(directory_);
+  ASSERT_EQ(send(connection, "R", 1, MSG_NOSIGNAL), 1);
+  char reply[512];
+  ssize_t size = recv(connection, reply, sizeof(reply), 0);
+  ASSERT_GT(size, 0);
+  EXPECT_EQ(reply[0], 'E');
+  EXPECT_THAT(std::string(reply + 1, size - 1), HasSubstr("exactly one descriptor"));
+  close(connection);
+  EXPECT_TRUE(SharedMemoryRegion::Create(*session_, 4096).ok()) << "the socket serves on";
+}
+
+TEST_F(SharedMemoryTest, ASilentConnectionDoesNotWedgeTheDescriptorSocket) {
+  int silent = ConnectToDescriptorSocket(directory_);  // sends nothing
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(*session_, 4096);
+  EXPECT_TRUE(region.ok()) << region.status();
+  close(silent);
 }
 
 TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
