@@ -90,6 +90,9 @@ class SharedMemoryRegion {
   uint64_t id() const { return id_; }
   uint64_t size_bytes() const { return size_bytes_; }
   char* data() const { return data_; }
+  // Whether the device copies straight from and into the region (see
+  // RegisterSharedMemoryResponse.direct_device_access).
+  bool direct_device_access() const { return direct_device_access_; }
 
  private:
   SharedMemoryRegion(Session* session, uint64_t id, char* data, uint64_t size)
@@ -98,6 +101,7 @@ class SharedMemoryRegion {
   uint64_t id_;
   char* data_;
   uint64_t size_bytes_;
+  bool direct_device_access_ = false;
 };
 
 // Hands `fd` to the daemon at `target` ("unix:PATH") over its descriptor socket

@@ -90,6 +90,7 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
       session.client_->stub_->RegisterSharedMemory(&context, request, &response));
   if (!registered.ok()) return registered;
   region.id_ = response.region();
+  region.direct_device_access_ = response.direct_device_access();
   return region;
 }
 
@@ -97,7 +98,8 @@ SharedMemoryRegion::SharedMemoryRegion(SharedMemoryRegion&& other) noexcept
     : session_(std::exchange(other.session_, nullptr)),
       id_(std::exchange(other.id_, 0)),
       data_(std::exchange(other.data_, nullptr)),
-      size_bytes_(std::exchange(other.size_bytes_, 0)) {}
+      size_bytes_(std::exchange(other.size_bytes_, 0)),
+      direct_device_access_(other.direct_device_access_) {}
 
 SharedMemoryRegion::~SharedMemoryRegion() {
   // A closed session took its regions with it.

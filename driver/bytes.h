@@ -4,6 +4,11 @@
 // Bytes: a move-only view of host memory plus the action that gives it back (to the
 // pinned pool, or freeing an owned buffer) when the Bytes object dies. This is how
 // staged host data is kept alive by a drop queue until the copy reading it completed.
+// Bytes the device may copy from and into directly, without staging (pinned pool
+// memory, a shared-memory region registered with the device), say so: pinned().
+//
+// HostRegistration: a host range registered with a device for direct copies, and the
+// action that ends the registration when the object dies.
 //
 // Thread-safety: a Bytes object is owned by one thread at a time; its release action
 // runs on whichever thread destroys it.
@@ -42,6 +47,7 @@ class Bytes {
   Bytes(Bytes&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)),
+        pinned_(std::exchange(other.pinned_, false)),
         release_(std::move(other.release_)) {
     other.release_ = nullptr;
   }
@@ -50,6 +56,7 @@ class Bytes {
       Release();
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      pinned_ = std::exchange(other.pinned_, false);
       release_ = std::move(other.release_);
       other.release_ = nullptr;
     }
@@ -57,7 +64,14 @@ class Bytes {
   }
   ~Bytes() { Release(); }
 
+  // Marks these bytes as memory the device copies from and into directly.
+  Bytes&& MarkPinned() && {
+    pinned_ = true;
+    return std::move(*this);
+  }
+
   std::byte* data() const { return data_; }
+  bool pinned() const { return pinned_; }
   size_t size() const { return size_; }
   absl::Span<std::byte> span() const { return {data_, size_}; }
   absl::Span<const std::byte> const_span() const { return {data_, size_}; }
@@ -71,7 +85,36 @@ class Bytes {
 
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+  bool pinned_ = false;
   absl::AnyInvocable<void()> release_;
+};
+
+class HostRegistration {
+ public:
+  // Nothing to end: memory the device reaches without registering it.
+  HostRegistration() = default;
+  // `end` runs exactly once, when this object (or the one it is moved into) dies.
+  explicit HostRegistration(absl::AnyInvocable<void()> end) : end_(std::move(end)) {}
+  HostRegistration(HostRegistration&& other) noexcept : end_(std::move(other.end_)) {
+    other.end_ = nullptr;
+  }
+  HostRegistration& operator=(HostRegistration&& other) noexcept {
+    if (this != &other) {
+      End();
+      end_ = std::move(other.end_);
+      other.end_ = nullptr;
+    }
+    return *this;
+  }
+  ~HostRegistration() { End(); }
+
+ private:
+  void End() {
+    if (end_) end_();
+    end_ = nullptr;
+  }
+
+  absl::AnyInvocable<void()> end_;
 };
 
 }  // namespace gpucmd

@@ -93,6 +93,11 @@ concept EventStreamBackend = requires(B& backend, const B& const_backend, uint64
   { backend.FreeDevice(device) } -> std::same_as<void>;
   { backend.AllocatePinned(size) } -> std::same_as<absl::StatusOr<HostResource>>;
   { backend.FreePinned(host) } -> std::same_as<void>;
+  // Makes `host` memory the device copies from and into directly (DMA, no staging) until
+  // the returned registration dies, which must be before the range is unmapped. The
+  // driver's refusal when it cannot; the server then stages copies of the range through
+  // pinned memory. An empty registration where any host memory is reached directly.
+  { backend.RegisterHost(host) } -> std::same_as<absl::StatusOr<HostRegistration>>;
 };
 
 template <typename D>
@@ -123,7 +128,8 @@ concept Driver =
 // the owner `binding` names when the Bytes die. What a backend whose pinned memory
 // needs no further bookkeeping returns from PinnedBytes.
 inline Bytes PinnedPoolBytes(PinnedBinding binding, HostResource resource, uint64_t size) {
-  return Bytes(resource.data, size, [binding] { binding.owner->Release(binding.allocation); });
+  return Bytes(resource.data, size, [binding] { binding.owner->Release(binding.allocation); })
+      .MarkPinned();
 }
 
 // Provided operations; a driver inherits them and overrides what it must.

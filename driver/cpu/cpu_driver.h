@@ -104,6 +104,10 @@ class CpuBackend {
   void FreeDevice(const DeviceResource& resource) { memory_->Free(resource); }
   absl::StatusOr<HostResource> AllocatePinned(uint64_t size_bytes);
   void FreePinned(const HostResource& resource);
+  // Kernels and copies run on the host: any host memory is reached directly.
+  absl::StatusOr<HostRegistration> RegisterHost(const HostResource&) {
+    return HostRegistration();
+  }
   CpuContext& context() { return context_; }
   const CpuDeviceMemory& memory() const { return *memory_; }
 

@@ -65,6 +65,8 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuMemPoolSetAttribute", api.MemPoolSetAttribute);
   resolve("cuMemAllocHost", api.MemAllocHost);
   resolve("cuMemFreeHost", api.MemFreeHost);
+  resolve("cuMemHostRegister", api.MemHostRegister);
+  resolve("cuMemHostUnregister", api.MemHostUnregister);
   resolve("cuMemcpyHtoDAsync", api.MemcpyHtoDAsync);
   resolve("cuMemcpyDtoHAsync", api.MemcpyDtoHAsync);
   resolve("cuMemcpyDtoDAsync", api.MemcpyDtoDAsync);

@@ -47,6 +47,8 @@ struct CudaApi {
   decltype(&::cuMemPoolSetAttribute) MemPoolSetAttribute;
   decltype(&::cuMemAllocHost) MemAllocHost;
   decltype(&::cuMemFreeHost) MemFreeHost;
+  decltype(&::cuMemHostRegister) MemHostRegister;
+  decltype(&::cuMemHostUnregister) MemHostUnregister;
   decltype(&::cuMemcpyHtoDAsync) MemcpyHtoDAsync;
   decltype(&::cuMemcpyDtoHAsync) MemcpyDtoHAsync;
   decltype(&::cuMemcpyDtoDAsync) MemcpyDtoDAsync;

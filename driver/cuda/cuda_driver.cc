@@ -189,6 +189,13 @@ absl::StatusOr<std::byte*> CudaVendor::AllocateHost(uint64_t size_bytes) const {
 
 void CudaVendor::FreeHost(std::byte* data) const { api_->MemFreeHost(data); }
 
+absl::Status CudaVendor::RegisterHost(std::byte* data, uint64_t size_bytes) const {
+  return Check(api_->MemHostRegister(data, size_bytes, CU_MEMHOSTREGISTER_PORTABLE),
+               "cuMemHostRegister");
+}
+
+void CudaVendor::UnregisterHost(std::byte* data) const { api_->MemHostUnregister(data); }
+
 absl::Status CudaVendor::CopyToDevice(DeviceAddress target, std::byte* source,
                                       uint64_t size_bytes, CUstream stream) const {
   return Check(api_->MemcpyHtoDAsync(target, source, size_bytes, stream), "cuMemcpyHtoDAsync");

@@ -4,7 +4,8 @@
 // The CUDA driver: GpuDriver (Note [One GPU driver] in driver/gpu/gpu_driver.h) over
 // CudaVendor, the CUDA driver API loaded at run time (driver/cuda/cuda_api.h). One
 // device's primary context; pages from cuMemAllocAsync (cuMemAlloc without memory
-// pools); pinned staging from cuMemAllocHost; cuMemcpy{HtoD,DtoH,DtoD}Async and
+// pools); pinned staging from cuMemAllocHost; shared-memory regions page-locked with
+// cuMemHostRegister; cuMemcpy{HtoD,DtoH,DtoD}Async and
 // cuMemcpy2DAsync; NVRTC-built CUBIN modules from the module store; tensor-map arguments
 // encoded with cuTensorMapEncodeTiled; dynamic shared memory beyond 48 KiB opted into.
 //
@@ -54,6 +55,8 @@ class CudaVendor {
   void FreeAsync(DeviceAddress address, CUstream stream) const;
   absl::StatusOr<std::byte*> AllocateHost(uint64_t size_bytes) const;
   void FreeHost(std::byte* data) const;
+  absl::Status RegisterHost(std::byte* data, uint64_t size_bytes) const;
+  void UnregisterHost(std::byte* data) const;
 
   absl::Status CopyToDevice(DeviceAddress target, std::byte* source, uint64_t size_bytes,
                             CUstream stream) const;

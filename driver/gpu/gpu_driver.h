@@ -92,6 +92,10 @@ concept GpuVendor =
       vendor.FreeAsync(address, stream);
       { vendor.AllocateHost(size) } -> std::same_as<absl::StatusOr<std::byte*>>;
       vendor.FreeHost(host);
+      // Page-locks `size` bytes at `host` for every context and maps them for DMA, until
+      // UnregisterHost(host).
+      { vendor.RegisterHost(host, size) } -> std::same_as<absl::Status>;
+      vendor.UnregisterHost(host);
       // Copies, enqueued on `stream`.
       { vendor.CopyToDevice(address, host, size, stream) } -> std::same_as<absl::Status>;
       { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
@@ -335,6 +339,17 @@ class GpuBackend {
 
   void FreePinned(const HostResource& resource) {
     if (context_.vendor.Enter().ok()) context_.vendor.FreeHost(resource.data);
+  }
+
+  // The registration ends on whichever thread drops it. After a device loss it ends on
+  // the device's new context, which never had it: the vendor's refusal then is moot.
+  absl::StatusOr<HostRegistration> RegisterHost(const HostResource& host) {
+    const V& vendor = context_.vendor;
+    RETURN_IF_ERROR(vendor.Enter());
+    RETURN_IF_ERROR(vendor.RegisterHost(host.data, host.size_bytes));
+    return HostRegistration([vendor, data = host.data] {
+      if (vendor.Enter().ok()) vendor.UnregisterHost(data);
+    });
   }
 
   GpuContext<V>& context() { return context_; }

@@ -129,6 +129,12 @@ absl::StatusOr<std::byte*> HipVendor::AllocateHost(uint64_t size_bytes) const {
 
 void HipVendor::FreeHost(std::byte* data) const { (void)hipHostFree(data); }
 
+absl::Status HipVendor::RegisterHost(std::byte* data, uint64_t size_bytes) const {
+  return HipStatus(hipHostRegister(data, size_bytes, hipHostRegisterPortable), "hipHostRegister");
+}
+
+void HipVendor::UnregisterHost(std::byte* data) const { (void)hipHostUnregister(data); }
+
 absl::Status HipVendor::CopyToDevice(DeviceAddress target, std::byte* source,
                                      uint64_t size_bytes, hipStream_t stream) const {
   return HipStatus(hipMemcpyHtoDAsync(Pointer(target), source, size_bytes, stream),

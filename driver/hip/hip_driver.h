@@ -3,7 +3,8 @@
 
 // The HIP driver (AMD GPUs, Debian's libamdhip64): GpuDriver (Note [One GPU driver] in
 // driver/gpu/gpu_driver.h) over HipVendor, the HIP runtime. Pages from hipMallocAsync
-// (hipMalloc without memory pools); pinned staging from hipHostMalloc;
+// (hipMalloc without memory pools); pinned staging from hipHostMalloc; shared-memory
+// regions page-locked with hipHostRegister;
 // hipMemcpy{HtoD,DtoH,DtoD}Async and hipMemcpy2DAsync; hiprtc-built code objects from
 // the module store, launched with hipModuleLaunchKernel. Launches take buffers and
 // scalars only: the device description says so, and tensor maps are refused.
@@ -54,6 +55,8 @@ class HipVendor {
   void FreeAsync(DeviceAddress address, hipStream_t stream) const;
   absl::StatusOr<std::byte*> AllocateHost(uint64_t size_bytes) const;
   void FreeHost(std::byte* data) const;
+  absl::Status RegisterHost(std::byte* data, uint64_t size_bytes) const;
+  void UnregisterHost(std::byte* data) const;
 
   absl::Status CopyToDevice(DeviceAddress target, std::byte* source, uint64_t size_bytes,
                             hipStream_t stream) const;

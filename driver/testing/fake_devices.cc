@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -26,6 +27,11 @@ struct State {
   int sticky[kMaxDevices] = {};
   int resets[kMaxDevices] = {};
   std::vector<std::string> functions;
+  // Pinned host memory (allocations and registrations) by start: its size.
+  std::map<uintptr_t, size_t> pinned_allocations;
+  std::map<uintptr_t, size_t> registrations;
+  bool refuse_host_registration = false;
+  int pageable_copies = 0;
 };
 
 State& Get() {
@@ -34,6 +40,15 @@ State& Get() {
 }
 
 thread_local int current_device = 0;
+
+// The range of `ranges` that holds [start, start + bytes), or end().
+std::map<uintptr_t, size_t>::const_iterator Holding(const std::map<uintptr_t, size_t>& ranges,
+                                                    uintptr_t start, size_t bytes) {
+  auto it = ranges.upper_bound(start);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return start + bytes <= it->first + it->second ? it : ranges.end();
+}
 
 int Clamp(int device) { return device < 0 ? 0 : (device >= kMaxDevices ? kMaxDevices - 1 : device); }
 
@@ -133,6 +148,51 @@ bool FunctionTraps(uintptr_t function) {
          Get().functions[function - 1] == kTrapEntryPoint;
 }
 
+void* AllocatePinnedHost(size_t bytes) {
+  void* memory = std::malloc(bytes == 0 ? 1 : bytes);
+  if (memory == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().pinned_allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  return memory;
+}
+
+void FreePinnedHost(void* pointer) {
+  {
+    std::lock_guard<std::mutex> lock(Get().mutex);
+    Get().pinned_allocations.erase(reinterpret_cast<uintptr_t>(pointer));
+  }
+  std::free(pointer);
+}
+
+bool RegisterHost(void* pointer, size_t bytes) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const auto start = reinterpret_cast<uintptr_t>(pointer);
+  if (state.refuse_host_registration || bytes == 0) return false;
+  auto next = state.registrations.lower_bound(start);
+  if (next != state.registrations.end() && next->first < start + bytes) return false;
+  if (next != state.registrations.begin() && std::prev(next)->first + std::prev(next)->second > start) {
+    return false;
+  }
+  state.registrations[start] = bytes;
+  return true;
+}
+
+bool UnregisterHost(void* pointer) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().registrations.erase(reinterpret_cast<uintptr_t>(pointer)) == 1;
+}
+
+void NoteHostSide(const void* pointer, size_t bytes) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const auto start = reinterpret_cast<uintptr_t>(pointer);
+  if (Holding(state.pinned_allocations, start, bytes) == state.pinned_allocations.end() &&
+      Holding(state.registrations, start, bytes) == state.registrations.end()) {
+    ++state.pageable_copies;
+  }
+}
+
 void CopyRows(char* target, size_t target_pitch, const char* source, size_t source_pitch,
               size_t width, size_t height) {
   for (size_t row = 0; row < height; ++row) {
@@ -165,6 +225,18 @@ extern "C" void fake_gpu_inject_sticky_error(int device, int error) {
 extern "C" int fake_gpu_context_resets(int device) {
   std::lock_guard<std::mutex> lock(Get().mutex);
   return Get().resets[Clamp(device)];
+}
+extern "C" void fake_gpu_refuse_host_registration(int refuse) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().refuse_host_registration = refuse != 0;
+}
+extern "C" int fake_gpu_host_registrations() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return static_cast<int>(Get().registrations.size());
+}
+extern "C" int fake_gpu_pageable_copies() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().pageable_copies;
 }
 
 }  // namespace gpucmd::fake

@@ -55,6 +55,20 @@ uintptr_t AddFunction(const std::string& entry_point);
 bool KnownFunction(uintptr_t function);
 bool FunctionTraps(uintptr_t function);
 
+// Host memory the device may copy from and into without staging: pinned allocations,
+// and ranges registered with the driver. Registration fails while refused (the
+// fake_gpu_refuse_host_registration control) and for a range that overlaps a
+// registered one, as it does on a GPU.
+void* AllocatePinnedHost(size_t bytes);
+void FreePinnedHost(void* pointer);
+bool RegisterHost(void* pointer, size_t bytes);
+// False for a pointer that starts no registered range.
+bool UnregisterHost(void* pointer);
+// Called by every asynchronous copy with its host side: counts the copy as pageable
+// when [pointer, pointer + bytes) is not inside pinned memory (a GPU would have to stage
+// it, synchronously, itself).
+void NoteHostSide(const void* pointer, size_t bytes);
+
 // Copies `height` rows of `width` bytes between pitched regions.
 void CopyRows(char* target, size_t target_pitch, const char* source, size_t source_pitch,
               size_t width, size_t height);

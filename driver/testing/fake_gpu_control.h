@@ -29,6 +29,12 @@ struct FakeGpuControl {
   void (*inject_sticky_error)(int device, int error);
   // How many times `device`'s context was reset.
   int (*context_resets)(int device);
+  // While nonzero, registering host memory with the driver fails.
+  void (*refuse_host_registration)(int refuse);
+  // How many host ranges are registered now.
+  int (*host_registrations)();
+  // How many asynchronous copies so far had a host side outside pinned memory.
+  int (*pageable_copies)();
 };
 
 // Loads the double at `runfile` (e.g. "driver/testing/cuda/libcuda.so.1", listed in the

@@ -45,6 +45,7 @@
 #include "driver/driver.h"
 #include "server/command/command_interface.h"
 #include "server/command/command_options.h"
+#include "server/command/copy_chunks.h"
 #include "server/command/launch_checks.h"
 #include "server/command/drop_queue.h"
 #include "server/command/memory_pool.h"
@@ -125,22 +126,29 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<HostRegistration> RegisterHost(const HostResource& host) override {
+    return backend_.RegisterHost(host);
+  }
+
+  // Staged in pinned memory when small; a large payload is the daemon's own buffer, which
+  // the driver copies from in place.
   absl::Status Write(SessionId session, LogicalStream logical, BufferId id,
                      const CopyLayout& layout, std::string data) override {
     const uint64_t size = data.size();
-    return WriteFrom(session, logical, id, layout, size, [&] { return Stage(std::move(data)); });
+    return WriteFrom(session, logical, id, layout, size, HostAccess::kInPlace,
+                     [&] { return Stage(std::move(data)); });
   }
 
   absl::Status WriteShared(SessionId session, LogicalStream logical, BufferId id,
                            const CopyLayout& layout, Bytes source) override {
     const uint64_t size = source.size();
-    return WriteFrom(session, logical, id, layout, size,
+    return WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
                      [&]() -> absl::StatusOr<Bytes> { return std::move(source); });
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream logical, BufferId id,
                                    const CopyLayout& layout) override {
-    return ReadInto(session, logical, id, layout,
+    return ReadInto(session, logical, id, layout, HostAccess::kInPlace,
                     [&] { return HostBuffer(layout.host_bytes()); });
   }
 
@@ -152,7 +160,7 @@ class Command final : public CommandInterface {
                                                      " bytes but its layout holds ",
                                                      layout.host_bytes()));
     }
-    return ReadInto(session, logical, id, layout,
+    return ReadInto(session, logical, id, layout, HostAccess::kPinnedOnly,
                     [&]() -> absl::StatusOr<Bytes> { return std::move(target); });
   }
 
@@ -493,11 +501,31 @@ class Command final : public CommandInterface {
     std::vector<Event> events;
   };
 
+  // Note [Staging through pinned chunks]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // A shared-memory region the device registered is copied from and into in place (DMA
+  // from the client's pages). One the driver refused to register is not handed to the
+  // driver's asynchronous copies, which would stage it themselves, synchronously: it is
+  // split into chunks of kStagingChunkBytes (between rows of a pitched layout). A write
+  // copies each chunk into pinned memory and enqueues its DMA before filling the next,
+  // so the host copy of one chunk overlaps the device copy of the one before; the drop
+  // queue keeps each chunk until its copy completed, and bounds how many are held (Note
+  // [Drop queue]). A read lands in pinned chunks that are copied into the region once
+  // the read completed, off the device thread. A chunk the pinned pool cannot supply is
+  // copied in place after all.
+  static constexpr uint64_t kStagingChunkBytes = uint64_t{4} << 20;
+
+  // How a copy may use the host memory it is handed when that is not pinned().
+  enum class HostAccess {
+    kInPlace,     // the driver copies from and into any host memory
+    kPinnedOnly,  // staged through pinned chunks
+  };
+
   // Write and WriteShared: `host` gives the `size` bytes to copy from (staged, or used
   // in place) once the write is known to be valid; they stay alive on the drop queue
   // until the copy completed.
   absl::Status WriteFrom(SessionId session, LogicalStream logical, BufferId id,
-                         const CopyLayout& layout, uint64_t size,
+                         const CopyLayout& layout, uint64_t size, HostAccess access,
                          absl::FunctionRef<absl::StatusOr<Bytes>()> host) {
     ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
     if (size != layout.host_bytes()) {
@@ -512,8 +540,12 @@ class Command final : public CommandInterface {
     int index = StreamFor(session, logical);
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
-    RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
-                                    staged.const_span(), stream));
+    if (staged.pinned() || access == HostAccess::kInPlace) {
+      RETURN_IF_ERROR(D::CopyToDevice(resource, NormalizedLayout(layout),
+                                      staged.const_span(), stream));
+    } else {
+      RETURN_IF_ERROR(CopyThroughPinnedChunks(resource, layout, staged, index));
+    }
     MarkWritten(*buffer, index);
     if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
         layout.is_contiguous()) {
@@ -525,10 +557,56 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  // Enqueues the write of `source` per `layout` through pinned chunks (Note [Staging
+  // through pinned chunks]); the caller pushes `source` on the drop queue after it.
+  absl::Status CopyThroughPinnedChunks(const DeviceResource& resource, const CopyLayout& layout,
+                                       const Bytes& source, int index) {
+    Stream& stream = backend_.stream(index);
+    for (const CopyChunk& chunk : SplitCopy(layout, kStagingChunkBytes)) {
+      const uint64_t size = chunk.layout.host_bytes();
+      absl::Span<const std::byte> from = source.const_span().subspan(chunk.host_offset_bytes, size);
+      absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
+      if (!lease.ok()) {
+        RETURN_IF_ERROR(D::CopyToDevice(resource, chunk.layout, from, stream));
+        continue;
+      }
+      std::memcpy(lease->resource.data, from.data(), size);
+      Bytes staged = D::PinnedBytes(lease->binding, lease->resource, size);
+      RETURN_IF_ERROR(D::CopyToDevice(resource, chunk.layout, staged.const_span(), stream));
+      drop_queues_[index].Push(std::move(staged));
+      RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
+    }
+    return absl::OkStatus();
+  }
+
+  // A read's pinned chunk: where its bytes go in the read's host buffer.
+  struct LandedChunk {
+    uint64_t host_offset_bytes;
+    Bytes pinned;
+  };
+
+  // Enqueues the read per `layout` into pinned chunks, or into `out` itself where the
+  // pinned pool refuses one; the chunks to copy into `out` once the read completed.
+  absl::StatusOr<std::vector<LandedChunk>> ReadThroughPinnedChunks(const DeviceResource& resource,
+                                                                   const CopyLayout& layout,
+                                                                   const Bytes& out,
+                                                                   Stream& stream) {
+    std::vector<LandedChunk> landed;
+    for (const CopyChunk& chunk : SplitCopy(layout, kStagingChunkBytes)) {
+      const uint64_t size = chunk.layout.host_bytes();
+      absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
+      Bytes into = lease.ok() ? D::PinnedBytes(lease->binding, lease->resource, size)
+                              : Bytes(out.data() + chunk.host_offset_bytes, size, nullptr);
+      RETURN_IF_ERROR(D::CopyToHost(resource, chunk.layout, into, stream));
+      if (lease.ok()) landed.push_back(LandedChunk{chunk.host_offset_bytes, std::move(into)});
+    }
+    return landed;
+  }
+
   // Read and ReadShared: `host` gives the bytes the copy lands in, once the read is
   // known to be valid.
   absl::StatusOr<PendingRead> ReadInto(SessionId session, LogicalStream logical, BufferId id,
-                                       const CopyLayout& layout,
+                                       const CopyLayout& layout, HostAccess access,
                                        absl::FunctionRef<absl::StatusOr<Bytes>()> host) {
     ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
     RETURN_IF_ERROR(CheckLayoutBounds(layout, buffer->size_bytes));
@@ -541,11 +619,22 @@ class Command final : public CommandInterface {
     int index = StreamFor(session, logical);
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
-    RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
+    std::vector<LandedChunk> landed;
+    if (out.pinned() || access == HostAccess::kInPlace) {
+      RETURN_IF_ERROR(D::CopyToHost(resource, NormalizedLayout(layout), out, stream));
+    } else {
+      ASSIGN_OR_RETURN(landed, ReadThroughPinnedChunks(resource, layout, out, stream));
+    }
     Event done = stream.RecordEvent();
     MarkRead(*buffer, index, done);
-    return PendingRead{std::move(out), [done, id, producer = buffer->producer] {
+    std::byte* into = out.data();
+    return PendingRead{std::move(out), [done, id, producer = buffer->producer,
+                                        landed = std::move(landed), into]() -> absl::Status {
                          RETURN_IF_ERROR(done.Wait());
+                         for (const LandedChunk& chunk : landed) {
+                           std::memcpy(into + chunk.host_offset_bytes, chunk.pinned.data(),
+                                       chunk.pinned.size());
+                         }
                          return ProducerStatus(id, producer.get());
                        }};
   }

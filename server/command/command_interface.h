@@ -117,15 +117,20 @@ class CommandInterface {
   // Enqueues host->device: `data` (exactly layout.host_bytes()) lands per `layout`.
   virtual absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
                              const CopyLayout& layout, std::string data) = 0;
+  // Registers `host` (a shared-memory region's mapping) with the device for direct
+  // copies until the registration dies; the driver's refusal when it cannot.
+  virtual absl::StatusOr<HostRegistration> RegisterHost(const HostResource& host) = 0;
   // Enqueues host->device from `source`, host memory that stays valid while the Bytes
-  // lives (a shared-memory region's slice: no staging copy), exactly layout.host_bytes().
+  // lives (a shared-memory region's slice), exactly layout.host_bytes(): copied from in
+  // place when pinned(), else staged through pinned chunks.
   virtual absl::Status WriteShared(SessionId session, LogicalStream stream, BufferId buffer,
                                    const CopyLayout& layout, Bytes source) = 0;
   // Enqueues device->host of `layout`'s region.
   virtual absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream,
                                            BufferId buffer, const CopyLayout& layout) = 0;
   // Enqueues device->host of `layout`'s region into `target` (exactly layout.host_bytes(),
-  // valid while the Bytes lives), which the PendingRead returns.
+  // valid while the Bytes lives), which the PendingRead returns: in place when pinned(),
+  // else through pinned chunks copied out once the read completed.
   virtual absl::StatusOr<PendingRead> ReadShared(SessionId session, LogicalStream stream,
                                                  BufferId buffer, const CopyLayout& layout,
                                                  Bytes target) = 0;

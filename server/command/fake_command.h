@@ -47,6 +47,11 @@ class FakeCommand final : public CommandInterface {
     return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)));
   }
 
+  // Host memory is the fake's device memory: reached directly.
+  absl::StatusOr<HostRegistration> RegisterHost(const HostResource&) override {
+    return HostRegistration();
+  }
+
   absl::Status WriteShared(SessionId session, LogicalStream, BufferId buffer,
                            const CopyLayout& layout, Bytes source) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);

@@ -22,6 +22,9 @@ class UnavailableCommand final : public CommandInterface {
                      std::string) override {
     return reason_;
   }
+  absl::StatusOr<HostRegistration> RegisterHost(const HostResource&) override {
+    return reason_;
+  }
   absl::Status WriteShared(SessionId, LogicalStream, BufferId, const CopyLayout&,
                            Bytes) override {
     return reason_;

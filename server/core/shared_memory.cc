@@ -16,13 +16,21 @@
 
 namespace gpucmd {
 
-// One mapped region, unmapped when the last reference (the table's, or a Slice's) goes.
+// One mapped region, unmapped when the last reference (the table's, or a Slice's) goes;
+// its device registration ends first.
 class SharedMemoryTable::Mapping {
  public:
   Mapping(void* address, uint64_t size) : address_(address), size_(size) {}
-  ~Mapping() { munmap(address_, size_); }
+  ~Mapping() {
+    registration = HostRegistration();
+    munmap(address_, size_);
+  }
   std::byte* data() const { return static_cast<std::byte*>(address_); }
   uint64_t size() const { return size_; }
+
+  // Set once, under the table's lock.
+  HostRegistration registration;
+  bool registered = false;
 
  private:
   void* const address_;
@@ -98,6 +106,19 @@ absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
   return region;
 }
 
+absl::Status SharedMemoryTable::AttachRegistration(SessionId session, RegionId region,
+                                                   HostRegistration registration) {
+  MutexLock lock(&mutex_);
+  auto it = regions_.find(Key{session, region});
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("shared-memory region ", region, " not found in this session"));
+  }
+  it->second->registration = std::move(registration);
+  it->second->registered = true;
+  return absl::OkStatus();
+}
+
 absl::Status SharedMemoryTable::Unregister(SessionId session, RegionId region) {
   std::shared_ptr<Mapping> gone;  // unmapped outside the lock, once no slice holds it
   MutexLock lock(&mutex_);
@@ -117,6 +138,7 @@ absl::StatusOr<Bytes> SharedMemoryTable::Slice(SessionId session, RegionId regio
                                                uint64_t offset_bytes,
                                                uint64_t size_bytes) const {
   std::shared_ptr<Mapping> mapping;
+  bool registered = false;
   {
     MutexLock lock(&mutex_);
     auto it = regions_.find(Key{session, region});
@@ -125,6 +147,7 @@ absl::StatusOr<Bytes> SharedMemoryTable::Slice(SessionId session, RegionId regio
           absl::StrCat("shared-memory region ", region, " not found in this session"));
     }
     mapping = it->second;
+    registered = mapping->registered;
   }
   if (offset_bytes > mapping->size() || size_bytes > mapping->size() - offset_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -132,7 +155,8 @@ absl::StatusOr<Bytes> SharedMemoryTable::Slice(SessionId session, RegionId regio
         region, " of ", mapping->size(), " bytes"));
   }
   std::byte* data = mapping->data() + offset_bytes;
-  return Bytes(data, size_bytes, [mapping = std::move(mapping)]() mutable { mapping.reset(); });
+  Bytes slice(data, size_bytes, [mapping = std::move(mapping)]() mutable { mapping.reset(); });
+  return registered ? std::move(slice).MarkPinned() : std::move(slice);
 }
 
 void SharedMemoryTable::DropSession(SessionId session) {

@@ -18,6 +18,13 @@
 // mapped until that copy has completed and released it. Regions per session and mapped
 // bytes in all are limited.
 //
+// On a GPU a region is also registered with the device (page-locked for DMA): the
+// server attaches the registration once the session's device made it, and from then on
+// slices say they are pinned, so copies go straight between the client's pages and the
+// device. A region the driver would not register still works, staged through pinned
+// memory (Note [Staging through pinned chunks] in server/command/command.h). The
+// registration ends before the region is unmapped.
+//
 // Thread-safety: every method may be called from any thread.
 
 #include <cstdint>
@@ -55,11 +62,18 @@ class SharedMemoryTable {
   // `size_bytes`; RESOURCE_EXHAUSTED naming the limit.
   absl::StatusOr<RegionId> Register(SessionId session, int fd, uint64_t size_bytes);
 
+  // Keeps `registration` (of the whole region with its session's device) until the
+  // region is unmapped; later slices are pinned(). NOT_FOUND, ending the registration at
+  // once, when the region has gone meanwhile.
+  absl::Status AttachRegistration(SessionId session, RegionId region,
+                                  HostRegistration registration);
+
   // NOT_FOUND for an unknown or foreign region.
   absl::Status Unregister(SessionId session, RegionId region);
 
-  // [offset, offset + size) of the session's region, which stays mapped while the
-  // returned Bytes lives. NOT_FOUND as above; INVALID_ARGUMENT past the region's end.
+  // [offset, offset + size) of the session's region, which stays mapped (and
+  // registered) while the returned Bytes lives; pinned() once a registration is
+  // attached. NOT_FOUND as above; INVALID_ARGUMENT past the region's end.
   absl::StatusOr<Bytes> Slice(SessionId session, RegionId region, uint64_t offset_bytes,
                               uint64_t size_bytes) const;
 

@@ -267,10 +267,31 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   ServerCore& core = *environment_.core;
   absl::StatusOr<int> fd = core.handoffs().Take(request->handoff());
   if (!fd.ok()) return FinishUnary(context, fd.status());
-  absl::StatusOr<RegionId> region =
-      core.shared_memory().Register(session->id, *fd, request->size_bytes());
-  if (region.ok()) response->set_region(*region);
-  return FinishUnary(context, region.status());
+  SharedMemoryTable* table = &core.shared_memory();
+  absl::StatusOr<RegionId> region = table->Register(session->id, *fd, request->size_bytes());
+  if (!region.ok()) return FinishUnary(context, region.status());
+  response->set_region(*region);
+  // The device registers the whole region for direct copies; the reply waits for it, so
+  // that the client's first copy already goes straight to the device.
+  absl::StatusOr<Bytes> whole = table->Slice(session->id, *region, 0, request->size_bytes());
+  if (!whole.ok()) return FinishUnary(context, whole.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  DeviceWorker* worker = &core.worker(session->device);
+  absl::Status queued = worker->Submit(
+      session->id, [reactor, response, worker, table, id = session->id, region = *region,
+                    whole = *std::move(whole)](CommandInterface& command) {
+        absl::StatusOr<HostRegistration> registration =
+            command.RegisterHost(HostResource{whole.data(), whole.size()});
+        response->set_direct_device_access(
+            registration.ok() &&
+            table->AttachRegistration(id, region, *std::move(registration)).ok());
+        worker->Defer([reactor] { reactor->Finish(grpc::Status::OK); });
+      });
+  if (!queued.ok()) {
+    table->Unregister(session->id, *region).IgnoreError();
+    reactor->Finish(ToGrpcStatus(queued));
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(

@@ -1,10 +1,12 @@
 // The GPU benchmark table of tests/gpu/device_check.sh (build with --config=cuda):
 // NVRTC compile time; host<->device bandwidth through the daemon against a direct
-// cuMemcpy{HtoD,DtoH}Async from pinned memory in the same run (`x_direct`); a pitched 2D
+// cuMemcpy{HtoD,DtoH}Async from pinned memory in the same run (`x_direct`), inline and
+// from a shared-memory region (`direct_access`: registered with the device); a pitched 2D
 // copy through the daemon; empty-kernel launch rate in-process (Command<CudaDriver>)
 // against the daemon, unary and in Submit batches (`x_in_process`). Benchmarks that need
 // a GPU skip themselves, saying why, where there is none.
 
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -125,6 +127,39 @@ void BM_DaemonRead(benchmark::State& state) {
   ReportAgainstDirect(state, SecondsSince(start), direct_to_host_bytes_per_second);
 }
 
+// A copy between a shared-memory region (registered with the device by the daemon) and
+// the device, per iteration, up to its Synchronize: against the direct pinned copy.
+void DaemonSharedCopy(benchmark::State& state, bool to_device,
+                      const std::map<int64_t, double>& baseline) {
+  if (!HaveGpuOrSkip(state)) return;
+  const uint64_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
+  if (!region.ok()) {
+    state.SkipWithError(std::string(region.status().message()).c_str());
+    return;
+  }
+  std::memset(region->data(), 's', size);
+  state.counters["direct_access"] = region->direct_device_access() ? 1 : 0;
+  const RegionSlice slice{*region, 0, size};
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(to_device ? session.Write(buffer, 0, slice)
+                                       : session.Read(buffer, 0, slice));
+    benchmark::DoNotOptimize(session.Synchronize(0));
+  }
+  ReportAgainstDirect(state, SecondsSince(start), baseline);
+}
+
+void BM_DaemonSharedWrite(benchmark::State& state) {
+  DaemonSharedCopy(state, true, direct_to_device_bytes_per_second);
+}
+
+void BM_DaemonSharedRead(benchmark::State& state) {
+  DaemonSharedCopy(state, false, direct_to_host_bytes_per_second);
+}
+
 void BM_DaemonPitched2DWrite(benchmark::State& state) {
   if (!HaveGpuOrSkip(state)) return;
   constexpr uint64_t kWidth = 4000, kHeight = 1024, kStride = 4096;
@@ -182,6 +217,8 @@ BENCHMARK(BM_DirectHostToDevice)->TRANSFER_SIZES;
 BENCHMARK(BM_DirectDeviceToHost)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonWrite)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonRead)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonSharedWrite)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonSharedRead)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonPitched2DWrite)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();

@@ -9,7 +9,8 @@
 # driver conformance suite against the real device, the kernel suite through the CUDA
 # daemon (a faulting kernel and the context reset included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
-# a direct cuMemcpy*Async from pinned memory, a pitched 2D copy, and empty-kernel launch
+# a direct cuMemcpy*Async from pinned memory (inline, and from shared-memory regions the
+# daemon registered with the device), a pitched 2D copy, and empty-kernel launch
 # rates in-process, unary and in Submit batches. Finishes within 8 minutes.
 set -uo pipefail
 

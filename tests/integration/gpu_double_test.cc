@@ -11,6 +11,7 @@
 // LD_LIBRARY_PATH.
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "client/client.h"
@@ -84,6 +85,22 @@ TEST_F(GpuDoubleTest, CopiesGoThroughTheDriver) {
   ASSERT_TRUE(session.Write(*target, 64, rows, 0, pitched).ok());
   EXPECT_EQ(session.ReadPitched(*target, 64, pitched).value_or(""), rows);
   EXPECT_TRUE(session.Synchronize().ok());
+}
+
+TEST_F(GpuDoubleTest, SharedMemoryRegionsAreRegisteredWithTheDevice) {
+  Session session = Open("shared");
+  constexpr uint64_t kSize = (5 << 20) + 3;
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, 2 * kSize);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_TRUE(region->direct_device_access()) << "the driver registered the region";
+  const std::string data = testing::RandomBytes(kSize, 11);
+  std::memcpy(region->data(), data.data(), kSize);
+  absl::StatusOr<Buffer> buffer = session.Allocate(kSize);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  ASSERT_TRUE(session.Write(*buffer, 0, RegionSlice{*region, 0, kSize}).ok());
+  ASSERT_TRUE(session.Read(*buffer, 0, RegionSlice{*region, kSize, kSize}).ok());
+  EXPECT_EQ(std::string(region->data() + kSize, kSize), data);
+  EXPECT_EQ(session.Read(*buffer, 0, kSize).value_or(""), data);
 }
 
 TEST_F(GpuDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {

@@ -93,6 +93,7 @@ class SharedMemoryTest : public ::testing::Test {
 TEST_F(SharedMemoryTest, WritesAndReadsGoThroughTheRegion) {
   constexpr uint64_t kSize = 3 * kMiB + 17;
   SharedMemoryRegion region = MustCreate(*session_, 2 * kSize);
+  EXPECT_TRUE(region.direct_device_access()) << "the CPU driver reaches host memory directly";
   const std::string data = testing::RandomBytes(kSize, 7);
   std::memcpy(region.data(), data.data(), kSize);
   Buffer buffer = MustAllocate(kSize);

@@ -149,20 +149,31 @@ CUresult DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice) {
 }
 CUresult MemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
 CUresult MemAllocHost(void** pointer, size_t bytes) {
-  *pointer = std::malloc(bytes);
+  *pointer = fake::AllocatePinnedHost(bytes);
   return *pointer == nullptr ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 CUresult MemFreeHost(void* pointer) {
-  std::free(pointer);
+  fake::FreePinnedHost(pointer);
   return CUDA_SUCCESS;
+}
+CUresult MemHostRegister(void* pointer, size_t bytes, unsigned int) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  return fake::RegisterHost(pointer, bytes) ? CUDA_SUCCESS
+                                            : CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+}
+CUresult MemHostUnregister(void* pointer) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  return fake::UnregisterHost(pointer) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 CUresult MemcpyHtoDAsync(CUdeviceptr target, const void* source, size_t bytes, CUstream) {
   if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  fake::NoteHostSide(source, bytes);
   std::memcpy(reinterpret_cast<void*>(target), source, bytes);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoHAsync(void* target, CUdeviceptr source, size_t bytes, CUstream) {
   if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  fake::NoteHostSide(target, bytes);
   std::memcpy(target, reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
@@ -178,6 +189,12 @@ CUresult Memcpy2DAsync(const CUDA_MEMCPY2D* copy, CUstream) {
   if (copy->srcXInBytes != 0 || copy->srcY != 0 || copy->dstXInBytes != 0 || copy->dstY != 0 ||
       copy->srcPitch < copy->WidthInBytes || copy->dstPitch < copy->WidthInBytes) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  const void* host = copy->srcMemoryType == CU_MEMORYTYPE_HOST ? copy->srcHost : copy->dstHost;
+  const size_t host_pitch =
+      copy->srcMemoryType == CU_MEMORYTYPE_HOST ? copy->srcPitch : copy->dstPitch;
+  if (copy->Height > 0) {
+    fake::NoteHostSide(host, (copy->Height - 1) * host_pitch + copy->WidthInBytes);
   }
   auto address = [](CUmemorytype type, const void* host, CUdeviceptr device) {
     return type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
@@ -254,6 +271,8 @@ const std::map<std::string, void*>& Table() {
       {"cuMemPoolSetAttribute", reinterpret_cast<void*>(&MemPoolSetAttribute)},
       {"cuMemAllocHost", reinterpret_cast<void*>(&MemAllocHost)},
       {"cuMemFreeHost", reinterpret_cast<void*>(&MemFreeHost)},
+      {"cuMemHostRegister", reinterpret_cast<void*>(&MemHostRegister)},
+      {"cuMemHostUnregister", reinterpret_cast<void*>(&MemHostUnregister)},
       {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync)},
       {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync)},
       {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&MemcpyDtoDAsync)},

@@ -123,20 +123,30 @@ hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool, int) {
 }
 hipError_t hipMemPoolSetAttribute(hipMemPool_t, hipMemPoolAttr, void*) { return hipSuccess; }
 hipError_t hipHostMalloc(void** pointer, size_t bytes, unsigned int) {
-  *pointer = std::malloc(bytes);
+  *pointer = fake::AllocatePinnedHost(bytes);
   return *pointer == nullptr ? hipErrorOutOfMemory : hipSuccess;
 }
 hipError_t hipHostFree(void* pointer) {
-  std::free(pointer);
+  fake::FreePinnedHost(pointer);
   return hipSuccess;
+}
+hipError_t hipHostRegister(void* pointer, size_t bytes, unsigned int) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  return fake::RegisterHost(pointer, bytes) ? hipSuccess : hipErrorHostMemoryAlreadyRegistered;
+}
+hipError_t hipHostUnregister(void* pointer) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  return fake::UnregisterHost(pointer) ? hipSuccess : hipErrorHostMemoryNotRegistered;
 }
 hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t target, void* source, size_t bytes, hipStream_t) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  fake::NoteHostSide(source, bytes);
   std::memcpy(target, source, bytes);
   return hipSuccess;
 }
 hipError_t hipMemcpyDtoHAsync(void* target, hipDeviceptr_t source, size_t bytes, hipStream_t) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  fake::NoteHostSide(target, bytes);
   std::memcpy(target, source, bytes);
   return hipSuccess;
 }
@@ -147,10 +157,15 @@ hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t target, hipDeviceptr_t source, size
   return hipSuccess;
 }
 hipError_t hipMemcpy2DAsync(void* target, size_t target_pitch, const void* source,
-                            size_t source_pitch, size_t width, size_t height, hipMemcpyKind,
-                            hipStream_t) {
+                            size_t source_pitch, size_t width, size_t height,
+                            hipMemcpyKind kind, hipStream_t) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
   if (target_pitch < width || source_pitch < width) return hipErrorInvalidValue;
+  if (height > 0 && kind == hipMemcpyHostToDevice) {
+    fake::NoteHostSide(source, (height - 1) * source_pitch + width);
+  } else if (height > 0 && kind == hipMemcpyDeviceToHost) {
+    fake::NoteHostSide(target, (height - 1) * target_pitch + width);
+  }
   fake::CopyRows(static_cast<char*>(target), target_pitch, static_cast<const char*>(source),
                  source_pitch, width, height);
   return hipSuccess;
