@@ -81,7 +81,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
 
 // One worker per device, each running its driver's Command.
 std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetup& setup,
-                                      Metrics* metrics) {
+                                      std::shared_ptr<PayloadPool> payloads, Metrics* metrics) {
   std::vector<std::unique_ptr<DeviceWorker>> workers;
   for (size_t ordinal = 0; ordinal < setup.factories.size(); ++ordinal) {
     workers.push_back(std::make_unique<DeviceWorker>(
@@ -97,7 +97,8 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
           .idle_timeout = std::chrono::seconds(limits.session_idle_timeout_seconds()),
           .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds()),
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
-                            .max_mapped_bytes = limits.max_shared_memory_bytes()}});
+                            .max_mapped_bytes = limits.max_shared_memory_bytes()},
+          .payloads = std::move(payloads)});
 }
 
 }  // namespace
@@ -105,11 +106,12 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& config) {
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->config_ = config;
-  ASSIGN_OR_RETURN(DriverSetup setup, SetUpDriver(config));
+  auto payloads = std::make_shared<PayloadPool>(config.limits().payload_cache_bytes());
+  ASSIGN_OR_RETURN(DriverSetup setup, SetUpDriver(config, payloads));
   daemon->device_count_ = static_cast<int>(setup.devices.size());
   daemon->metrics_ = std::make_unique<Metrics>(daemon->device_count_);
   daemon->compiler_ = std::move(setup.compiler);
-  daemon->core_ = StartCore(config, setup, daemon->metrics_.get());
+  daemon->core_ = StartCore(config, setup, std::move(payloads), daemon->metrics_.get());
   daemon->service_ = std::make_unique<GpuCommandService>(
       std::move(setup.devices), daemon->core_.get(), daemon->compiler_.get(),
       daemon->metrics_.get(), config.limits().max_message_bytes());

@@ -5,9 +5,10 @@
 
 namespace gpucmd {
 
-CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
-                                 const DeviceDescription& device) {
+CommandOptions CommandOptionsFor(const v1::DaemonConfig& config, const DeviceDescription& device,
+                                 std::shared_ptr<PayloadPool> payloads) {
   CommandOptions options;
+  options.payloads = std::move(payloads);
   options.session_quota_bytes = config.limits().session_memory_quota_bytes();
   options.session_launches_in_flight = config.limits().session_queued_commands();
   options.launch.max_threads_per_block = device.max_threads_per_block;

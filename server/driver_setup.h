@@ -32,11 +32,14 @@ struct DriverSetup {
 const char* SelectedDriverName();
 
 // UNAVAILABLE when the driver or its devices are missing (e.g. "no CUDA driver").
-absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config);
+// Every device's Command takes its large payloads from `payloads`.
+absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
+                                        std::shared_ptr<PayloadPool> payloads);
 
-// Command options shared by every driver: the config's limits and the device's own.
-CommandOptions CommandOptionsFor(const v1::DaemonConfig& config,
-                                 const DeviceDescription& device);
+// Command options shared by every driver: the config's limits, the device's own, and
+// the daemon's payload pool.
+CommandOptions CommandOptionsFor(const v1::DaemonConfig& config, const DeviceDescription& device,
+                                 std::shared_ptr<PayloadPool> payloads);
 
 // Where the compile helper `name` (built in Bazel package `package`) is; when it cannot
 // be found, says so in the log and returns the bare name, so that compiles fail naming

@@ -21,7 +21,8 @@ namespace gpucmd {
 
 const char* SelectedDriverName() { return "cpu"; }
 
-absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
+absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
+                                        std::shared_ptr<PayloadPool> payloads) {
   const v1::CpuDriverConfig& cpu = config.cpu();
   DriverSetup setup;
   setup.driver_name = SelectedDriverName();
@@ -65,7 +66,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
         .kernel_timeout = std::chrono::seconds(cpu.kernel_timeout_seconds()),
         .executor_memory_bytes = cpu.executor_memory_bytes(),
         .executor_identity = executor_identity};
-    CommandOptions options = CommandOptionsFor(config, device);
+    CommandOptions options = CommandOptionsFor(config, device, payloads);
     // Whole host pages per slice: a launch's buffers can be opened to its kernel without
     // exposing another session's bytes (Note [Launch-scoped device memory] in
     // driver/cpu/kernel_executor_main.cc).

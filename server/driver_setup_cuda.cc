@@ -13,7 +13,8 @@ namespace gpucmd {
 
 const char* SelectedDriverName() { return "cuda"; }
 
-absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
+absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
+                                        std::shared_ptr<PayloadPool> payloads) {
   DriverSetup setup;
   setup.driver_name = SelectedDriverName();
   ASSIGN_OR_RETURN(setup.devices, DescribeCudaDevices());
@@ -41,7 +42,7 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config) {
                                  .stream_count = static_cast<int>(config.cpu().streams_per_device()),
                                  .modules = modules};
     setup.factories.push_back(MakeCommandFactory<CudaDriver>(
-        [backend] { return CudaBackend::Create(backend); }, CommandOptionsFor(config, device)));
+        [backend] { return CudaBackend::Create(backend); }, CommandOptionsFor(config, device, payloads)));
   }
   return setup;
 }

@@ -733,12 +733,20 @@ class Command final : public CommandInterface {
 
   absl::StatusOr<Bytes> Stage(std::string data) {
     if (data.size() > options_.staging_threshold_bytes) {
-      return Bytes::FromString(std::move(data));  // owned: safe to copy from in place
+      return KeepPayload(std::move(data));  // owned: safe to copy from in place
     }
-    absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(data.size());
-    if (!lease.ok()) return Bytes::FromString(std::move(data));
-    std::memcpy(lease->resource.data, data.data(), data.size());
-    return D::PinnedBytes(lease->binding, lease->resource, data.size());
+    const uint64_t size = data.size();
+    absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
+    if (!lease.ok()) return KeepPayload(std::move(data));
+    std::memcpy(lease->resource.data, data.data(), size);
+    if (options_.payloads != nullptr) options_.payloads->Give(std::move(data));
+    return D::PinnedBytes(lease->binding, lease->resource, size);
+  }
+
+  // `payload` as Bytes whose memory goes back to the payload pool when they die.
+  Bytes KeepPayload(std::string payload) {
+    if (options_.payloads == nullptr) return Bytes::FromString(std::move(payload));
+    return options_.payloads->Wrap(std::move(payload));
   }
 
   // Note [Fresh memory]
@@ -769,12 +777,13 @@ class Command final : public CommandInterface {
   }
 
   // Host memory to copy into (or fill) whole: pinned below the staging threshold, else
-  // from the heap, not zero-filled.
+  // from the payload pool or the heap, not zero-filled.
   absl::StatusOr<Bytes> HostBuffer(uint64_t size) {
     if (size <= options_.staging_threshold_bytes) {
       absl::StatusOr<PinnedPool::Lease> lease = pinned_.Acquire(size);
       if (lease.ok()) return D::PinnedBytes(lease->binding, lease->resource, size);
     }
+    if (options_.payloads != nullptr) return options_.payloads->TakeBytes(size);
     return Bytes::Uninitialized(size);
   }
 

@@ -5,9 +5,11 @@
 // plain value; the composition root fills it from the config and the device description.
 
 #include <cstdint>
+#include <memory>
 
 #include "server/command/drop_queue.h"
 #include "server/command/memory_pool.h"
+#include "server/command/payload_pool.h"
 
 namespace gpucmd {
 
@@ -33,6 +35,9 @@ struct CommandOptions {
   LaunchLimits launch;
   MemoryPool::Options memory;  // capacity_bytes is taken from the backend
   DropQueueThresholds drop_queue;
+  // Where large payloads come from and go back to (Note [Payload pool]); shared with the
+  // RPC layer, which parses writes into its strings. Null: fresh memory each time.
+  std::shared_ptr<PayloadPool> payloads;
 };
 
 }  // namespace gpucmd

@@ -11,6 +11,8 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
       options_(options),
       sessions_(options.idle_timeout, options.lease_grace),
       shared_memory_(options.shared_memory),
+      payloads_(options.payloads != nullptr ? options.payloads
+                                            : std::make_shared<PayloadPool>(uint64_t{64} << 20)),
       reaper_([this] { RunReaper(); }) {}
 
 ServerCore::~ServerCore() { Stop(); }

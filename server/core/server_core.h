@@ -18,6 +18,7 @@
 #include "server/core/descriptor_handoffs.h"
 #include "server/core/device_worker.h"
 #include "server/core/session_registry.h"
+#include "server/command/payload_pool.h"
 #include "server/core/shared_memory.h"
 
 namespace gpucmd {
@@ -29,6 +30,9 @@ class ServerCore {
     std::chrono::milliseconds lease_grace{5'000};
     std::chrono::milliseconds reap_interval{200};
     SharedMemoryTable::Limits shared_memory;
+    // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
+    // core's own, keeping up to 64 MiB.
+    std::shared_ptr<PayloadPool> payloads;
   };
 
   ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers, const Options& options);
@@ -44,6 +48,8 @@ class ServerCore {
   const SharedMemoryTable& shared_memory() const { return shared_memory_; }
   // Descriptors handed over on the descriptor socket, waiting to be registered.
   DescriptorHandoffs& handoffs() { return handoffs_; }
+  // Where write payloads are parsed into.
+  PayloadPool& payloads() { return *payloads_; }
 
   // Frees everything `session` holds: its shared-memory regions at once, its device
   // memory on its device. Never lost: when the device's queue is full, the reaper
@@ -64,6 +70,7 @@ class ServerCore {
   SessionRegistry sessions_;
   SharedMemoryTable shared_memory_;
   DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256};
+  const std::shared_ptr<PayloadPool> payloads_;
   Mutex mutex_;
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;

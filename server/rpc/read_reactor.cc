@@ -12,6 +12,7 @@ namespace gpucmd {
 ReadReactor::ReadReactor(const RpcEnvironment* environment,
                          grpc::CallbackServerContext* context, const v1::ReadRequest& request)
     : chunk_bytes_(environment->read_chunk_bytes), environment_(environment) {
+  *response_.mutable_data() = environment_->core->payloads().Take();
   if (absl::Status started = Start(context, request); !started.ok()) {
     Finish(ToGrpcStatus(started));
   }
@@ -44,6 +45,11 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                   WriteNextChunk();
                 });
   return absl::OkStatus();
+}
+
+void ReadReactor::OnDone() {
+  environment_->core->payloads().Give(std::move(*response_.mutable_data()));
+  delete this;
 }
 
 void ReadReactor::OnWriteDone(bool ok) {

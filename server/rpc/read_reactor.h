@@ -3,7 +3,8 @@
 
 // Device -> host over the streaming Read RPC: the read runs as a batch of one (the same
 // operation a Submit read is); once its copy completed (off the device thread) the bytes
-// are streamed in chunks below the message limit.
+// are streamed in chunks below the message limit, each copied into a message whose
+// memory comes from the payload pool (Note [Payload pool]).
 //
 // Thread-safety: gRPC runs one reactor callback at a time; the completion thread starts
 // the first write once, before any write callback can run.
@@ -22,7 +23,8 @@ class ReadReactor final : public grpc::ServerWriteReactor<v1::ReadResponse> {
               const v1::ReadRequest& request);
 
   void OnWriteDone(bool ok) override;
-  void OnDone() override { delete this; }
+  // Gives the call's message memory back to the payload pool.
+  void OnDone() override;
 
  private:
   absl::Status Start(grpc::CallbackServerContext* context, const v1::ReadRequest& request);

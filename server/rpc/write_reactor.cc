@@ -11,7 +11,16 @@ namespace gpucmd {
 WriteReactor::WriteReactor(const RpcEnvironment* environment,
                            grpc::CallbackServerContext* context, v1::WriteResponse* response)
     : environment_(environment), context_(context), response_(response) {
+  // Messages parse into pooled memory (Note [Payload pool]).
+  *request_.mutable_data() = environment_->core->payloads().Take();
   StartRead(&request_);
+}
+
+void WriteReactor::OnDone() {
+  PayloadPool& payloads = environment_->core->payloads();
+  payloads.Give(std::move(*request_.mutable_data()));
+  payloads.Give(std::move(data_));
+  delete this;
 }
 
 void WriteReactor::OnReadDone(bool ok) {
@@ -33,7 +42,17 @@ void WriteReactor::OnReadDone(bool ok) {
         "write sends more than the ", header_->inline_size_bytes(), " bytes it declared"))));
     return;
   }
-  data_.append(request_.data());
+  if (data_.empty()) {
+    // The first bytes are taken as they were parsed, not copied: a payload that arrives
+    // in one message is never re-assembled.
+    data_.swap(*request_.mutable_data());
+    if (data_.size() < header_->inline_size_bytes()) {
+      data_.reserve(header_->inline_size_bytes());
+      *request_.mutable_data() = environment_->core->payloads().Take();
+    }
+  } else {
+    data_.append(request_.data());
+  }
   StartRead(&request_);
 }
 
@@ -45,7 +64,6 @@ absl::Status WriteReactor::AcceptHeader() {
   RETURN_IF_ERROR(ValidateWriteHeader(*header_));
   ASSIGN_OR_RETURN(session_, environment_->Touch(header_->session()));
   RETURN_IF_ERROR(CheckWriteHeader(*header_, environment_->devices[session_.device]));
-  data_.reserve(header_->inline_size_bytes());
   return absl::OkStatus();
 }
 

@@ -4,7 +4,8 @@
 // Host -> device over the streaming Write RPC: checks the header of the first message
 // (before any payload is buffered), collects the inline chunks up to the declared size,
 // then converts the whole write into an Operation (the same conversion a Submit write
-// gets) and runs it as a batch of one.
+// gets) and runs it as a batch of one. Messages are parsed into the payload pool's memory,
+// and a payload that arrives in one message is taken as it is (Note [Payload pool]).
 //
 // Thread-safety: gRPC runs one reactor callback at a time; the device thread finishes
 // the call once, after the last read callback.
@@ -24,7 +25,8 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteRequest> {
                v1::WriteResponse* response);
 
   void OnReadDone(bool ok) override;
-  void OnDone() override { delete this; }
+  // Gives the call's payload memory back to the pool.
+  void OnDone() override;
 
  private:
   absl::Status AcceptHeader();

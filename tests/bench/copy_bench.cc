@@ -1,21 +1,33 @@
 // Write and read throughput, in-process (Command<CpuDriver>) and through the daemon
 // over its Unix socket (inline bytes, and from/into a shared-memory region), each also
 // reported as a ratio of a single-threaded memcpy of the same size measured in the same
-// run (counter `x_memcpy`); allocate/free rates.
+// run (counter `x_memcpy`); inline bytes also against a bare gRPC bytes service on the
+// same kind of socket (`x_raw_grpc`: a client-streaming upload and a server-streaming
+// download in chunks of the client library's size); minor page faults per transfer in
+// the daemon (`daemon_faults`) and in this process (`client_faults`); allocate/free
+// rates.
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <vector>
+
+#include <sys/resource.h>
+
+#include <map>
 
 #include "benchmark/benchmark.h"
 #include "client/client.h"
 #include "driver/cpu/cpu_driver.h"
+#include "gpucmd/bench/raw_bytes.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 #include "server/command/command.h"
 #include "tests/bench/bench_support.h"
+#include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
 namespace {
@@ -89,6 +101,169 @@ void BM_CommandAllocateFree(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Minor page faults of process `pid` so far (0 when they cannot be read).
+uint64_t MinorFaultsOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  // After the command name, which ends with the last ')': state is field 3, minflt 10.
+  size_t end = line.rfind(')');
+  if (end == std::string::npos) return 0;
+  std::istringstream fields(line.substr(end + 2));
+  std::string field;
+  for (int i = 3; i <= 10 && fields >> field; ++i) {
+    if (i == 10) return std::stoull(field);
+  }
+  return 0;
+}
+
+uint64_t OwnMinorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_minflt);
+}
+
+// Counts minor page faults over a benchmark's timed loop, per iteration.
+class FaultCounter {
+ public:
+  explicit FaultCounter(pid_t daemon) : daemon_(daemon) { Restart(); }
+  void Restart() {
+    daemon_start_ = daemon_ > 0 ? MinorFaultsOf(daemon_) : 0;
+    own_start_ = OwnMinorFaults();
+  }
+  void Report(benchmark::State& state) const {
+    const double iterations = static_cast<double>(std::max<int64_t>(1, state.iterations()));
+    if (daemon_ > 0) {
+      state.counters["daemon_faults"] =
+          static_cast<double>(MinorFaultsOf(daemon_) - daemon_start_) / iterations;
+    }
+    state.counters["client_faults"] = static_cast<double>(OwnMinorFaults() - own_start_) / iterations;
+  }
+
+ private:
+  pid_t daemon_;
+  uint64_t daemon_start_ = 0;
+  uint64_t own_start_ = 0;
+};
+
+// The bare bytes service: what gRPC itself costs to move bytes.
+class RawBytesService final : public bench::RawBytes::Service {
+ public:
+  grpc::Status Upload(grpc::ServerContext*, grpc::ServerReader<bench::Chunk>* reader,
+                      bench::UploadResponse* response) override {
+    bench::Chunk chunk;
+    uint64_t received = 0;
+    while (reader->Read(&chunk)) received += chunk.data().size();
+    response->set_received_bytes(received);
+    return grpc::Status::OK;
+  }
+  grpc::Status Download(grpc::ServerContext*, const bench::DownloadRequest* request,
+                        grpc::ServerWriter<bench::Chunk>* writer) override {
+    if (request->chunk_bytes() == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunk_bytes is 0");
+    }
+    std::string source(request->size_bytes(), 'd');
+    bench::Chunk chunk;
+    for (uint64_t sent = 0; sent < source.size(); sent += request->chunk_bytes()) {
+      chunk.set_data(source.data() + sent, std::min(request->chunk_bytes(), source.size() - sent));
+      if (!writer->Write(chunk)) break;
+    }
+    return grpc::Status::OK;
+  }
+};
+
+// One bare server for the run, on a Unix socket, with the daemon's message limit.
+struct RawBytesServer {
+  RawBytesServer() {
+    const std::string target = "unix:" + testing::ShortTempDir() + "/raw.sock";
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(target, grpc::InsecureServerCredentials());
+    builder.SetMaxReceiveMessageSize(bench::kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(bench::kMaxMessageBytes);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    grpc::ChannelArguments arguments;
+    arguments.SetMaxReceiveMessageSize(bench::kMaxMessageBytes);
+    arguments.SetMaxSendMessageSize(bench::kMaxMessageBytes);
+    stub = bench::RawBytes::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments));
+  }
+  ~RawBytesServer() { server->Shutdown(); }
+  RawBytesService service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<bench::RawBytes::Stub> stub;
+};
+
+RawBytesServer& SharedRawServer() {
+  static RawBytesServer server;
+  return server;
+}
+
+// The client library's chunk: the message limit less room for the other fields.
+constexpr size_t kChunkBytes = bench::kMaxMessageBytes - 1024;
+
+// Raw throughput of this run by size, set by the raw benchmarks (registered first).
+std::map<int64_t, double> raw_upload_bytes_per_second;
+std::map<int64_t, double> raw_download_bytes_per_second;
+
+void ReportAgainstRaw(benchmark::State& state, double loop_seconds,
+                      const std::map<int64_t, double>& raw) {
+  auto found = raw.find(state.range(0));
+  if (found == raw.end() || loop_seconds <= 0) return;
+  const double bytes = static_cast<double>(state.iterations()) * static_cast<double>(state.range(0));
+  state.counters["x_raw_grpc"] = bytes / loop_seconds / found->second;
+}
+
+void BM_RawGrpcUpload(benchmark::State& state) {
+  const size_t size = state.range(0);
+  RawBytesServer& raw = SharedRawServer();
+  const std::string data(size, 'u');
+  FaultCounter faults(0);
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    grpc::ClientContext context;
+    bench::UploadResponse response;
+    auto writer = raw.stub->Upload(&context, &response);
+    bench::Chunk chunk;
+    for (size_t sent = 0; sent < size; sent += kChunkBytes) {
+      chunk.set_data(data.data() + sent, std::min(kChunkBytes, size - sent));
+      if (!writer->Write(chunk)) break;
+    }
+    writer->WritesDone();
+    benchmark::DoNotOptimize(writer->Finish());
+  }
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, size, seconds);
+  raw_upload_bytes_per_second[state.range(0)] =
+      static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
+}
+
+void BM_RawGrpcDownload(benchmark::State& state) {
+  const size_t size = state.range(0);
+  RawBytesServer& raw = SharedRawServer();
+  bench::DownloadRequest request;
+  request.set_size_bytes(size);
+  request.set_chunk_bytes(kChunkBytes);
+  FaultCounter faults(0);
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    grpc::ClientContext context;
+    auto reader = raw.stub->Download(&context, request);
+    std::string received;
+    received.reserve(size);
+    bench::Chunk chunk;
+    while (reader->Read(&chunk)) received.append(chunk.data());
+    benchmark::DoNotOptimize(reader->Finish());
+    benchmark::DoNotOptimize(received);
+  }
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, size, seconds);
+  raw_download_bytes_per_second[state.range(0)] =
+      static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
+}
+
 // Through the daemon: one gpucmdd child process for the whole run.
 BenchDaemon& SharedDaemon() {
   static BenchDaemon daemon(
@@ -101,12 +276,16 @@ void BM_DaemonWrite(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
   std::string data(size, 'w');
+  FaultCounter faults(SharedDaemon().process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     benchmark::DoNotOptimize(session.Write(buffer, 0, data));
     benchmark::DoNotOptimize(session.Synchronize(0));
   }
-  ReportThroughput(state, size, SecondsSince(start));
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, size, seconds);
+  ReportAgainstRaw(state, seconds, raw_upload_bytes_per_second);
 }
 
 void BM_DaemonRead(benchmark::State& state) {
@@ -114,12 +293,16 @@ void BM_DaemonRead(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
   (void)session.Write(buffer, 0, std::string(size, 'r'));
+  FaultCounter faults(SharedDaemon().process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     absl::StatusOr<std::string> read = session.Read(buffer, 0, size);
     benchmark::DoNotOptimize(read);
   }
-  ReportThroughput(state, size, SecondsSince(start));
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, size, seconds);
+  ReportAgainstRaw(state, seconds, raw_download_bytes_per_second);
 }
 
 // Through the daemon from a shared-memory region: no bytes over gRPC, one copy.
@@ -167,6 +350,8 @@ void BM_DaemonAllocateFree(benchmark::State& state) {
 #define THROUGHPUT_SIZES RangeMultiplier(16)->Range(4 << 10, 256 << 20)->UseRealTime()
 
 BENCHMARK(BM_Memcpy)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->THROUGHPUT_SIZES;

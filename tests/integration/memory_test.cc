@@ -84,6 +84,22 @@ TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
   }
 }
 
+// Payload memory is pooled and reused (Note [Payload pool]): transfers of growing and
+// shrinking sizes, in one message and in several, never mix one payload's bytes into
+// another's.
+TEST_F(MemoryTest, ReusedPayloadMemoryNeverMixesPayloads) {
+  Buffer buffer = MustAllocate(4 * kMiB);
+  uint32_t seed = 1;
+  for (uint64_t size : {3 * kMiB + 5, 900 * uint64_t{1024}, 700 * uint64_t{1024}, 4 * kMiB,
+                        300 * uint64_t{1024}, 2 * kMiB + 1}) {
+    std::string data = testing::RandomBytes(size, ++seed);
+    ASSERT_TRUE(session_->Write(buffer, 0, data).ok()) << size;
+    absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(*read == data) << size << " bytes came back altered";
+  }
+}
+
 TEST_F(MemoryTest, PitchedWriteAndRead) {
   Buffer buffer = MustAllocate(4096);
   ASSERT_TRUE(session_->Write(buffer, 0, std::string(4096, '.')).ok());

@@ -1,0 +1,57 @@
+#include "server/command/payload_pool.h"
+
+#include "gtest/gtest.h"
+
+namespace gpucmd {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+TEST(PayloadPoolTest, AGivenStringsMemoryIsTakenAgain) {
+  PayloadPool pool(64 * kMiB);
+  std::string payload(4 * kMiB, 'p');
+  const char* memory = payload.data();
+  pool.Give(std::move(payload));
+  EXPECT_GE(pool.cached_bytes(), 4 * kMiB);
+  std::string again = pool.Take();
+  EXPECT_EQ(again.data(), memory) << "the same memory, pages already touched";
+  EXPECT_EQ(pool.cached_bytes(), 0u);
+  EXPECT_TRUE(pool.Take().empty()) << "nothing cached: a new string";
+}
+
+TEST(PayloadPoolTest, SmallStringsAndStringsPastTheLimitAreFreed) {
+  PayloadPool pool(6 * kMiB);
+  pool.Give(std::string(1024, 's'));
+  EXPECT_EQ(pool.cached_bytes(), 0u) << "small payloads are not worth keeping";
+  pool.Give(std::string(4 * kMiB, 'a'));
+  pool.Give(std::string(4 * kMiB, 'b'));
+  EXPECT_LE(pool.cached_bytes(), 6 * kMiB);
+  EXPECT_GE(pool.cached_bytes(), 4 * kMiB);
+}
+
+TEST(PayloadPoolTest, BytesComeBackWhenTheyDie) {
+  PayloadPool pool(64 * kMiB);
+  const std::byte* memory = nullptr;
+  {
+    Bytes bytes = pool.TakeBytes(2 * kMiB);
+    ASSERT_EQ(bytes.size(), 2 * kMiB);
+    memory = bytes.data();
+    EXPECT_EQ(pool.cached_bytes(), 0u);
+  }
+  EXPECT_GE(pool.cached_bytes(), 2 * kMiB);
+  Bytes smaller = pool.TakeBytes(kMiB);
+  EXPECT_EQ(smaller.data(), memory) << "a smaller payload reuses the larger memory";
+  EXPECT_EQ(smaller.size(), kMiB);
+}
+
+TEST(PayloadPoolTest, AWrappedPayloadKeepsItsBytesAndComesBack) {
+  PayloadPool pool(64 * kMiB);
+  {
+    Bytes wrapped = pool.Wrap(std::string(kMiB, 'w'));
+    EXPECT_EQ(wrapped.ToString(), std::string(kMiB, 'w'));
+  }
+  EXPECT_GE(pool.cached_bytes(), kMiB);
+}
+
+}  // namespace
+}  // namespace gpucmd
