@@ -39,6 +39,10 @@ class LaunchOutcome {
 // `slots` holds one 8-byte value per kernel parameter (a device address, or a scalar in
 // its low bytes), as CUDA's kernelParams do.
 struct LaunchSpec {
+  // Who asked for the launch (the server's session). A driver that hands several
+  // launches to the device as one unit, whose failure costs them all their outcome (the
+  // CPU driver's executor messages), groups only one owner's.
+  uint64_t owner = 0;
   Dim3 block;
   uint32_t dynamic_shared_memory_bytes = 0;
   std::vector<uint64_t> slots;

@@ -138,19 +138,21 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
                                   args.spec.slots,
                                   args.spec.buffers};
   std::shared_ptr<PendingLaunches>& group = context.pending_launches[stream.index()];
-  if (group != nullptr && group->TryAdd(stream.enqueued(), request, args.spec.outcome)) {
+  const uint64_t owner = args.spec.owner;
+  if (group != nullptr && group->TryAdd(owner, stream.enqueued(), request, args.spec.outcome)) {
     return absl::OkStatus();
   }
-  group = std::make_shared<PendingLaunches>(stream.enqueued() + 1);
-  group->TryAdd(stream.enqueued() + 1, std::move(request), args.spec.outcome);
+  group = std::make_shared<PendingLaunches>(owner, stream.enqueued() + 1);
+  group->TryAdd(owner, stream.enqueued() + 1, std::move(request), args.spec.outcome);
   stream.Enqueue([executor, group] { return group->Run(*executor); });
   return absl::OkStatus();
 }
 
-bool PendingLaunches::TryAdd(uint64_t stream_enqueued, KernelExecutor::Request request,
+bool PendingLaunches::TryAdd(uint64_t owner, uint64_t stream_enqueued,
+                             KernelExecutor::Request request,
                              std::shared_ptr<LaunchOutcome> outcome) {
   MutexLock lock(&mutex_);
-  if (started_ || stream_enqueued != position_ ||
+  if (owner != owner_ || started_ || stream_enqueued != position_ ||
       requests_.size() >= KernelExecutor::kMaxPipelined) {
     return false;
   }

@@ -33,26 +33,30 @@ struct CpuLaunchArgs {
 
 // Note [Launch coalescing]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// Consecutive launches on a stream, with nothing enqueued between them, become one work
-// item: the stream's worker hands them to the executor pipelined (KernelExecutor::
-// LaunchAll), so they run back to back instead of one round trip each. A launch joins
-// the stream's open group only while that group is the stream's last work item and has
-// not started, so stream order is kept; an event recorded after any of its launches
-// completes once the whole group ran (later, never earlier, than needed).
+// Consecutive launches of one owner on a stream, with nothing enqueued between them,
+// become one work item: the stream's worker hands them to the executor in one message
+// (KernelExecutor::LaunchAll), so they run back to back for one round trip. A launch
+// joins the stream's open group only while that group is the stream's last work item,
+// has not started and is its owner's, so stream order is kept, and a kernel that kills
+// the executor costs the outcome of the launches before it in its message only to its
+// own owner; an event recorded after any of its launches completes once the whole group
+// ran (later, never earlier, than needed).
 class PendingLaunches {
  public:
-  // The group is the stream's work item number `position`.
-  explicit PendingLaunches(uint64_t position) : position_(position) {}
+  // The group of `owner`'s launches that is the stream's work item number `position`.
+  PendingLaunches(uint64_t owner, uint64_t position) : owner_(owner), position_(position) {}
 
-  // Adds a launch when the group has not started, is still the stream's last work item
-  // (`stream_enqueued` is the stream's count) and has room; false otherwise.
-  bool TryAdd(uint64_t stream_enqueued, KernelExecutor::Request request,
+  // Adds `owner`'s launch when the group is that owner's, has not started, is still the
+  // stream's last work item (`stream_enqueued` is the stream's count) and has room;
+  // false otherwise.
+  bool TryAdd(uint64_t owner, uint64_t stream_enqueued, KernelExecutor::Request request,
               std::shared_ptr<LaunchOutcome> outcome);
 
   // Runs the group (the stream's worker): each launch's outcome is set; the first error.
   absl::Status Run(KernelExecutor& executor);
 
  private:
+  const uint64_t owner_;
   const uint64_t position_;
   Mutex mutex_;
   bool started_ ABSL_GUARDED_BY(mutex_) = false;

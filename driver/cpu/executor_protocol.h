@@ -1,10 +1,16 @@
 #ifndef GPUCMDD_DRIVER_CPU_EXECUTOR_PROTOCOL_H_
 #define GPUCMDD_DRIVER_CPU_EXECUTOR_PROTOCOL_H_
 
-// Messages between the daemon and a device's kernel executor process, one per datagram
-// on a SOCK_SEQPACKET socket pair: the daemon sends a LaunchMessage, the executor runs
-// the kernel to completion and answers with a LaunchReply. Both sides are built from
-// this header, so plain fixed-size structs suffice.
+// Messages between the daemon and a device's kernel executor process, on a
+// SOCK_SEQPACKET socket pair. The daemon sends a datagram of up to
+// kMaxLaunchesPerMessage LaunchMessages, launches queued back to back on one stream;
+// the executor runs them in order, each to completion, and answers with datagrams of
+// LaunchReplies in the same order: one once all have run, and, before it starts a launch
+// when `reply_within_ms` passed since it last answered, one with those run so far. So
+// consecutive launches cost one round trip, and the daemon, which stops an executor
+// silent for its kernel time limit, hears from it at most `reply_within_ms` before any
+// launch starts. Both sides are built from this header, so plain fixed-size structs
+// suffice.
 
 #include <cstdint>
 
@@ -15,6 +21,7 @@ namespace gpucmd {
 inline constexpr uint32_t kExecutorMagic = 0x67707563;  // "gpuc"
 inline constexpr int kMaxKernelArgs = 64;
 inline constexpr int kMaxModulePathBytes = 1024;
+inline constexpr int kMaxLaunchesPerMessage = 32;
 
 struct DeviceRange {
   uint64_t address;
@@ -27,6 +34,7 @@ struct LaunchMessage {
   KernelDim3 grid;
   KernelDim3 block;
   uint32_t dynamic_shared_memory_bytes;
+  uint32_t reply_within_ms;
   char module_path[kMaxModulePathBytes];  // NUL-terminated
   uint64_t args[kMaxKernelArgs];          // one 8-byte slot per argument
   // The device memory the launch may touch: [address, address + size) per buffer

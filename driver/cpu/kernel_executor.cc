@@ -97,7 +97,8 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
 
 namespace {
 
-absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request) {
+absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request,
+                                        uint32_t reply_within_ms) {
   if (request.args.size() > kMaxKernelArgs) {
     return absl::InvalidArgumentError(absl::StrCat("a kernel takes at most ", kMaxKernelArgs,
                                                    " arguments"));
@@ -114,6 +115,7 @@ absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request) 
   message.grid = request.grid;
   message.block = request.block;
   message.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes;
+  message.reply_within_ms = reply_within_ms;
   std::memcpy(message.module_path, request.module_path.c_str(), request.module_path.size() + 1);
   std::copy(request.args.begin(), request.args.end(), message.args);
   message.range_count = static_cast<uint32_t>(request.buffers.size());
@@ -140,10 +142,23 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
 
 std::vector<absl::Status> KernelExecutor::LaunchAll(absl::Span<const Request> requests) {
   std::vector<absl::Status> statuses(requests.size());
+  for (size_t first = 0; first < requests.size(); first += kMaxPipelined) {
+    absl::Span<const Request> part = requests.subspan(first, kMaxPipelined);
+    std::vector<absl::Status> answered = LaunchPart(part);
+    std::move(answered.begin(), answered.end(), statuses.begin() + first);
+  }
+  return statuses;
+}
+
+std::vector<absl::Status> KernelExecutor::LaunchPart(absl::Span<const Request> requests) {
+  std::vector<absl::Status> statuses(requests.size());
+  // The executor answers for earlier launches at least this often (see LaunchAll).
+  const auto reply_within_ms = static_cast<uint32_t>(options_.reply_within.value_or(
+      std::max(std::chrono::milliseconds(1), options_.kernel_timeout / 8)).count());
   std::vector<LaunchMessage> messages;
   std::vector<size_t> sent;  // the request of each message
   for (size_t i = 0; i < requests.size(); ++i) {
-    absl::StatusOr<LaunchMessage> message = ToMessage(requests[i]);
+    absl::StatusOr<LaunchMessage> message = ToMessage(requests[i], reply_within_ms);
     if (message.ok()) {
       messages.push_back(*message);
       sent.push_back(i);
@@ -159,28 +174,24 @@ std::vector<absl::Status> KernelExecutor::LaunchAll(absl::Span<const Request> re
       return statuses;
     }
   }
-  size_t delivered = 0;
-  for (const LaunchMessage& message : messages) {
-    if (send(socket_, &message, sizeof(message), MSG_NOSIGNAL) != sizeof(message)) break;
-    ++delivered;
-  }
+  const size_t bytes = messages.size() * sizeof(LaunchMessage);
+  std::vector<absl::Status> replies;
   absl::Status lost;  // once the executor is gone, the rest is not run
+  if (send(socket_, messages.data(), bytes, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes)) {
+    lost = absl::UnavailableError(
+        absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
+  }
+  while (lost.ok() && replies.size() < messages.size()) {
+    lost = AwaitRepliesLocked(messages.size() - replies.size(), replies);
+  }
   for (size_t k = 0; k < messages.size(); ++k) {
-    if (lost.ok() && k < delivered) {
-      statuses[sent[k]] = AwaitReplyLocked();
-      if (absl::IsUnavailable(statuses[sent[k]]) && pid_ < 0) lost = statuses[sent[k]];
-      continue;
-    }
-    if (lost.ok()) {
-      lost = absl::UnavailableError(
-          absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
-    }
-    statuses[sent[k]] = lost;
+    statuses[sent[k]] = k < replies.size() ? replies[k] : lost;
   }
   return statuses;
 }
 
-absl::Status KernelExecutor::AwaitReplyLocked() {
+absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected,
+                                                std::vector<absl::Status>& statuses) {
   pollfd ready{socket_, POLLIN, 0};
   int polled = poll(&ready, 1, static_cast<int>(options_.kernel_timeout.count()));
   if (polled == 0) {
@@ -189,15 +200,25 @@ absl::Status KernelExecutor::AwaitReplyLocked() {
         "kernel ran past the ", options_.kernel_timeout.count(),
         " ms time limit; its executor was killed and restarts for the next launch"));
   }
-  LaunchReply reply{};
-  if (polled < 0 || recv(socket_, &reply, sizeof(reply), 0) != sizeof(reply) ||
-      reply.magic != kExecutorMagic) {
+  std::vector<LaunchReply> replies(expected);
+  const ssize_t received =
+      polled < 0 ? -1 : recv(socket_, replies.data(), expected * sizeof(LaunchReply), 0);
+  const size_t count = received > 0 ? static_cast<size_t>(received) / sizeof(LaunchReply) : 0;
+  bool well_formed = received > 0 && static_cast<size_t>(received) % sizeof(LaunchReply) == 0;
+  for (size_t i = 0; well_formed && i < count; ++i) {
+    well_formed = replies[i].magic == kExecutorMagic;
+  }
+  if (!well_formed) {
     return absl::UnavailableError(absl::StrCat(
         "the kernel executor died during the launch: ", StopLocked(/*kill_now=*/false),
         "; it restarts for the next launch"));
   }
-  reply.message[sizeof(reply.message) - 1] = '\0';
-  return absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message);
+  for (size_t i = 0; i < count; ++i) {
+    LaunchReply& reply = replies[i];
+    reply.message[sizeof(reply.message) - 1] = '\0';
+    statuses.push_back(absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpucmd

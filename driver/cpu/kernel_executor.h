@@ -24,6 +24,7 @@
 #include "absl/types/span.h"
 #include "base/identity.h"
 #include "base/mutex.h"
+#include "driver/cpu/executor_protocol.h"
 #include "driver/cpu/kernel_abi.h"
 #include "driver/types.h"
 
@@ -38,6 +39,9 @@ class KernelExecutor {
     uint64_t size_bytes = 0;
     int workers = 2;          // threads running blocks
     std::chrono::milliseconds kernel_timeout{60'000};
+    // How long the executor may run the launches of one message before it answers for
+    // those that ran (see LaunchAll); absent: an eighth of kernel_timeout.
+    std::optional<std::chrono::milliseconds> reply_within;
     // Address space the executor may use beyond the device mapping (RLIMIT_AS).
     uint64_t memory_bytes = uint64_t{2} << 30;
     // Where kernel modules are: the only files the sandboxed executor may read besides
@@ -63,15 +67,16 @@ class KernelExecutor {
     std::vector<DeviceResource> buffers;
   };
 
-  // At most this many requests go to LaunchAll at once (they and their replies must fit
-  // the socket's buffers while none is read).
-  static constexpr size_t kMaxPipelined = 32;
+  // At most this many requests go to LaunchAll at once: one message to the executor.
+  static constexpr size_t kMaxPipelined = kMaxLaunchesPerMessage;
 
-  // Runs the requests in order and waits for them, pipelined: all are sent before the
-  // first reply is read, so the executor runs them back to back. One status per
-  // request: UNAVAILABLE naming the signal when the executor dies, or the time limit
-  // when a kernel runs past it (the executor is killed; the requests after it are not
-  // run); the next launch starts a fresh executor.
+  // Runs the requests in order and waits for them: they go to the executor in one
+  // message and it runs them back to back, answering in as few (driver/cpu/
+  // executor_protocol.h). One status per request: UNAVAILABLE naming the signal when the
+  // executor dies, or the time limit when a kernel runs past it (the executor is
+  // killed; the requests after it are not run); the next launch starts a fresh
+  // executor. A launch may be stopped up to an eighth of the time limit early: the
+  // executor answers for the launches before it at most that long before it starts.
   std::vector<absl::Status> LaunchAll(absl::Span<const Request> requests);
 
   // LaunchAll of one.
@@ -84,9 +89,13 @@ class KernelExecutor {
 
  private:
   absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Waits for the next reply: its status, or UNAVAILABLE when the executor died or ran
-  // past the time limit (then stopped).
-  absl::Status AwaitReplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // LaunchAll of at most kMaxPipelined requests: one message.
+  std::vector<absl::Status> LaunchPart(absl::Span<const Request> requests);
+  // Waits for the next datagram of replies (at most `expected`) and appends their
+  // statuses to `statuses`; UNAVAILABLE when the executor died, answered wrongly, or
+  // stayed silent past the time limit (then it is stopped).
+  absl::Status AwaitRepliesLocked(size_t expected, std::vector<absl::Status>& statuses)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Reaps the executor (killing it first when `kill_now`, else after a short grace in
   // which a dying one reports its own cause); returns how it ended.
   std::string StopLocked(bool kill_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

@@ -11,8 +11,8 @@
 // installs a system-call allowlist that kills it on anything else (driver/cpu/
 // executor_filter.h), and exits when the daemon goes (the daemon thread that started it
 // ends: a parent-death signal; the daemon's end of its socket closes), then serves
-// LaunchMessages from the socket one at a time: blocks are spread over WORKERS threads,
-// one block per thread at a time. A kernel without barriers runs a block's threads as a
+// messages of launches from the socket (driver/cpu/executor_protocol.h), one launch at a
+// time: blocks are spread over WORKERS threads, one block per thread at a time. A kernel without barriers runs a block's threads as a
 // loop; one with __syncthreads runs each thread as a fiber (Boost.Context) that stays
 // on its worker thread, switching at each barrier.
 
@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -392,33 +393,60 @@ class DeviceWindow {
   uint32_t open_count_ = 0;
 };
 
+// Runs one launch to completion; its reply.
+LaunchReply RunLaunch(LaunchMessage& message, const ModuleDirectory& directory,
+                      std::map<std::string, Module>& modules, BlockPool& pool,
+                      DeviceWindow& window) {
+  message.module_path[kMaxModulePathBytes - 1] = '\0';
+  std::string error;
+  const Module* module = LoadModule(modules, directory.Reachable(message.module_path), &error);
+  if (module == nullptr) return Reply(9 /* FAILED_PRECONDITION */, error);
+  Launch launch{module, message.grid, message.block, message.dynamic_shared_memory_bytes, {}};
+  for (uint32_t i = 0; i < message.arg_count && i < kMaxKernelArgs; ++i) {
+    launch.args[i] = &message.args[i];
+  }
+  window.Open(message);
+  pool.Run(launch);
+  window.Close();
+  return Reply(0, "");
+}
+
+// Serves messages of launches until the daemon closes the socket (0) or breaks the
+// protocol (1); answers as driver/cpu/executor_protocol.h says.
 int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWindow& window) {
   BlockPool pool(workers);
   std::map<std::string, Module> modules;
-  LaunchMessage message;
+  std::vector<LaunchMessage> launches(kMaxLaunchesPerMessage);
+  std::vector<LaunchReply> replies;
+  auto answer = [&]() {
+    const size_t bytes = replies.size() * sizeof(LaunchReply);
+    const bool sent = send(socket_fd, replies.data(), bytes, MSG_NOSIGNAL) ==
+                      static_cast<ssize_t>(bytes);
+    replies.clear();
+    return sent;
+  };
   while (true) {
-    ssize_t received = recv(socket_fd, &message, sizeof(message), 0);
+    ssize_t received = recv(socket_fd, launches.data(), launches.size() * sizeof(LaunchMessage), 0);
     if (received == 0) return 0;  // the daemon closed the socket
-    if (received != sizeof(message) || message.magic != kExecutorMagic) {
+    if (received < 0 || received % sizeof(LaunchMessage) != 0) {
       std::fprintf(stderr, "gpucmd-kernel-executor: malformed request\n");
       return 1;
     }
-    message.module_path[kMaxModulePathBytes - 1] = '\0';
-    std::string error;
-    const Module* module = LoadModule(modules, directory.Reachable(message.module_path), &error);
-    LaunchReply reply = Reply(0, "");
-    if (module == nullptr) {
-      reply = Reply(9 /* FAILED_PRECONDITION */, error);
-    } else {
-      Launch launch{module, message.grid, message.block, message.dynamic_shared_memory_bytes, {}};
-      for (uint32_t i = 0; i < message.arg_count && i < kMaxKernelArgs; ++i) {
-        launch.args[i] = &message.args[i];
+    auto answered = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < static_cast<size_t>(received) / sizeof(LaunchMessage); ++i) {
+      LaunchMessage& message = launches[i];
+      if (message.magic != kExecutorMagic) {
+        std::fprintf(stderr, "gpucmd-kernel-executor: malformed request\n");
+        return 1;
       }
-      window.Open(message);
-      pool.Run(launch);
-      window.Close();
+      const auto now = std::chrono::steady_clock::now();
+      if (!replies.empty() && now - answered >= std::chrono::milliseconds(message.reply_within_ms)) {
+        if (!answer()) return 1;
+        answered = now;
+      }
+      replies.push_back(RunLaunch(message, directory, modules, pool, window));
     }
-    if (send(socket_fd, &reply, sizeof(reply), MSG_NOSIGNAL) != sizeof(reply)) return 1;
+    if (!answer()) return 1;
   }
 }
 

@@ -213,6 +213,7 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(AdmitLaunch(sessions_[session]));
 
     LaunchSpec spec;
+    spec.owner = session;
     spec.block = launch.block;
     spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
     spec.outcome = std::make_shared<LaunchOutcome>();

@@ -47,11 +47,15 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   MutexLock lock(&completion_mutex_);
   std::deque<Completion>& queue = completions_[session];
-  // A session with nothing queued is not running one either: its turn starts now.
-  if (queue.empty()) ready_sessions_.push_back(session);
+  const bool becomes_ready = queue.empty();
   queue.push_back(Completion{std::move(wait), std::move(done)});
   ++completions_left_;
-  completion_ready_.NotifyAll();
+  // A session with nothing queued is not running one either: its turn starts now, on
+  // one completion thread (waking them all would only have the others wait again).
+  if (becomes_ready) {
+    ready_sessions_.push_back(session);
+    completion_ready_.NotifyOne();
+  }
 }
 
 bool DeviceWorker::ready() const {
@@ -172,7 +176,7 @@ std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
 
 void DeviceWorker::AwaitCompletions() {
   MutexLock lock(&completion_mutex_);
-  completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  completions_drained_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return completions_left_ == 0;
   });
 }
@@ -222,13 +226,17 @@ void DeviceWorker::RunCompletions() {
     MutexLock lock(&completion_mutex_);
     std::deque<Completion>& queue = completions_[session];
     queue.pop_front();
+    // A session with more to run is ready again: this thread, about to look for work,
+    // takes it or another ready session.
     if (queue.empty()) {
       completions_.erase(session);
     } else {
       ready_sessions_.push_back(session);
     }
-    --completions_left_;
-    completion_ready_.NotifyAll();
+    if (--completions_left_ == 0) {
+      completions_drained_.NotifyAll();
+      if (completions_closed_) completion_ready_.NotifyAll();  // the others may leave now
+    }
   }
 }
 

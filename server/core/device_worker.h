@@ -118,7 +118,10 @@ class DeviceWorker {
   DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
 
   Mutex completion_mutex_;
+  // A session became ready (or the completions closed): for the completion threads.
   CondVar completion_ready_;
+  // completions_left_ reached 0: for AwaitCompletions.
+  CondVar completions_drained_;
   // Per session with completions to run: them, in order.
   absl::flat_hash_map<SessionId, std::deque<Completion>> completions_
       ABSL_GUARDED_BY(completion_mutex_);
