@@ -4,6 +4,7 @@
 #include "driver/cpu/kernel_executor.h"
 
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "driver/cpu/cpu_compiler.h"
@@ -29,7 +30,12 @@ std::string Build(const std::string& name, const std::string& source) {
 
 class KernelExecutorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Reset(std::nullopt); }
+
+  // A new device memory and executor; `reply_within` as in KernelExecutor::Options.
+  void Reset(std::optional<std::chrono::milliseconds> reply_within) {
+    executor_.reset();
+    memory_.reset();
     auto memory = CpuDeviceMemory::Create(16 << 20, 0);
     ASSERT_TRUE(memory.ok()) << memory.status();
     memory_ = *std::move(memory);
@@ -40,6 +46,7 @@ class KernelExecutorTest : public ::testing::Test {
         .size_bytes = memory_->capacity_bytes(),
         .workers = 2,
         .kernel_timeout = std::chrono::milliseconds(1500),
+        .reply_within = reply_within,
         .module_directory = getenv("TEST_TMPDIR")});
   }
 
@@ -133,21 +140,8 @@ TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
 }
 
 TEST_F(KernelExecutorTest, AnswersSpreadOverSeveralMessagesAreMatchedInOrder) {
-  memory_.reset();
-  executor_.reset();
-  auto memory = CpuDeviceMemory::Create(16 << 20, 0);
-  ASSERT_TRUE(memory.ok()) << memory.status();
-  memory_ = *std::move(memory);
   // Answering at once: one reply message per launch after the first.
-  executor_ = std::make_unique<KernelExecutor>(KernelExecutor::Options{
-      .executor_path = ExecutorPath(),
-      .memfd = memory_->memfd(),
-      .base = reinterpret_cast<uint64_t>(memory_->base()),
-      .size_bytes = memory_->capacity_bytes(),
-      .workers = 2,
-      .kernel_timeout = std::chrono::milliseconds(1500),
-      .reply_within = std::chrono::milliseconds(0),
-      .module_directory = getenv("TEST_TMPDIR")});
+  Reset(std::chrono::milliseconds(0));
   DeviceResource buffer = *memory_->Allocate(4096);
   int* data = reinterpret_cast<int*>(buffer.address);
   const std::string fill = Build("fill", kFill);
