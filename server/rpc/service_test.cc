@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/command/fake_command.h"
+#include "server/rpc/submit_reactor.h"
 #include "server/core/worker_test_calls.h"
 
 namespace gpucmd {
@@ -99,7 +100,21 @@ class ServiceTest : public ::testing::Test {
     stream->WritesDone();
     EXPECT_TRUE(stream->Finish().ok());
     EXPECT_EQ(replies.replies_size(), batch.commands_size());
+    EXPECT_TRUE(replies.batch_done());
     return replies;
+  }
+
+  // A batch of `count` allocations of `size_bytes`, then a synchronize, with sequences
+  // from `first`.
+  v1::SubmitRequest Allocations(uint64_t first, int count, uint64_t size_bytes) {
+    v1::SubmitRequest batch;
+    for (int i = 0; i < count; ++i) {
+      v1::AllocateRequest* allocate = Add(batch, first + i)->mutable_allocate();
+      allocate->set_session(token_);
+      allocate->set_size_bytes(size_bytes);
+    }
+    Add(batch, first + count)->mutable_synchronize()->set_session(token_);
+    return batch;
   }
 
   v1::Command* Add(v1::SubmitRequest& batch, uint64_t sequence) {
@@ -231,6 +246,61 @@ TEST_F(ServiceTest, AWriteRejectedBeforeQueueingFailsLaterReadersOfItsBuffer) {
   EXPECT_EQ(Code(replies.replies(4)), absl::StatusCode::kFailedPrecondition)
       << "must not return the bytes the rejected write was to replace";
   EXPECT_THAT(replies.replies(4).status().message(), HasSubstr("command 4 (write)"));
+}
+
+TEST_F(ServiceTest, BatchesSentAheadAreAnsweredInOrder) {
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  constexpr int kBatches = 2 * SubmitReactor::kMaxBatchesAhead + 1;  // more than read ahead
+  for (int b = 0; b < kBatches; ++b) {
+    ASSERT_TRUE(stream->Write(Allocations(100 * b, 3, 64))) << b;
+  }
+  stream->WritesDone();
+  for (int b = 0; b < kBatches; ++b) {
+    v1::SubmitResponse replies;
+    ASSERT_TRUE(stream->Read(&replies)) << b;
+    EXPECT_TRUE(replies.batch_done());
+    ASSERT_EQ(replies.replies_size(), 4);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(replies.replies(i).sequence(), uint64_t(100 * b + i));
+      EXPECT_EQ(Code(replies.replies(i)), absl::StatusCode::kOk) << replies.replies(i).status().message();
+    }
+  }
+  v1::SubmitResponse extra;
+  EXPECT_FALSE(stream->Read(&extra)) << "nothing more than the batches' answers";
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServiceTest, StreamedRepliesArriveInRunsAndEndWithBatchDone) {
+  // Two sessions' commands alternate: each run of one session's commands is answered as
+  // soon as it completed.
+  const std::string other = OpenSession();
+  v1::SubmitRequest batch;
+  batch.set_stream_replies(true);
+  for (int i = 0; i < 6; ++i) {
+    v1::AllocateRequest* allocate = Add(batch, i)->mutable_allocate();
+    allocate->set_session(i % 2 == 0 ? token_ : other);
+    allocate->set_size_bytes(128);
+  }
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  ASSERT_TRUE(stream->Write(batch));
+  stream->WritesDone();
+  std::vector<uint64_t> sequences;
+  int responses = 0;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) {
+    ++responses;
+    for (const v1::CommandReply& reply : replies.replies()) {
+      sequences.push_back(reply.sequence());
+      EXPECT_EQ(Code(reply), absl::StatusCode::kOk) << reply.status().message();
+    }
+    if (replies.batch_done()) break;
+  }
+  EXPECT_TRUE(replies.batch_done());
+  EXPECT_EQ(sequences, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5})) << "every reply, once, in order";
+  EXPECT_GE(responses, 6) << "one response per run, and the closing one";
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(ServiceTest, UnaryAndSubmitRejectTheSameMalformedWrite) {

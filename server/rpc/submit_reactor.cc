@@ -8,36 +8,90 @@ namespace gpucmd {
 SubmitReactor::SubmitReactor(const RpcEnvironment* environment,
                              grpc::CallbackServerContext* context)
     : environment_(environment), context_(context) {
-  StartRead(&request_);
+  StartRead(&incoming_);
 }
 
 void SubmitReactor::OnReadDone(bool ok) {
-  if (!ok) {
-    Finish(grpc::Status::OK);
-    return;
+  std::unique_ptr<InFlight> batch;
+  if (ok) batch = Convert(std::move(incoming_));
+  incoming_.Clear();
+  Next next;
+  {
+    MutexLock lock(&mutex_);
+    reading_ = false;
+    if (ok) {
+      waiting_.push_back(std::move(batch));
+    } else {
+      reads_done_ = true;
+    }
+    next = Advance();
   }
-  Convert();
-  next_ = 0;
-  RunNext();
+  Act(next);
 }
 
 void SubmitReactor::OnWriteDone(bool ok) {
-  if (!ok) {
-    Finish(ToGrpcStatus(absl::CancelledError("the client stopped reading replies")));
-    return;
+  Next next;
+  {
+    MutexLock lock(&mutex_);
+    writing_ = false;
+    outgoing_.pop_front();
+    if (!ok) {
+      client_gone_ = true;
+      outgoing_.clear();
+    }
+    next = Advance();
   }
-  StartRead(&request_);
+  Act(next);
 }
 
-void SubmitReactor::Convert() {
-  const size_t count = request_.commands_size();
-  response_.Clear();
-  sessions_.assign(count, std::nullopt);
+SubmitReactor::Next SubmitReactor::Advance() {
+  Next next;
+  if (finished_) return next;
+  if (client_gone_) waiting_.clear();  // nobody to answer
+  if (!batch_running_ && !waiting_.empty()) {
+    running_ = std::move(waiting_.front());
+    waiting_.pop_front();
+    batch_running_ = true;
+    next.run = true;
+  }
+  if (!reading_ && !reads_done_ && !client_gone_ && waiting_.size() < kMaxBatchesAhead) {
+    reading_ = true;
+    next.read = true;
+  }
+  if (!writing_ && !outgoing_.empty() && !client_gone_) {
+    writing_ = true;
+    next.write = &outgoing_.front();
+  }
+  if (!batch_running_ && !writing_ && (client_gone_ || (reads_done_ && outgoing_.empty()))) {
+    finished_ = true;
+    next.finish = client_gone_ ? ToGrpcStatus(absl::CancelledError(
+                                     "the client stopped reading replies"))
+                               : grpc::Status::OK;
+  }
+  return next;
+}
+
+void SubmitReactor::Act(const Next& next) {
+  if (next.finish) {
+    Finish(*next.finish);
+    return;
+  }
+  if (next.read) StartRead(&incoming_);
+  if (next.write != nullptr) StartWrite(next.write);
+  if (next.run) RunNext();
+}
+
+std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
+    v1::SubmitRequest request) const {
+  auto in_flight = std::make_unique<InFlight>();
+  in_flight->request = std::move(request);
+  const size_t count = in_flight->request.commands_size();
+  in_flight->sessions.assign(count, std::nullopt);
   std::vector<BatchCommand> commands(count);
   BatchAllocations earlier;
   for (size_t i = 0; i < count; ++i) {
-    v1::Command& command = *request_.mutable_commands(static_cast<int>(i));
-    response_.add_replies()->set_sequence(command.sequence());
+    v1::Command& command = *in_flight->request.mutable_commands(static_cast<int>(i));
+    in_flight->response.add_replies()->set_sequence(command.sequence());
     commands[i].sequence = command.sequence();
     commands[i].kind = KindOf(command);
     absl::StatusOr<Operation>& operation = commands[i].operation;
@@ -50,10 +104,10 @@ void SubmitReactor::Convert() {
     } else if (!session.ok()) {
       operation = session.status();
     } else if (command.has_compile()) {
-      sessions_[i] = *session;
+      in_flight->sessions[i] = *session;
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
     } else {
-      sessions_[i] = *session;
+      in_flight->sessions[i] = *session;
       operation = ToOperation(command, environment_->devices[session->device], earlier,
                               SessionRegions{&environment_->core->shared_memory(), session->id});
     }
@@ -65,88 +119,123 @@ void SubmitReactor::Convert() {
     // dependency on it, not a dangling name.
     if (command.has_allocate()) earlier.Add(command.sequence(), i);
   }
-  batch_ = std::make_shared<Batch>(std::move(commands));
+  in_flight->batch = std::make_shared<Batch>(std::move(commands));
+  return in_flight;
 }
 
 void SubmitReactor::RunNext() {
-  const size_t count = batch_->size();
-  while (next_ < count) {
-    if (IsCompile(next_) && sessions_[next_].has_value()) {
-      RunCompile(next_);
+  Batch& batch = *running_->batch;
+  const size_t count = batch.size();
+  size_t& next = running_->next;
+  while (next < count) {
+    if (IsCompile(next) && running_->sessions[next].has_value()) {
+      RunCompile(next);
       return;
     }
-    if (batch_->answered(next_)) {
-      batch_->Pass(next_);
-      Answer(next_, next_ + 1);
-      ++next_;
+    if (batch.answered(next)) {
+      batch.Pass(next);
+      Answer(next, next + 1);
+      ++next;
       continue;
     }
-    const SessionId session = sessions_[next_]->id;
-    size_t end = next_ + 1;
+    const SessionId session = running_->sessions[next]->id;
+    size_t end = next + 1;
     while (end < count && !IsCompile(end) &&
-           (batch_->answered(end) || sessions_[end]->id == session)) {
+           (batch.answered(end) || running_->sessions[end]->id == session)) {
       ++end;
     }
-    RunOnDevice(next_, end);
+    RunOnDevice(next, end);
     return;
   }
-  batch_.reset();
-  StartWrite(&response_);
+  FinishBatch();
 }
 
 void SubmitReactor::RunCompile(size_t index) {
-  const v1::CompileRequest& request = request_.commands(static_cast<int>(index)).compile();
+  const v1::CompileRequest& request = running_->request.commands(static_cast<int>(index)).compile();
   KernelSource kernel{request.source(), request.entry_point(),
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
   environment_->compiler->Compile(
-      sessions_[index]->id, std::move(kernel), [this, index, id](absl::StatusOr<CompileCache::Result> result) {
-        v1::CommandReply* reply = response_.mutable_replies(static_cast<int>(index));
+      running_->sessions[index]->id, std::move(kernel),
+      [this, index, id](absl::StatusOr<CompileCache::Result> result) {
+        v1::CommandReply* reply = running_->response.mutable_replies(static_cast<int>(index));
         FillCompileResponse(id, result, reply->mutable_compile());
         SetReplyStatus(result.status(), reply);
-        next_ = index + 1;
+        if (running_->request.stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
+        running_->next = index + 1;
         RunNext();
       });
 }
 
 void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
+  Batch& batch = *running_->batch;
   // Kernels are looked up now, after the batch's earlier compiles finished.
   for (size_t i = begin; i < end; ++i) {
-    if (batch_->answered(i)) continue;
-    if (auto* launch = std::get_if<LaunchOp>(&*batch_->command(i).operation)) {
+    if (batch.answered(i)) continue;
+    if (auto* launch = std::get_if<LaunchOp>(&*batch.command(i).operation)) {
       PrepareLaunch(*launch, *environment_->compiler);
     }
   }
-  const SessionInfo& session = *sessions_[begin];
-  absl::Status queued = batch_->Run(
+  const SessionInfo& session = *running_->sessions[begin];
+  absl::Status queued = batch.Run(
       environment_->core->worker(session.device), session.id, begin, end,
       [context = context_] { return CallAbandoned(context); },
       [this, begin, end] {
         Answer(begin, end);
-        next_ = end;
+        running_->next = end;
         RunNext();
       });
   if (!queued.ok()) {
     for (size_t i = begin; i < end; ++i) {
-      if (!batch_->answered(i)) batch_->Fail(i, queued);
+      if (!batch.answered(i)) batch.Fail(i, queued);
     }
     Answer(begin, end);
-    next_ = end;
+    running_->next = end;
     RunNext();
   }
 }
 
 void SubmitReactor::Answer(size_t begin, size_t end) {
+  Batch& batch = *running_->batch;
   for (size_t i = begin; i < end; ++i) {
-    if (IsCompile(i) && sessions_[i].has_value()) continue;  // answered by its compile
-    v1::CommandReply* reply = response_.mutable_replies(static_cast<int>(i));
-    const absl::StatusOr<Operation>& operation = batch_->command(i).operation;
+    if (IsCompile(i) && running_->sessions[i].has_value()) continue;  // answered by its compile
+    v1::CommandReply* reply = running_->response.mutable_replies(static_cast<int>(i));
+    const absl::StatusOr<Operation>& operation = batch.command(i).operation;
     if (operation.ok()) {
-      FillReply(*operation, batch_->result(i), reply);
+      FillReply(*operation, batch.result(i), reply);
     } else {
-      SetReplyStatus(batch_->result(i).status, reply);
+      SetReplyStatus(batch.result(i).status, reply);
     }
   }
+  if (running_->request.stream_replies()) SendReplies(end, /*batch_done=*/false);
+}
+
+void SubmitReactor::SendReplies(size_t end, bool batch_done) {
+  v1::SubmitResponse response;
+  for (size_t& i = running_->unsent; i < end; ++i) {
+    response.add_replies()->Swap(running_->response.mutable_replies(static_cast<int>(i)));
+  }
+  response.set_batch_done(batch_done);
+  Next next;
+  {
+    MutexLock lock(&mutex_);
+    if (!client_gone_) outgoing_.push_back(std::move(response));
+    next = Advance();
+  }
+  Act(next);
+}
+
+void SubmitReactor::FinishBatch() {
+  SendReplies(running_->batch->size(), /*batch_done=*/true);
+  std::unique_ptr<InFlight> done = std::move(running_);
+  Next next;
+  {
+    MutexLock lock(&mutex_);
+    batch_running_ = false;
+    next = Advance();
+  }
+  done.reset();
+  Act(next);
 }
 
 }  // namespace gpucmd

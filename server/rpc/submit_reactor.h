@@ -3,19 +3,27 @@
 
 // Batches of commands over the Submit stream. Each message is one batch: every command
 // is checked and converted on arrival (the same conversion its unary RPC gets), then the
-// batch runs in order and is answered as a whole. Consecutive device commands of one
-// session run as one device task (one queue hop for the lot); a compile runs on the
-// compile pool between them; reads finish off the device thread. One batch is in flight
-// per stream. Batch-local references and failure propagation: Note [One command path]
-// in server/core/batch.h.
+// batch runs in order. Consecutive device commands of one session run as one device task
+// (one queue hop for the lot); a compile runs on the compile pool between them; reads
+// finish off the device thread. Batch-local references and failure propagation: Note
+// [One command path] in server/core/batch.h.
 //
-// Thread-safety: gRPC runs one reactor callback at a time; while a batch runs, only the
-// thread that carries it on (device, completion or compile thread) touches the reactor.
+// Batches run one at a time, in the order they came, while the reactor reads up to
+// kMaxBatchesAhead more (converting each as it arrives) and writes the answers of
+// finished ones: a client that keeps several batches in flight never leaves the device
+// idle for a round trip. A batch is answered by one response, or, when it asks for
+// stream_replies, by one per run of commands as they complete; the last says batch_done.
+//
+// Thread-safety: gRPC runs one reactor callback at a time; the running batch is carried
+// on by one thread at a time (device, completion or compile thread); what both touch is
+// guarded by `mutex_`.
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "base/mutex.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/batch.h"
 #include "server/rpc/rpc_environment.h"
@@ -25,6 +33,9 @@ namespace gpucmd {
 class SubmitReactor final
     : public grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse> {
  public:
+  // Batches read while one runs before the reactor waits for it.
+  static constexpr size_t kMaxBatchesAhead = 4;
+
   // `environment` must outlive the call.
   SubmitReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context);
 
@@ -33,25 +44,58 @@ class SubmitReactor final
   void OnDone() override { delete this; }
 
  private:
-  // Checks and converts every command of `request_` into `batch_`.
-  void Convert();
-  // Runs the batch from `next_`; writes the replies after the last command.
+  // One batch: its commands, their sessions, its answers, how far it ran.
+  struct InFlight {
+    v1::SubmitRequest request;
+    std::vector<std::optional<SessionInfo>> sessions;  // per command, when it resolved
+    std::shared_ptr<Batch> batch;
+    v1::SubmitResponse response;  // a reply per command, in order
+    size_t next = 0;              // the first command not run yet
+    size_t unsent = 0;            // the first reply not sent yet (stream_replies)
+  };
+
+  // Checks and converts every command of `request`.
+  std::unique_ptr<InFlight> Convert(v1::SubmitRequest request) const;
+  // Runs the running batch from its next command; finishes it after the last.
   void RunNext();
   void RunCompile(size_t index);
   // Commands [begin, end) of one session (and answered ones), in one device task.
   void RunOnDevice(size_t begin, size_t end);
   void Answer(size_t begin, size_t end);
+  // Sends the running batch's replies from `unsent` up to `end` (batch_done when it is
+  // the last).
+  void SendReplies(size_t end, bool batch_done);
+  // The running batch is done: runs the next, or ends the call when nothing is left.
+  void FinishBatch();
   bool IsCompile(size_t index) const {
-    return request_.commands(static_cast<int>(index)).has_compile();
+    return running_->request.commands(static_cast<int>(index)).has_compile();
   }
+
+  // What the reactor should do once it let go of `mutex_`.
+  struct Next {
+    bool read = false;
+    const v1::SubmitResponse* write = nullptr;  // to start writing
+    bool run = false;                           // the batch just made running_
+    std::optional<grpc::Status> finish;
+  };
+  void Act(const Next& next);
+  // Starts the next batch, reading ahead, and ending the call, as far as they are due.
+  Next Advance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
-  v1::SubmitRequest request_;
-  v1::SubmitResponse response_;
-  std::shared_ptr<Batch> batch_;
-  std::vector<std::optional<SessionInfo>> sessions_;  // per command, when it resolved
-  size_t next_ = 0;
+  v1::SubmitRequest incoming_;        // the read in progress
+  std::unique_ptr<InFlight> running_;  // the batch running, carried by one thread
+
+  Mutex mutex_;
+  std::deque<std::unique_ptr<InFlight>> waiting_ ABSL_GUARDED_BY(mutex_);
+  bool batch_running_ ABSL_GUARDED_BY(mutex_) = false;
+  std::deque<v1::SubmitResponse> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
+  bool writing_ ABSL_GUARDED_BY(mutex_) = false;
+  bool reading_ ABSL_GUARDED_BY(mutex_) = true;
+  bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;
+  bool client_gone_ ABSL_GUARDED_BY(mutex_) = false;  // it stopped reading replies
+  bool finished_ ABSL_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace gpucmd

@@ -113,9 +113,10 @@ inline double LaunchThroughUnaryRpcs(benchmark::State& state, Session& session,
 }
 
 // The same as one Submit batch (kLaunchesPerSync launches and a synchronize) per
-// iteration; returns the loop's seconds.
+// iteration, with `in_flight` batches sent before their replies are read (1: one round
+// trip per batch); returns the loop's seconds.
 inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Session& session,
-                                  const std::string& kernel) {
+                                  const std::string& kernel, int in_flight = 1) {
   grpc::ClientContext context;
   auto stream = client.stub().Submit(&context);
   v1::SubmitRequest batch;
@@ -135,10 +136,12 @@ inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Sessi
   }
   v1::SubmitResponse replies;
   auto start = std::chrono::steady_clock::now();
+  for (int i = 1; i < in_flight; ++i) stream->Write(batch);
   for (auto _ : state) {
     stream->Write(batch);
     stream->Read(&replies);
   }
+  for (int i = 1; i < in_flight; ++i) stream->Read(&replies);
   double seconds = SecondsSince(start);
   stream->WritesDone();
   (void)stream->Finish();

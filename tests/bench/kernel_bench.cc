@@ -1,7 +1,8 @@
 // Compile cost (miss, memory-cache hit, disk-cache hit) and empty-kernel launch rates
-// in-process and through the daemon (unary RPCs and Submit batches). Each rate is also
-// reported as a ratio of its baseline measured earlier in the same run: compiles against
-// the miss (`x_miss`), daemon launches against the in-process rate (`x_in_process`).
+// in-process and through the daemon (unary RPCs, Submit batches one at a time and four
+// in flight). Each rate is also reported as a ratio of its baseline measured earlier in
+// the same run: compiles against the miss (`x_miss`), daemon launches against the
+// in-process rate (`x_in_process`).
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
@@ -132,12 +133,21 @@ void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
   ReportLaunchRate(state, seconds, in_process_launches_per_second);
 }
 
+// Four batches in flight: the daemon reads, converts and answers around the one running.
+void BM_LaunchEmptyDaemonSubmitFourInFlight(benchmark::State& state) {
+  EmptyKernelDaemon& shared = SharedDaemon();
+  double seconds = LaunchThroughSubmit(state, *shared.daemon.client, *shared.daemon.session,
+                                       shared.kernel, /*in_flight=*/4);
+  ReportLaunchRate(state, seconds, in_process_launches_per_second);
+}
+
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyDaemonSubmitFourInFlight)->UseRealTime();
 
 }  // namespace
 }  // namespace gpucmd
