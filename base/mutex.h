@@ -23,6 +23,8 @@ class ABSL_LOCKABLE Mutex {
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mutex_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mutex_.unlock(); }
+  // Locks when nobody holds the mutex; never call it while holding it.
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) { return mutex_.try_lock(); }
 
  private:
   friend class CondVar;

@@ -41,9 +41,26 @@ void Batch::Fail(size_t index, absl::Status status) {
   failures_[index] = std::move(status);
 }
 
+bool Batch::NeverWaits(size_t begin, size_t end) const {
+  for (size_t i = begin; i < end; ++i) {
+    if (answered(i)) continue;
+    const Operation& operation = *commands_[i].operation;
+    if (!std::holds_alternative<LaunchOp>(operation) &&
+        !std::holds_alternative<SynchronizeOp>(operation)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
                         absl::AnyInvocable<absl::Status()> abandoned,
                         absl::AnyInvocable<void()> done) {
+  // Launches and synchronizes only enqueue device work: the submitting thread may run
+  // them when the device is idle.
+  const DeviceWorker::Placement placement = NeverWaits(begin, end)
+                                                ? DeviceWorker::Placement::kHereWhenIdle
+                                                : DeviceWorker::Placement::kDeviceThread;
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session, begin,
                                  end, abandoned = std::move(abandoned),
                                  done = std::move(done)](CommandInterface& command) mutable {
@@ -77,7 +94,7 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
           return absl::OkStatus();
         },
         [done = std::move(done)](absl::Status) mutable { done(); });
-  });
+  }, placement);
 }
 
 std::vector<Batch::BufferUse> Batch::UsesOf(Operation& operation) {

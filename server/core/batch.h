@@ -54,11 +54,12 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // it. Run does this for the answered commands of its range.
   void Pass(size_t index);
 
-  // Queues commands [begin, end), all of `session`, as one task on `worker`. On the
-  // device thread, `abandoned` is asked first: a non-OK answer fails every command with
-  // it. `done` runs once the task finished and every read and synchronize among the
-  // commands completed (results final): after the task, or on a completion thread when
-  // there were any.
+  // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
+  // calling thread instead when it holds only launches and synchronizes and the device
+  // is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs, `abandoned` is
+  // asked first: a non-OK answer fails every command with it. `done` runs once the task
+  // finished and every read and synchronize among the commands completed (results
+  // final): after the task, or on a completion thread when there were any.
   // An error means nothing was queued and `done` will not run.
   absl::Status Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
@@ -73,6 +74,8 @@ class Batch : public std::enable_shared_from_this<Batch> {
   };
 
   static std::vector<BufferUse> UsesOf(Operation& operation);
+  // True when commands [begin, end) left to run only enqueue device work.
+  bool NeverWaits(size_t begin, size_t end) const;
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 

@@ -11,9 +11,9 @@
 // task each in turn: a session's tasks keep their order, sessions share the device
 // fairly.
 //
-// Thread-safety: Push, Close and the accessors may be called from any thread; Pop from
-// the single consumer (the device thread). Tasks are moved out before they run; the
-// queue never runs them.
+// Thread-safety: Push, Close and the accessors may be called from any thread; AwaitWork
+// and TryPop from the consumer (whoever runs the device's tasks). Tasks are moved out
+// before they run; the queue never runs them.
 
 #include <cstddef>
 #include <cstdint>
@@ -58,15 +58,22 @@ class DeviceQueue {
     return absl::OkStatus();
   }
 
-  // Takes the next task, waiting for one. Returns nullopt once the queue is closed and
-  // empty: queued tasks are still handed out after Close.
-  std::optional<Task> Pop() {
+  // Waits until a task is queued or Wake is called (true), or the queue is closed and
+  // empty (false): queued tasks are still handed out after Close.
+  bool AwaitWork() {
     MutexLock lock(&mutex_);
     not_empty_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return depth_ > 0 || closed_;
+      return depth_ > 0 || closed_ || woken_;
     });
-    if (depth_ == 0) return std::nullopt;
-    return PopLocked();
+    woken_ = false;
+    return depth_ > 0 || !closed_;
+  }
+
+  // Wakes the consumer from AwaitWork without a task (true once, as if one had come).
+  void Wake() {
+    MutexLock lock(&mutex_);
+    woken_ = true;
+    not_empty_.NotifyOne();
   }
 
   // Takes the next task if one is queued, without waiting.
@@ -86,6 +93,11 @@ class DeviceQueue {
   size_t depth() const {
     MutexLock lock(&mutex_);
     return depth_;
+  }
+
+  bool closed() const {
+    MutexLock lock(&mutex_);
+    return closed_;
   }
 
   size_t session_depth(SessionId session) const {
@@ -116,6 +128,7 @@ class DeviceQueue {
   mutable Mutex mutex_;
   CondVar not_empty_;
   bool closed_ ABSL_GUARDED_BY(mutex_) = false;
+  bool woken_ ABSL_GUARDED_BY(mutex_) = false;
   size_t depth_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::flat_hash_map<SessionId, std::deque<Task>> sessions_ ABSL_GUARDED_BY(mutex_);
   // Sessions with queued tasks, in serving order; each appears at most once.

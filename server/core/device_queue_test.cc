@@ -1,5 +1,6 @@
 #include "server/core/device_queue.h"
 
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -9,12 +10,19 @@
 namespace gpucmd {
 namespace {
 
+// The next task, waiting for one; nullopt once the queue is closed and empty.
+template <typename Task>
+std::optional<Task> Pop(DeviceQueue<Task>& queue) {
+  if (!queue.AwaitWork()) return std::nullopt;
+  return queue.TryPop();
+}
+
 using Queue = DeviceQueue<int>;
 
 TEST(DeviceQueueTest, OneSessionIsFifo) {
   Queue queue(16, 16);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(queue.Push(1, i).ok());
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(queue.Pop(), i);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Pop(queue), i);
   EXPECT_EQ(queue.depth(), 0u);
 }
 
@@ -26,7 +34,7 @@ TEST(DeviceQueueTest, SessionsAreServedRoundRobin) {
   ASSERT_TRUE(queue.Push(2, 21).ok());
   ASSERT_TRUE(queue.Push(3, 30).ok());
   std::vector<int> order;
-  for (int i = 0; i < 7; ++i) order.push_back(*queue.Pop());
+  for (int i = 0; i < 7; ++i) order.push_back(*Pop(queue));
   EXPECT_EQ(order, (std::vector<int>{10, 20, 30, 11, 21, 12, 13}));
 }
 
@@ -37,7 +45,7 @@ TEST(DeviceQueueTest, FullQueueIsResourceExhaustedAndKeepsItsTasks) {
   absl::Status full = queue.Push(3, 3);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(queue.depth(), 2u);
-  EXPECT_EQ(queue.Pop(), 1);
+  EXPECT_EQ(Pop(queue), 1);
   EXPECT_TRUE(queue.Push(3, 3).ok());
 }
 
@@ -58,8 +66,8 @@ TEST(DeviceQueueTest, CloseDrainsQueuedTasksThenEnds) {
   ASSERT_TRUE(queue.Push(1, 7).ok());
   queue.Close();
   EXPECT_EQ(queue.Push(1, 8).code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(queue.Pop(), 7);
-  EXPECT_EQ(queue.Pop(), std::nullopt);
+  EXPECT_EQ(Pop(queue), 7);
+  EXPECT_EQ(Pop(queue), std::nullopt);
 }
 
 TEST(DeviceQueueTest, ManyProducersOneConsumerLoseNothing) {
@@ -78,7 +86,7 @@ TEST(DeviceQueueTest, ManyProducersOneConsumerLoseNothing) {
   std::vector<int> last_seen(kProducers, -1);
   int received = 0;
   while (received < kProducers * kPerProducer) {
-    int value = *queue.Pop();
+    int value = *Pop(queue);
     int producer = value / kPerProducer;
     EXPECT_GT(value, last_seen[producer]) << "a session's tasks must keep their order";
     last_seen[producer] = value;

@@ -7,6 +7,13 @@
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
+namespace {
+
+// True on a thread while it runs a device's tasks: a task that submits more never tries
+// to run them itself (it holds the device already).
+thread_local bool running_device_tasks = false;
+
+}  // namespace
 
 DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* metrics)
     : options_(options),
@@ -25,7 +32,7 @@ DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* met
 
 DeviceWorker::~DeviceWorker() { Stop(); }
 
-absl::Status DeviceWorker::Submit(SessionId session, Task task) {
+absl::Status DeviceWorker::Submit(SessionId session, Task task, Placement placement) {
   {
     MutexLock lock(&mutex_);
     if (!init_status_.ok()) {
@@ -33,12 +40,31 @@ absl::Status DeviceWorker::Submit(SessionId session, Task task) {
                                                  " is unavailable: ", init_status_.message()));
     }
   }
+  if (placement == Placement::kHereWhenIdle && RunHereWhenIdle(task)) return absl::OkStatus();
   absl::Status pushed = queue_.Push(session, std::move(task));
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   return pushed;
 }
 
-void DeviceWorker::Defer(absl::AnyInvocable<void()> action) {
+bool DeviceWorker::RunHereWhenIdle(Task& task) {
+  // Nothing queued and nobody holding the device: no task of any session comes before
+  // this one. A task queued after the check runs after it, as it would have.
+  if (running_device_tasks || queue_.depth() != 0 || !device_mutex_.TryLock()) return false;
+  const bool runs = queue_.depth() == 0 && !queue_.closed() && command_ != nullptr &&
+                    command_->DeviceHealth().ok();
+  if (runs) {
+    running_device_tasks = true;
+    RunTask(std::move(task));
+    running_device_tasks = false;
+    // Relocation is the device thread's upkeep: wake it when there is some to do.
+    if (command_->WantsRelocation()) queue_.Wake();
+  }
+  device_mutex_.Unlock();
+  return runs;
+}
+
+// Only tasks call it, and they run holding the device.
+void DeviceWorker::Defer(absl::AnyInvocable<void()> action) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   deferred_.push_back(std::move(action));
 }
 
@@ -93,34 +119,44 @@ void DeviceWorker::Stop() {
 }
 
 void DeviceWorker::RunDevice() {
-  absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
-  std::shared_ptr<CommandInterface> command;
-  if (created.ok()) {
-    command = *std::move(created);
-    PublishUsage(*command);
-    metrics_->DeviceReady(options_.ordinal).Set(1);
-    spdlog::info("device {} ready", options_.ordinal);
-  } else {
-    spdlog::error("device {} failed to initialise: {}", options_.ordinal,
-                  created.status().ToString());
-    // Work queued before this point still gets an answer.
-    command = std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
-        "device ", options_.ordinal, " is unavailable: ", created.status().message())));
+  running_device_tasks = true;
+  absl::Status created_status;
+  {
+    MutexLock device(&device_mutex_);
+    absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
+    created_status = created.status();
+    if (created.ok()) {
+      command_ = *std::move(created);
+      PublishUsage(*command_);
+      metrics_->DeviceReady(options_.ordinal).Set(1);
+      spdlog::info("device {} ready", options_.ordinal);
+    } else {
+      spdlog::error("device {} failed to initialise: {}", options_.ordinal,
+                    created.status().ToString());
+      // Work queued before this point still gets an answer.
+      command_ = std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
+          "device ", options_.ordinal, " is unavailable: ", created.status().message())));
+    }
   }
   {
     MutexLock lock(&mutex_);
     initialised_ = true;
-    init_status_ = created.status();
+    init_status_ = created_status;
     initialised_changed_.NotifyAll();
   }
   while (true) {
-    std::optional<Task> task = queue_.TryPop();
-    if (!task) {
+    {
+      MutexLock device(&device_mutex_);
+      if (std::optional<Task> task = queue_.TryPop()) {
+        KeepHealthy();
+        RunTask(*std::move(task));
+        continue;
+      }
       // Idle: upkeep before waiting for more work.
-      command = Healthy(std::move(command));
-      command->ReclaimFinished();
-      if (command->WantsRelocation()) {
-        absl::StatusOr<RelocationReport> report = command->Relocate();
+      KeepHealthy();
+      command_->ReclaimFinished();
+      if (command_->WantsRelocation()) {
+        absl::StatusOr<RelocationReport> report = command_->Relocate();
         if (report.ok()) {
           spdlog::info("device {}: relocated {} allocation(s) off {} page(s)", options_.ordinal,
                        report->allocations_moved, report->pages_relocated);
@@ -129,22 +165,20 @@ void DeviceWorker::RunDevice() {
                        report.status().ToString());
         }
       }
-      PublishUsage(*command);
-      task = queue_.Pop();
-      if (!task) break;  // closed and drained
+      PublishUsage(*command_);
     }
-    command = Healthy(std::move(command));
-    RunTask(*command, *std::move(task));
+    if (!queue_.AwaitWork()) break;  // closed and drained
   }
+  MutexLock device(&device_mutex_);
   metrics_->DeviceReady(options_.ordinal).Set(0);
   // Pending reads hold the command's staging memory: finish them before it goes.
   AwaitCompletions();
+  command_.reset();
 }
 
-std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
-    std::shared_ptr<CommandInterface> command) {
-  absl::Status health = command->DeviceHealth();
-  if (health.ok()) return command;
+void DeviceWorker::KeepHealthy() {
+  absl::Status health = command_->DeviceHealth();
+  if (health.ok()) return;
   const int device = options_.ordinal;
   absl::Status cause = absl::UnavailableError(
       absl::StrCat("device ", device, " was reset after a device error: ", health.message()));
@@ -154,9 +188,9 @@ std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
   // In-flight reads fail against the dead context; they must end before their staging
   // memory goes with the Command.
   AwaitCompletions();
-  DeviceLoss loss = command->Abandon(cause);
+  DeviceLoss loss = command_->Abandon(cause);
   const size_t lost_buffers = loss.buffers.size();
-  command.reset();  // the old backend, and with it the failed context, goes first
+  command_.reset();  // the old backend, and with it the failed context, goes first
   absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
   if (!created.ok()) {
     absl::Status down = absl::UnavailableError(absl::StrCat(
@@ -165,13 +199,14 @@ std::shared_ptr<CommandInterface> DeviceWorker::Healthy(
     spdlog::error("{}", std::string(down.message()));
     MutexLock lock(&mutex_);
     init_status_ = down;
-    return std::make_shared<UnavailableCommand>(down);
+    command_ = std::make_shared<UnavailableCommand>(down);
+    return;
   }
   (*created)->Inherit(std::move(loss));
   metrics_->DeviceReady(device).Set(1);
   spdlog::warn("device {} serves again on a new context; {} buffer handle(s) are lost",
                device, lost_buffers);
-  return *std::move(created);
+  command_ = *std::move(created);
 }
 
 void DeviceWorker::AwaitCompletions() {
@@ -181,7 +216,8 @@ void DeviceWorker::AwaitCompletions() {
   });
 }
 
-void DeviceWorker::RunTask(CommandInterface& command, Task task) {
+void DeviceWorker::RunTask(Task task) {
+  CommandInterface& command = *command_;
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   command.ReclaimFinished();

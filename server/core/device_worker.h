@@ -4,7 +4,11 @@
 // One device's thread. It creates the device's Command (through a factory, on the
 // thread itself), then serves the device queue (Note [Device queue]) one task at a
 // time; when the queue runs dry it does upkeep: frees memory whose users finished and
-// relocates off outdated or fragmented pages. Reads and synchronizations finish off the
+// relocates off outdated or fragmented pages. Whoever runs a task holds the device: a
+// task that only enqueues device work (a launch, a synchronize) and finds the device
+// idle runs on the submitting thread instead, which spares a round trip through the
+// device thread on the path of the latency-bound calls; tasks still run one at a time,
+// in the order the queue would have run them. Reads and synchronizations finish off the
 // device thread: completion threads wait for their fences and then call back. A
 // session's completions run one at a time in the order they were made; different
 // sessions' run side by side on a few threads, taken round-robin, so a reply never
@@ -27,8 +31,8 @@
 // queued work still gets an answer, and refuses new work as at a failed start.
 //
 // Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
-// Tasks run on the device thread only and may call Complete. Callbacks run on the
-// completion thread.
+// Tasks run holding the device (on the device thread, or a submitting thread) and may
+// call Defer and Complete. Callbacks run on the completion thread.
 
 #include <deque>
 #include <vector>
@@ -50,6 +54,15 @@ class DeviceWorker {
   using Task = absl::AnyInvocable<void(CommandInterface&)>;
   using Factory = CommandFactory;
 
+  // Where a task may run.
+  enum class Placement {
+    kDeviceThread,
+    // On the submitting thread, before Submit returns, when no task is queued or running
+    // and the device is healthy; else queued. Only for tasks that never wait (they only
+    // enqueue device work): the submitting thread may be one that serves every client.
+    kHereWhenIdle,
+  };
+
   struct Options {
     int ordinal = 0;
     size_t queue_capacity = 4096;
@@ -64,13 +77,14 @@ class DeviceWorker {
   DeviceWorker(const DeviceWorker&) = delete;
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
-  // Queues `task` for the device thread. RESOURCE_EXHAUSTED when the device's queue or
-  // the session's share is full; UNAVAILABLE when the device failed to start or stops.
-  absl::Status Submit(SessionId session, Task task);
+  // Queues `task` for the device thread (or runs it, as `placement` allows).
+  // RESOURCE_EXHAUSTED when the device's queue or the session's share is full;
+  // UNAVAILABLE when the device failed to start or stops.
+  absl::Status Submit(SessionId session, Task task,
+                      Placement placement = Placement::kDeviceThread);
 
-  // Called by tasks (device thread only): runs `action` once the task has finished and
-  // the usage figures include its effects, so a reply sent there is never ahead of
-  // GetStats.
+  // Called by tasks: runs `action` once the task has finished and the usage figures
+  // include its effects, so a reply sent there is never ahead of GetStats.
   void Defer(absl::AnyInvocable<void()> action);
 
   // Called by tasks: runs `wait` off the device thread, then `done` with its result,
@@ -98,18 +112,26 @@ class DeviceWorker {
   };
 
   void RunDevice();
-  // `command`, or its replacement when the device it drives was lost.
-  std::shared_ptr<CommandInterface> Healthy(std::shared_ptr<CommandInterface> command);
+  // Runs `task` on this thread if the device is idle and healthy (see Placement).
+  bool RunHereWhenIdle(Task& task);
+  // Replaces command_ when the device it drives was lost.
+  void KeepHealthy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
   // Blocks until no completion is queued or running.
   void AwaitCompletions();
   void RunCompletions();
-  void RunTask(CommandInterface& command, Task task);
+  void RunTask(Task task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
   void PublishUsage(const CommandInterface& command);
 
   const Options options_;
   Metrics* const metrics_;
   DeviceQueue<Task> queue_;
-  Factory factory_;  // device thread only
+
+  // Held by whoever runs the device's tasks or upkeep.
+  Mutex device_mutex_;
+  Factory factory_ ABSL_GUARDED_BY(device_mutex_);
+  std::shared_ptr<CommandInterface> command_ ABSL_GUARDED_BY(device_mutex_);
+  // Actions of the running task, run after it.
+  std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(device_mutex_);
 
   mutable Mutex mutex_;
   mutable CondVar initialised_changed_;
@@ -129,9 +151,6 @@ class DeviceWorker {
   std::deque<SessionId> ready_sessions_ ABSL_GUARDED_BY(completion_mutex_);
   size_t completions_left_ ABSL_GUARDED_BY(completion_mutex_) = 0;  // queued or running
   bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
-
-  // Actions of the running task, run after it (device thread only; no lock).
-  std::vector<absl::AnyInvocable<void()>> deferred_;
 
   std::vector<std::thread> completion_threads_;
   std::thread device_thread_;
