@@ -105,6 +105,49 @@ TEST(DeviceWorkerTest, FullQueueIsResourceExhausted) {
   release.set_value();
 }
 
+TEST(DeviceWorkerTest, AnIdleDeviceRunsAWaitFreeTaskOnTheSubmittingThread) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);
+  worker.AwaitInitialised();
+  // The device thread finishes its start-up upkeep and goes idle; until then a task may
+  // still be queued (it then runs there, which is correct too): retry for a while.
+  std::thread::id ran_on;
+  for (int attempt = 0; attempt < 1000 && ran_on != std::this_thread::get_id(); ++attempt) {
+    std::promise<std::thread::id> where;
+    ASSERT_TRUE(worker.Submit(1, [&where](CommandInterface&) {
+      where.set_value(std::this_thread::get_id());
+    }, DeviceWorker::Placement::kHereWhenIdle).ok());
+    ran_on = where.get_future().get();
+  }
+  EXPECT_EQ(ran_on, std::this_thread::get_id()) << "ran here, before Submit returned";
+}
+
+TEST(DeviceWorkerTest, ABusyDeviceQueuesAWaitFreeTaskBehindTheOthers) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);
+  std::vector<int> order;  // written by the tasks only, one at a time
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    started.set_value();
+    released.wait();
+    order.push_back(1);
+  }).ok());
+  started.get_future().wait();  // the device thread holds the device
+  ASSERT_TRUE(worker.Submit(2, [&](CommandInterface&) { order.push_back(2); }).ok());
+  std::promise<std::thread::id> where;
+  ASSERT_TRUE(worker.Submit(3, [&](CommandInterface&) {
+    order.push_back(3);
+    where.set_value(std::this_thread::get_id());
+  }, DeviceWorker::Placement::kHereWhenIdle).ok());
+  EXPECT_EQ(worker.queue_depth(), 2u) << "queued, not run here";
+  release.set_value();
+  EXPECT_NE(where.get_future().get(), std::this_thread::get_id());
+  worker.Stop();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
 TEST(DeviceWorkerTest, StopFinishesQueuedWork) {
   Metrics metrics(1);
   auto worker = std::make_unique<DeviceWorker>(DeviceWorker::Options{.ordinal = 0},
