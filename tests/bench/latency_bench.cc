@@ -2,13 +2,19 @@
 // health service, served by a bare server in this process over a Unix socket, the same
 // kind of socket the daemon listens on) measured first, then the daemon's ListDevices,
 // idle Synchronize and empty-kernel Launch, each also reported as a ratio of the raw
-// round trip (`x_raw`, lower is better).
+// round trip (`x_raw`, lower is better). Then head-of-line blocking: one session's idle
+// Synchronize, p50 and p99, alone and while another session runs ~50 ms kernels back to
+// back (`x_alone_p99`: the p99 beside the kernels over the p99 alone).
 //
 //   bazel run -c opt //tests/bench:latency_bench
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "client/client.h"
@@ -20,6 +26,7 @@
 namespace gpucmd {
 namespace {
 
+using bench::BenchDaemon;
 using bench::EmptyKernelDaemon;
 using bench::SecondsSince;
 
@@ -93,10 +100,92 @@ void BM_DaemonEmptyLaunch(benchmark::State& state) {
   ReportAgainstRaw(state, timed);
 }
 
+// A kernel that spins for `iterations` rounds.
+constexpr char kSpinKernel[] = R"(
+  extern "C" __global__ void spin(long iterations, int* out) {
+    volatile long sum = 0;
+    for (long i = 0; i < iterations; ++i) sum += i;
+    out[0] = static_cast<int>(sum);
+  })";
+
+// Seconds of each idle Synchronize of `session`, `count` of them.
+std::vector<double> IdleSynchronizeSeconds(Session& session, int count) {
+  std::vector<double> seconds;
+  for (int i = 0; i < count; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(session.Synchronize());
+    seconds.push_back(SecondsSince(start));
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds;
+}
+
+double Percentile(const std::vector<double>& sorted, double fraction) {
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
+}
+
+// Runs `kernel` with `iterations` and synchronizes, over and over, until `stop`.
+void SpinUntil(Session& session, const std::string& kernel, long iterations, Buffer& out,
+               const std::atomic<bool>& stop) {
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  while (!stop) {
+    benchmark::DoNotOptimize(session.Launch(
+        kernel, one, {Int64Argument(iterations), BufferArgument(out, v1::ACCESS_WRITE)}));
+    benchmark::DoNotOptimize(session.Synchronize());
+  }
+}
+
+void BM_IdleSynchronizeBesideLongKernels(benchmark::State& state) {
+  constexpr int kSamples = 400;
+  BenchDaemon& daemon = SharedDaemon().daemon;
+  Session& victim = *daemon.session;
+  absl::StatusOr<Session> busy = daemon.client->OpenSession(0, "long kernels");
+  absl::StatusOr<Buffer> out = busy.ok() ? busy->Allocate(64) : busy.status();
+  absl::StatusOr<v1::CompileResponse> spin =
+      busy.ok() ? busy->Compile(kSpinKernel, "spin") : busy.status();
+  if (!out.ok() || !spin.ok()) {
+    state.SkipWithError("cannot set up the long kernels");
+    return;
+  }
+  // ~50 ms a launch, scaled from the time of a probe (after a first launch, which loads
+  // the module).
+  constexpr long kProbe = 20'000'000;
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  (void)busy->Launch(spin->kernel_id(), one,
+                     {Int64Argument(1), BufferArgument(*out, v1::ACCESS_WRITE)});
+  (void)busy->Synchronize();
+  auto start = std::chrono::steady_clock::now();
+  (void)busy->Launch(spin->kernel_id(), one,
+                     {Int64Argument(kProbe), BufferArgument(*out, v1::ACCESS_WRITE)});
+  (void)busy->Synchronize();
+  const long iterations = static_cast<long>(kProbe * 0.050 / SecondsSince(start));
+  start = std::chrono::steady_clock::now();
+  (void)busy->Launch(spin->kernel_id(), one,
+                     {Int64Argument(iterations), BufferArgument(*out, v1::ACCESS_WRITE)});
+  (void)busy->Synchronize();
+  state.counters["kernel_ms"] = SecondsSince(start) * 1e3;
+  for (auto _ : state) {
+    std::vector<double> alone = IdleSynchronizeSeconds(victim, kSamples);
+    std::atomic<bool> stop{false};
+    std::thread kernels(
+        [&] { SpinUntil(*busy, spin->kernel_id(), iterations, *out, stop); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // kernels running
+    std::vector<double> beside = IdleSynchronizeSeconds(victim, kSamples);
+    stop = true;
+    kernels.join();
+    state.counters["alone_p50_us"] = Percentile(alone, 0.5) * 1e6;
+    state.counters["alone_p99_us"] = Percentile(alone, 0.99) * 1e6;
+    state.counters["beside_p50_us"] = Percentile(beside, 0.5) * 1e6;
+    state.counters["beside_p99_us"] = Percentile(beside, 0.99) * 1e6;
+    state.counters["x_alone_p99"] = Percentile(beside, 0.99) / Percentile(alone, 0.99);
+  }
+}
+
 BENCHMARK(BM_RawGrpcUnary)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonListDevices)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IdleSynchronizeBesideLongKernels)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gpucmd
