@@ -38,7 +38,6 @@ struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
-struct uint3 { unsigned x, y, z; };
 
 #define threadIdx (gpucmd_ctx->thread_idx)
 #define blockIdx (gpucmd_ctx->block_idx)
@@ -85,23 +84,69 @@ inline float __saturatef(float x) { return x < 0.f ? 0.f : (x > 1.f ? 1.f : x); 
 inline float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
 inline int __float_as_int(float f) { int x; std::memcpy(&x, &f, 4); return x; }
 
-// Atomics: device memory is shared by the blocks running on every worker thread.
-template <typename T>
-inline T atomicAdd(T* address, T value) {
-  if constexpr (std::is_integral_v<T>) {
-    return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
-  } else {
-    T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
-    while (!__atomic_compare_exchange(address, &old, &(const T&)(old + value), false,
-                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
-    return old;
-  }
+inline float __uint_as_float(unsigned x) { float f; std::memcpy(&f, &x, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned x; std::memcpy(&x, &f, 4); return x; }
+inline double __longlong_as_double(long long x) { double d; std::memcpy(&d, &x, 8); return d; }
+inline long long __double_as_longlong(double d) { long long x; std::memcpy(&x, &d, 8); return x; }
+inline float __fadd_rn(float x, float y) { return x + y; }
+inline float __fsub_rn(float x, float y) { return x - y; }
+inline float __fmul_rn(float x, float y) { return x * y; }
+inline float __fdiv_rn(float x, float y) { return x / y; }
+inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline double __dadd_rn(double x, double y) { return x + y; }
+inline double __dmul_rn(double x, double y) { return x * y; }
+inline double __fma_rn(double x, double y, double z) { return fma(x, y, z); }
+inline int __float2int_rn(float x) { return static_cast<int>(rintf(x)); }
+inline int __float2int_rz(float x) { return static_cast<int>(x); }
+inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(rintf(x)); }
+inline float __int2float_rn(int x) { return static_cast<float>(x); }
+inline float __double2float_rn(double x) { return static_cast<float>(x); }
+
+// Integer intrinsics, with CUDA's results for every input (0 included).
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) {
+  return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x));
 }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+  return (static_cast<unsigned long long>(__brev(static_cast<unsigned>(x))) << 32) |
+         __brev(static_cast<unsigned>(x >> 32));
+}
+inline int __mul24(int x, int y) {
+  return static_cast<int>(static_cast<long long>((x << 8) >> 8) * ((y << 8) >> 8));
+}
+inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+inline int __mulhi(int x, int y) { return static_cast<int>((static_cast<long long>(x) * y) >> 32); }
+inline unsigned __umulhi(unsigned x, unsigned y) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(x) * y) >> 32);
+}
+inline long long __mul64hi(long long x, long long y) {
+  return static_cast<long long>((static_cast<__int128>(x) * y) >> 64);
+}
+inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(x) * y) >> 64);
+}
+// Loads through the read-only cache on a GPU; a plain load here.
 template <typename T>
-inline T atomicSub(T* address, T value) { return atomicAdd(address, static_cast<T>(-value)); }
+inline T __ldg(const T* address) { return *address; }
+#define __threadfence_system() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+// Atomics, with CUDA's overload set (not templates, so that arguments convert as they do
+// under nvcc): device memory is shared by the blocks running on every worker thread.
 template <typename T, typename Op>
 inline T gpucmd_atomic_update(T* address, Op op) {
-  T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+  T old;
+  __atomic_load(address, &old, __ATOMIC_SEQ_CST);
   T desired;
   do {
     desired = op(old);
@@ -109,32 +154,101 @@ inline T gpucmd_atomic_update(T* address, Op op) {
                                       __ATOMIC_SEQ_CST));
   return old;
 }
-template <typename T>
-inline T atomicMax(T* address, T value) {
-  return gpucmd_atomic_update(address, [value](T old) { return old < value ? value : old; });
-}
-template <typename T>
-inline T atomicMin(T* address, T value) {
-  return gpucmd_atomic_update(address, [value](T old) { return value < old ? value : old; });
-}
-template <typename T>
-inline T atomicExch(T* address, T value) {
-  T old;
-  __atomic_exchange(address, &value, &old, __ATOMIC_SEQ_CST);
-  return old;
-}
-template <typename T>
-inline T atomicCAS(T* address, T compare, T value) {
-  __atomic_compare_exchange(address, &compare, &value, false, __ATOMIC_SEQ_CST,
-                            __ATOMIC_SEQ_CST);
-  return compare;
-}
-template <typename T>
-inline T atomicAnd(T* address, T value) { return __atomic_fetch_and(address, value, __ATOMIC_SEQ_CST); }
-template <typename T>
-inline T atomicOr(T* address, T value) { return __atomic_fetch_or(address, value, __ATOMIC_SEQ_CST); }
-template <typename T>
-inline T atomicXor(T* address, T value) { return __atomic_fetch_xor(address, value, __ATOMIC_SEQ_CST); }
+#define GPUCMD_ATOMIC_FETCH(name, builtin, T) \
+  inline T name(T* address, T value) { return builtin(address, value, __ATOMIC_SEQ_CST); }
+#define GPUCMD_ATOMIC_UPDATE(name, T, expression)                                    \
+  inline T name(T* address, T value) {                                               \
+    return gpucmd_atomic_update(address, [value](T old) -> T { return expression; }); \
+  }
+GPUCMD_ATOMIC_FETCH(atomicAdd, __atomic_fetch_add, int)
+GPUCMD_ATOMIC_FETCH(atomicAdd, __atomic_fetch_add, unsigned)
+GPUCMD_ATOMIC_FETCH(atomicAdd, __atomic_fetch_add, unsigned long long)
+GPUCMD_ATOMIC_UPDATE(atomicAdd, float, old + value)
+GPUCMD_ATOMIC_UPDATE(atomicAdd, double, old + value)
+GPUCMD_ATOMIC_FETCH(atomicSub, __atomic_fetch_sub, int)
+GPUCMD_ATOMIC_FETCH(atomicSub, __atomic_fetch_sub, unsigned)
+GPUCMD_ATOMIC_UPDATE(atomicExch, int, value)
+GPUCMD_ATOMIC_UPDATE(atomicExch, unsigned, value)
+GPUCMD_ATOMIC_UPDATE(atomicExch, unsigned long long, value)
+GPUCMD_ATOMIC_UPDATE(atomicExch, float, value)
+GPUCMD_ATOMIC_UPDATE(atomicMin, int, value < old ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMin, unsigned, value < old ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMin, long long, value < old ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMin, unsigned long long, value < old ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMax, int, old < value ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMax, unsigned, old < value ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMax, long long, old < value ? value : old)
+GPUCMD_ATOMIC_UPDATE(atomicMax, unsigned long long, old < value ? value : old)
+// Wraps to 0 past `value`; counts down from `value` at 0 or past it.
+GPUCMD_ATOMIC_UPDATE(atomicInc, unsigned, old >= value ? 0u : old + 1u)
+GPUCMD_ATOMIC_UPDATE(atomicDec, unsigned, (old == 0u || old > value) ? value : old - 1u)
+GPUCMD_ATOMIC_FETCH(atomicAnd, __atomic_fetch_and, int)
+GPUCMD_ATOMIC_FETCH(atomicAnd, __atomic_fetch_and, unsigned)
+GPUCMD_ATOMIC_FETCH(atomicAnd, __atomic_fetch_and, unsigned long long)
+GPUCMD_ATOMIC_FETCH(atomicOr, __atomic_fetch_or, int)
+GPUCMD_ATOMIC_FETCH(atomicOr, __atomic_fetch_or, unsigned)
+GPUCMD_ATOMIC_FETCH(atomicOr, __atomic_fetch_or, unsigned long long)
+GPUCMD_ATOMIC_FETCH(atomicXor, __atomic_fetch_xor, int)
+GPUCMD_ATOMIC_FETCH(atomicXor, __atomic_fetch_xor, unsigned)
+GPUCMD_ATOMIC_FETCH(atomicXor, __atomic_fetch_xor, unsigned long long)
+#undef GPUCMD_ATOMIC_FETCH
+#undef GPUCMD_ATOMIC_UPDATE
+#define GPUCMD_ATOMIC_CAS(T)                                                   \
+  inline T atomicCAS(T* address, T compare, T value) {                         \
+    __atomic_compare_exchange(address, &compare, &value, false, __ATOMIC_SEQ_CST, \
+                              __ATOMIC_SEQ_CST);                               \
+    return compare;                                                            \
+  }
+GPUCMD_ATOMIC_CAS(int)
+GPUCMD_ATOMIC_CAS(unsigned)
+GPUCMD_ATOMIC_CAS(unsigned long long)
+GPUCMD_ATOMIC_CAS(unsigned short)
+#undef GPUCMD_ATOMIC_CAS
+// The scoped variants: every scope is the whole device here.
+#define GPUCMD_ATOMIC_SCOPES(name)                                                 \
+  template <typename... A> inline auto name##_block(A... a) { return name(a...); } \
+  template <typename... A> inline auto name##_system(A... a) { return name(a...); }
+GPUCMD_ATOMIC_SCOPES(atomicAdd) GPUCMD_ATOMIC_SCOPES(atomicSub)
+GPUCMD_ATOMIC_SCOPES(atomicExch) GPUCMD_ATOMIC_SCOPES(atomicMin)
+GPUCMD_ATOMIC_SCOPES(atomicMax) GPUCMD_ATOMIC_SCOPES(atomicInc)
+GPUCMD_ATOMIC_SCOPES(atomicDec) GPUCMD_ATOMIC_SCOPES(atomicCAS)
+GPUCMD_ATOMIC_SCOPES(atomicAnd) GPUCMD_ATOMIC_SCOPES(atomicOr)
+GPUCMD_ATOMIC_SCOPES(atomicXor)
+#undef GPUCMD_ATOMIC_SCOPES
+
+// CUDA's vector types, aligned as CUDA aligns them, and their make_ functions.
+#define GPUCMD_VECTOR1(T, name) \
+  struct name { T x; };          \
+  inline name make_##name(T x) { return name{x}; }
+#define GPUCMD_VECTOR2(T, name, align) \
+  struct alignas(align) name { T x, y; }; \
+  inline name make_##name(T x, T y) { return name{x, y}; }
+#define GPUCMD_VECTOR3(T, name) \
+  struct name { T x, y, z; };    \
+  inline name make_##name(T x, T y, T z) { return name{x, y, z}; }
+#define GPUCMD_VECTOR4(T, name, align)       \
+  struct alignas(align) name { T x, y, z, w; }; \
+  inline name make_##name(T x, T y, T z, T w) { return name{x, y, z, w}; }
+#define GPUCMD_VECTORS(T, name, align2, align4) \
+  GPUCMD_VECTOR1(T, name##1) GPUCMD_VECTOR2(T, name##2, align2) \
+  GPUCMD_VECTOR3(T, name##3) GPUCMD_VECTOR4(T, name##4, align4)
+GPUCMD_VECTORS(signed char, char, 2, 4)
+GPUCMD_VECTORS(unsigned char, uchar, 2, 4)
+GPUCMD_VECTORS(short, short, 4, 8)
+GPUCMD_VECTORS(unsigned short, ushort, 4, 8)
+GPUCMD_VECTORS(int, int, 8, 16)
+GPUCMD_VECTORS(unsigned, uint, 8, 16)
+GPUCMD_VECTORS(long, long, 16, 16)
+GPUCMD_VECTORS(unsigned long, ulong, 16, 16)
+GPUCMD_VECTORS(long long, longlong, 16, 16)
+GPUCMD_VECTORS(unsigned long long, ulonglong, 16, 16)
+GPUCMD_VECTORS(float, float, 8, 16)
+GPUCMD_VECTORS(double, double, 16, 16)
+#undef GPUCMD_VECTORS
+#undef GPUCMD_VECTOR1
+#undef GPUCMD_VECTOR2
+#undef GPUCMD_VECTOR3
+#undef GPUCMD_VECTOR4
 
 template <typename... P>
 constexpr size_t gpucmd_arity(void (*)(P...)) { return sizeof...(P); }

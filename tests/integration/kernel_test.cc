@@ -311,6 +311,127 @@ TEST_F(KernelTest, FivePointStencilOnAPitchedBuffer) {
   ExpectNear(FromBytes<float>(*result), expected, 1e-6f);
 }
 
+TEST_F(KernelTest, FloatAndDoubleAtomicAddAccumulateWithCudasOverloads) {
+  constexpr int kN = 5003;  // not a multiple of the block size
+  std::vector<float> x = RandomFloats(kN, 11);
+  double expected = 0;
+  for (float value : x) expected += value;
+  std::string id = MustCompile(kAtomicAccumulate, "accumulate");
+  Buffer dx = Upload(x), float_sum = Zeros(sizeof(float)), double_sum = Zeros(sizeof(double)),
+         count = Zeros(sizeof(unsigned)), last = Zeros(sizeof(int));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + 127) / 128), MakeDim3(128)},
+                               {BufferArgument(dx, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(float_sum, v1::ACCESS_READ_WRITE),
+                                BufferArgument(double_sum, v1::ACCESS_READ_WRITE),
+                                BufferArgument(count, v1::ACCESS_READ_WRITE),
+                                BufferArgument(last, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  EXPECT_NEAR(Download<float>(float_sum)[0], expected, 1e-2);
+  EXPECT_NEAR(Download<double>(double_sum)[0], expected, 1e-9);
+  EXPECT_EQ(Download<unsigned>(count)[0], static_cast<unsigned>(kN));
+  EXPECT_EQ(Download<int>(last)[0], kN - 1);
+}
+
+TEST_F(KernelTest, AtomicIncHandsOutARingOfSlots) {
+  constexpr int kN = 1000;
+  constexpr unsigned kLimit = 6;  // slots 0..6
+  std::string id = MustCompile(kRingCounter, "ring");
+  Buffer counter = Zeros(sizeof(unsigned)), hits = Zeros((kLimit + 1) * sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + 63) / 64), MakeDim3(64)},
+                               {BufferArgument(counter, v1::ACCESS_READ_WRITE),
+                                UInt32Argument(kLimit),
+                                BufferArgument(hits, v1::ACCESS_READ_WRITE), Int32Argument(kN)})
+                  .ok());
+  EXPECT_EQ(Download<unsigned>(counter)[0], kN % (kLimit + 1));
+  std::vector<unsigned> got = Download<unsigned>(hits);
+  for (unsigned slot = 0; slot <= kLimit; ++slot) {
+    EXPECT_EQ(got[slot], kN / (kLimit + 1) + (slot < kN % (kLimit + 1) ? 1u : 0u)) << slot;
+  }
+}
+
+TEST_F(KernelTest, Float4VectorisedCopyWithATail) {
+  constexpr int kN = 4099;  // three floats past the last float4
+  std::vector<float> in = RandomFloats(kN, 12), expected(kN);
+  for (int i = 0; i < kN; ++i) expected[i] = 2.0f * in[i];
+  std::string id = MustCompile(kFloat4Copy, "double_float4");
+  Buffer din = Upload(in), dout = Zeros(kN * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN / 4 + 255) / 256), MakeDim3(256)},
+                               {BufferArgument(din, v1::ACCESS_READ),
+                                BufferArgument(dout, v1::ACCESS_WRITE), Int32Argument(kN)})
+                  .ok());
+  ExpectNear(Download<float>(dout), expected, 0.0f);
+}
+
+TEST_F(KernelTest, IntegerIntrinsicsMatchTheirDefinitions) {
+  std::mt19937 random(13);
+  std::vector<unsigned> in = {0u, 1u, 0x80000000u, 0xffffffffu, 0x00ffffffu, 0x00800000u};
+  while (in.size() < 301) in.push_back(random());
+  const int n = static_cast<int>(in.size());
+  std::vector<int> counts(4 * n);
+  std::vector<unsigned> mixed(3 * n);
+  for (int i = 0; i < n; ++i) {
+    const unsigned v = in[i];
+    int leading = 0;
+    while (leading < 32 && !(v & (0x80000000u >> leading))) ++leading;
+    int first = 0;
+    while (first < 32 && !(v & (1u << first))) ++first;
+    unsigned reversed = 0;
+    for (int b = 0; b < 32; ++b) reversed |= ((v >> b) & 1u) << (31 - b);
+    // The low 24 bits, as a signed number.
+    const int64_t low24 = static_cast<int64_t>(v & 0xffffffu) - ((v & 0x800000u) ? (1 << 24) : 0);
+    counts[4 * i + 0] = __builtin_popcount(v);
+    counts[4 * i + 1] = leading;
+    counts[4 * i + 2] = v == 0 ? 0 : first + 1;
+    counts[4 * i + 3] = static_cast<int>(static_cast<uint32_t>(low24 * -3));
+    mixed[3 * i + 0] = reversed;
+    mixed[3 * i + 1] = (v & 0xffffffu) * ((v >> 8) & 0xffffffu);
+    mixed[3 * i + 2] = static_cast<unsigned>((uint64_t{v} * 0x9e3779b9u) >> 32);
+  }
+  std::string id = MustCompile(kBitIntrinsics, "bits");
+  Buffer din = Upload(in), dcounts = Zeros(counts.size() * sizeof(int)),
+         dmixed = Zeros(mixed.size() * sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((n + 127) / 128), MakeDim3(128)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(n),
+                                BufferArgument(dcounts, v1::ACCESS_WRITE),
+                                BufferArgument(dmixed, v1::ACCESS_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<int>(dcounts), counts);
+  EXPECT_EQ(Download<unsigned>(dmixed), mixed);
+}
+
+TEST_F(KernelTest, TheOtherAtomicsIntrinsicsAndVectorTypes) {
+  std::string id = MustCompile(kAtomicsAndIntrinsics, "mixed");
+  Buffer dec = Zeros(sizeof(unsigned)), cas16 = Zeros(sizeof(uint16_t)),
+         exch = Zeros(sizeof(float)), min64 = Zeros(sizeof(int64_t)),
+         masks = Upload(std::vector<unsigned>{0u, 0xffffffffu, 0u}),
+         wide = Zeros(9 * sizeof(uint64_t));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(64)},
+                               {BufferArgument(dec, v1::ACCESS_READ_WRITE),
+                                BufferArgument(cas16, v1::ACCESS_READ_WRITE),
+                                BufferArgument(exch, v1::ACCESS_READ_WRITE),
+                                BufferArgument(min64, v1::ACCESS_READ_WRITE),
+                                BufferArgument(masks, v1::ACCESS_READ_WRITE),
+                                BufferArgument(wide, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  // 64 decrements from 0 on a ring of 0..5 (0 -> 5 -> 4 ... -> 0): 64 mod 6 = 4 steps.
+  EXPECT_EQ(Download<unsigned>(dec)[0], 2u);
+  EXPECT_EQ(Download<uint16_t>(cas16)[0], 64);
+  EXPECT_EQ(Download<float>(exch)[0], 2.5f);
+  EXPECT_EQ(Download<int64_t>(min64)[0], -63'000'000'000LL);
+  EXPECT_EQ(Download<unsigned>(masks), (std::vector<unsigned>{0xffffffffu, 0u, 0u}));
+  const std::vector<uint64_t> expected = {
+      64,                                      // atomicAdd_block
+      2016,                                    // atomicAdd_system of 0..63
+      2,                                       // __umul64hi(2^64 - 1, 3)
+      0xffffffffffffffffull,                   // __mul64hi(-1, 5)
+      32 + 100 * 63 + 10000 * 41,              // __popcll, __clzll, __ffsll
+      uint64_t{1} << 63,                       // __brevll(1)
+      0x3f800000ull + 7,                       // bit casts there and back
+      37,                                      // 3.5 * 8 + 7 + 2 (2.5 rounds to even) + 0.5
+      13};                                     // make_char4, make_double2
+  EXPECT_EQ(Download<uint64_t>(wide), expected);
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

@@ -102,8 +102,102 @@ inline constexpr char kStencil[] = R"CUDA(
       target[x] = 0.5f * row[x] + 0.125f * (up[x] + down[x] + row[x - 1] + row[x + 1]);
     })CUDA";
 
+// CUDA's atomic overloads: float and double atomicAdd, an int literal converting to
+// the unsigned overload, atomicMax.
+inline constexpr char kAtomicAccumulate[] = R"CUDA(
+    extern "C" __global__ void accumulate(const float* x, int n, float* float_sum,
+                                          double* double_sum, unsigned* count, int* last) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) {
+        atomicAdd(float_sum, x[i]);
+        atomicAdd(double_sum, (double)x[i]);
+        atomicAdd(count, 1);
+        atomicMax(last, i);
+      }
+    })CUDA";
+
+// A ring of `limit + 1` slots handed out by atomicInc.
+inline constexpr char kRingCounter[] = R"CUDA(
+    extern "C" __global__ void ring(unsigned* counter, unsigned limit, unsigned* hits, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) {
+        unsigned slot = atomicInc(counter, limit);
+        atomicAdd(&hits[slot], 1u);
+      }
+    })CUDA";
+
+// Doubles n floats four at a time through float4, the tail one at a time.
+inline constexpr char kFloat4Copy[] = R"CUDA(
+    extern "C" __global__ void double_float4(const float* in, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      int vectors = n / 4;
+      if (i < vectors) {
+        float4 v = reinterpret_cast<const float4*>(in)[i];
+        reinterpret_cast<float4*>(out)[i] =
+            make_float4(v.x * 2.0f, v.y * 2.0f, v.z * 2.0f, v.w * 2.0f);
+      }
+      if (i < n - vectors * 4) out[vectors * 4 + i] = __ldg(&in[vectors * 4 + i]) * 2.0f;
+    })CUDA";
+
+// Integer intrinsics on every element.
+inline constexpr char kBitIntrinsics[] = R"CUDA(
+    extern "C" __global__ void bits(const unsigned* in, int n, int* counts, unsigned* mixed) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) {
+        unsigned v = in[i];
+        counts[4 * i + 0] = __popc(v);
+        counts[4 * i + 1] = __clz((int)v);
+        counts[4 * i + 2] = __ffs((int)v);
+        counts[4 * i + 3] = __mul24((int)v, -3);
+        mixed[3 * i + 0] = __brev(v);
+        mixed[3 * i + 1] = __umul24(v, v >> 8);
+        mixed[3 * i + 2] = __umulhi(v, 0x9e3779b9u);
+      }
+    })CUDA";
+
+// The rest of the atomics, the 64-bit and conversion intrinsics and the vector types, in
+// one block of 64 threads whose outputs do not depend on the threads' order.
+inline constexpr char kAtomicsAndIntrinsics[] = R"CUDA(
+    extern "C" __global__ void mixed(unsigned* dec, unsigned short* cas16, float* exch,
+                                     long long* min64, unsigned* masks,
+                                     unsigned long long* wide) {
+      static_assert(alignof(char2) == 2 && alignof(uchar4) == 4 && alignof(short4) == 8 &&
+                        alignof(int2) == 8 && alignof(float2) == 8 && alignof(int4) == 16 &&
+                        alignof(longlong2) == 16 && alignof(double2) == 16,
+                    "vector types are aligned as CUDA aligns them");
+      const int t = threadIdx.x;
+      atomicDec(dec, 5u);
+      unsigned short seen, old = *cas16;
+      do {
+        seen = old;
+        old = atomicCAS(cas16, seen, (unsigned short)(seen + 1));
+      } while (old != seen);
+      atomicExch(exch, 2.5f);
+      atomicMin(min64, -(long long)t * 1000000000LL);
+      atomicOr(&masks[0], 1u << (t % 32));
+      atomicAnd(&masks[1], ~(1u << (t % 32)));
+      atomicXor(&masks[2], 1u << (t % 32));
+      atomicAdd_block(&wide[0], 1ull);
+      atomicAdd_system(&wide[1], (unsigned long long)t);
+      if (t == 0) {
+        wide[2] = __umul64hi(0xffffffffffffffffull, 3ull);
+        wide[3] = (unsigned long long)__mul64hi(-1ll, 5ll);
+        wide[4] = __popcll(0xf0f0f0f0f0f0f0f0ull) + 100 * __clzll(1ll) +
+                  10000 * __ffsll(1ll << 40);
+        wide[5] = __brevll(1ull);
+        wide[6] = __float_as_uint(__uint_as_float(0x3f800000u)) +
+                  (unsigned long long)__double_as_longlong(__longlong_as_double(7ll));
+        wide[7] = (unsigned long long)(__fadd_rn(1.5f, 2.0f) * __fmul_rn(2.0f, 4.0f) +
+                                       __fmaf_rn(2.0f, 3.0f, 1.0f) + __float2int_rn(2.5f) +
+                                       __double2float_rn(0.5));
+        char4 c = make_char4(1, 2, 3, 4);
+        double2 d = make_double2(1.0, 2.0);
+        wide[8] = c.x + c.y + c.z + c.w + (unsigned long long)(d.x + d.y);
+      }
+    })CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 7> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 12> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -111,6 +205,11 @@ inline constexpr std::array<std::pair<const char*, const char*>, 7> kSuite = {{
     {"inclusive_scan", kInclusiveScan},
     {"histogram", kHistogram},
     {"stencil", kStencil},
+    {"accumulate", kAtomicAccumulate},
+    {"ring", kRingCounter},
+    {"double_float4", kFloat4Copy},
+    {"bits", kBitIntrinsics},
+    {"mixed", kAtomicsAndIntrinsics},
 }};
 
 }  // namespace gpucmd::kernels
