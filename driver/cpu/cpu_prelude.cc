@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/cpu/kernel_abi.h"
 
@@ -25,6 +26,13 @@ struct ThreadContext {
   void* dynamic_shared;
   void (*sync)(ThreadContext*);
   void* scheduler;
+  unsigned long long (*warp)(ThreadContext*, int op, unsigned mask, unsigned long long value,
+                             int arg, int width);
+};
+// driver/cpu/kernel_abi.h's WarpOp.
+enum WarpOp : int {
+  kShuffle, kShuffleUp, kShuffleDown, kShuffleXor, kBallot, kAny, kAll, kMatchAny, kSync,
+  kActiveMask
 };
 }  // namespace gpucmd_rt
 
@@ -140,6 +148,70 @@ inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y)
 template <typename T>
 inline T __ldg(const T* address) { return *address; }
 #define __threadfence_system() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+// Warp-level primitives, 32 lanes a warp: the lanes meet in the executor (driver/cpu/
+// kernel_abi.h), so values cross between them as on a GPU.
+template <typename T>
+inline unsigned long long gpucmd_bits(T value) {
+  static_assert(sizeof(T) <= 8, "a warp exchanges values of up to 8 bytes");
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+template <typename T>
+inline T gpucmd_from_bits(unsigned long long bits) {
+  T value;
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+inline unsigned long long gpucmd_warp(int op, unsigned mask, unsigned long long value,
+                                      int arg = 0, int width = 32) {
+  return gpucmd_ctx->warp(gpucmd_ctx, op, mask, value, arg, width);
+}
+template <typename T>
+inline T __shfl_sync(unsigned mask, T var, int source_lane, int width = 32) {
+  return gpucmd_from_bits<T>(
+      gpucmd_warp(gpucmd_rt::kShuffle, mask, gpucmd_bits(var), source_lane, width));
+}
+template <typename T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return gpucmd_from_bits<T>(gpucmd_warp(gpucmd_rt::kShuffleUp, mask, gpucmd_bits(var),
+                                         static_cast<int>(delta), width));
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return gpucmd_from_bits<T>(gpucmd_warp(gpucmd_rt::kShuffleDown, mask, gpucmd_bits(var),
+                                         static_cast<int>(delta), width));
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  return gpucmd_from_bits<T>(
+      gpucmd_warp(gpucmd_rt::kShuffleXor, mask, gpucmd_bits(var), lane_mask, width));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kBallot, mask, predicate != 0));
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return static_cast<int>(gpucmd_warp(gpucmd_rt::kAny, mask, predicate != 0));
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return static_cast<int>(gpucmd_warp(gpucmd_rt::kAll, mask, predicate != 0));
+}
+inline unsigned __activemask() {
+  return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kActiveMask, 0, 0));
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) { gpucmd_warp(gpucmd_rt::kSync, mask, 0); }
+template <typename T>
+inline unsigned __match_any_sync(unsigned mask, T value) {
+  return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kMatchAny, mask, gpucmd_bits(value)));
+}
+template <typename T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* predicate) {
+  const unsigned same = __match_any_sync(mask, value);
+  const unsigned arrived = __ballot_sync(mask, 1);
+  *predicate = same == arrived;
+  return same == arrived ? same : 0u;
+}
 
 // Atomics, with CUDA's overload set (not templates, so that arguments convert as they do
 // under nvcc): device memory is shared by the blocks running on every worker thread.
@@ -266,8 +338,6 @@ struct Unsupported {
 };
 
 constexpr Unsupported kUnsupported[] = {
-    {R"(\b__shfl\w*\s*\()", "warp shuffles (__shfl*)"},
-    {R"(\b__(ballot|any|all|activemask|match_any|match_all)\w*\s*\()", "warp votes"},
     {R"(\b(tex1D|tex2D|tex3D|tex1Dfetch|texture\s*<|cudaTextureObject_t)\w*)", "textures"},
     {R"(\b(surf1D|surf2D|surf3D)\w*|cudaSurfaceObject_t)", "surfaces"},
 };
@@ -292,7 +362,13 @@ absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
   code = std::regex_replace(
       code, std::regex(R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w\s:]*?[\w:]+)\s+(\w+)\s*\[\s*\]\s*;)"),
       "\n#define $2 (static_cast<$1*>(gpucmd_ctx->dynamic_shared))\n");
-  bool uses_barrier = code.find("__syncthreads") != std::string::npos;
+  // Threads that meet (barriers, warp primitives) run as fibers; the others as a loop.
+  bool uses_barrier = false;
+  for (absl::string_view meeting : {"__syncthreads", "__shfl", "__ballot_sync", "__any_sync",
+                                    "__all_sync", "__activemask", "__syncwarp", "__match_",
+                                    "cooperative_groups"}) {
+    uses_barrier = uses_barrier || absl::StrContains(code, meeting);
+  }
   return absl::StrCat(kPrelude, code, "\n#line 1 \"gpucmd-exports\"\n",
                       "extern \"C\" const int gpucmd_abi_version = ", kKernelAbiVersion, ";\n",
                       "extern \"C\" const int gpucmd_uses_barrier = ", uses_barrier ? 1 : 0,

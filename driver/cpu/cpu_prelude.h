@@ -18,8 +18,7 @@ absl::string_view CpuKernelPrelude();
 // The whole translation unit for `entry` in `source`: the prelude, the client's source
 // (with `extern __shared__ T name[];` made per-block dynamic shared memory), and the
 // module's exports (kernel_abi.h). INVALID_ARGUMENT naming the feature when the source
-// uses what the CPU driver cannot run: warp shuffles and votes, inline PTX, textures
-// and surfaces.
+// uses what the CPU driver cannot run: inline PTX, textures and surfaces.
 absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
                                                      absl::string_view entry);
 

@@ -7,7 +7,8 @@
 //
 // A module exports:
 //   int gpucmd_abi_version;                         == kKernelAbiVersion
-//   int gpucmd_uses_barrier;                        1 when the kernel calls __syncthreads
+//   int gpucmd_uses_barrier;                        1 when the kernel's threads must meet:
+//                                                   __syncthreads or warp primitives
 //   void gpucmd_bind(KernelThreadContext*);         sets the calling thread's context
 //   void gpucmd_entry(void** args);                 runs one GPU thread of the kernel
 // args[i] points at an 8-byte slot holding argument i (a device address or a scalar in
@@ -17,7 +18,22 @@
 
 namespace gpucmd {
 
-inline constexpr int kKernelAbiVersion = 1;
+inline constexpr int kKernelAbiVersion = 2;
+
+// What a warp-level primitive asks of its warp (KernelThreadContext::warp). Lanes are
+// the threads of a warp: 32 consecutive linear thread indices of the block.
+enum WarpOp : int {
+  kWarpShuffle = 0,     // the value of lane `arg` of this lane's `width`-lane segment
+  kWarpShuffleUp = 1,   // of lane - `arg`, within the segment (else this lane's own)
+  kWarpShuffleDown = 2, // of lane + `arg`, within the segment (else this lane's own)
+  kWarpShuffleXor = 3,  // of lane ^ `arg`, unless that is in a later segment
+  kWarpBallot = 4,      // the lanes whose value is nonzero
+  kWarpAny = 5,         // 1 when some lane's value is nonzero
+  kWarpAll = 6,         // 1 when every lane's value is nonzero
+  kWarpMatchAny = 7,    // the lanes whose value equals this lane's
+  kWarpSync = 8,        // nothing: the lanes only meet
+  kWarpActiveMask = 9,  // the warp's lanes still running; no meeting
+};
 
 struct KernelDim3 {
   unsigned x, y, z;
@@ -31,7 +47,13 @@ struct KernelThreadContext {
   void* dynamic_shared;
   // __syncthreads(): suspends this GPU thread until every thread of its block arrived.
   void (*sync)(KernelThreadContext*);
-  void* scheduler;  // the executor's, for `sync`
+  void* scheduler;  // the executor's, for `sync` and `warp`
+  // A warp-level primitive `op` (a WarpOp) with this lane's `value`: suspends this GPU
+  // thread until every lane of `mask` that still runs (and this one) arrived at one,
+  // then returns what `op` makes of the values the lanes brought. `width`, a power of
+  // two up to 32, splits the warp into segments for the shuffles.
+  uint64_t (*warp)(KernelThreadContext*, int op, uint32_t mask, uint64_t value, int arg,
+                   int width);
 };
 
 }  // namespace gpucmd

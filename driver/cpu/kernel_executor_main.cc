@@ -76,16 +76,131 @@ struct Launch {
   void* args[kMaxKernelArgs];
 };
 
-// One GPU thread running as a fiber.
+// One GPU thread running as a fiber, and what it waits for while suspended.
 struct FiberThread {
+  enum class Wait { kNothing, kBlockBarrier, kWarp };
+
   KernelThreadContext context;
   boost::context::fiber continuation;  // the fiber while suspended, or the scheduler
   bool done = false;
+  Wait wait = Wait::kNothing;
+  // The warp primitive it waits at (KernelThreadContext::warp), and then its result.
+  int op = 0;
+  uint32_t mask = 0;
+  uint64_t value = 0;
+  int arg = 0;
+  int width = 32;
+  uint64_t result = 0;
+  // Its block's threads, for __activemask.
+  const std::vector<FiberThread>* block = nullptr;
+  uint64_t index = 0;  // linear thread index in the block
 };
+
+constexpr int kWarpSize = 32;
 
 void SwitchToScheduler(KernelThreadContext* context) {
   auto* thread = static_cast<FiberThread*>(context->scheduler);
   thread->continuation = std::move(thread->continuation).resume();
+}
+
+void BlockBarrier(KernelThreadContext* context) {
+  static_cast<FiberThread*>(context->scheduler)->wait = FiberThread::Wait::kBlockBarrier;
+  SwitchToScheduler(context);
+}
+
+// The lanes of `thread`'s warp that have not finished.
+uint32_t LiveLanes(const FiberThread& thread) {
+  const std::vector<FiberThread>& block = *thread.block;
+  const uint64_t first = thread.index / kWarpSize * kWarpSize;
+  uint32_t live = 0;
+  for (uint64_t t = first; t < block.size() && t < first + kWarpSize; ++t) {
+    if (!block[t].done) live |= 1u << (t - first);
+  }
+  return live;
+}
+
+uint64_t WarpPrimitive(KernelThreadContext* context, int op, uint32_t mask, uint64_t value,
+                       int arg, int width) {
+  auto* thread = static_cast<FiberThread*>(context->scheduler);
+  if (op == kWarpActiveMask) return LiveLanes(*thread);
+  thread->wait = FiberThread::Wait::kWarp;
+  thread->op = op;
+  thread->mask = mask;
+  thread->value = value;
+  thread->arg = arg;
+  thread->width = (width > 0 && width <= kWarpSize && (width & (width - 1)) == 0) ? width
+                                                                                : kWarpSize;
+  SwitchToScheduler(context);
+  return thread->result;
+}
+
+// What warp primitive `lane` of `lanes` (the warp's threads from its first) gets, all of
+// `group` having arrived with their values.
+uint64_t WarpResult(const FiberThread* lanes, uint32_t group, int lane) {
+  const FiberThread& self = lanes[lane];
+  const int segment = lane & ~(self.width - 1);
+  auto value_of = [&](int source) {
+    return source >= 0 && source < kWarpSize && (group >> source & 1u) ? lanes[source].value
+                                                                       : self.value;
+  };
+  uint64_t result = 0;
+  switch (self.op) {
+    case kWarpShuffle:
+      return value_of(segment + (self.arg & (self.width - 1)));
+    case kWarpShuffleUp:
+      return (lane - segment) < self.arg ? self.value : value_of(lane - self.arg);
+    case kWarpShuffleDown:
+      return (lane - segment) + self.arg >= self.width ? self.value : value_of(lane + self.arg);
+    case kWarpShuffleXor: {
+      const int source = lane ^ self.arg;
+      return source >= segment + self.width ? self.value : value_of(source);
+    }
+    case kWarpBallot:
+    case kWarpAny:
+    case kWarpAll:
+      for (int l = 0; l < kWarpSize; ++l) {
+        if ((group >> l & 1u) && lanes[l].value != 0) result |= uint64_t{1} << l;
+      }
+      if (self.op == kWarpAny) return result != 0;
+      if (self.op == kWarpAll) return result == group;
+      return result;
+    case kWarpMatchAny:
+      for (int l = 0; l < kWarpSize; ++l) {
+        if ((group >> l & 1u) && lanes[l].value == self.value) result |= uint64_t{1} << l;
+      }
+      return result;
+    default:
+      return 0;
+  }
+}
+
+// Releases, in each warp, every group of waiting lanes whose mask's running lanes have
+// all arrived at a warp primitive; true when one was.
+bool ReleaseWarps(std::vector<FiberThread>& threads) {
+  bool released = false;
+  for (uint64_t first = 0; first < threads.size(); first += kWarpSize) {
+    FiberThread* lanes = &threads[first];
+    const int count = static_cast<int>(std::min<uint64_t>(kWarpSize, threads.size() - first));
+    uint32_t live = 0, waiting = 0;
+    for (int l = 0; l < count; ++l) {
+      if (!lanes[l].done) live |= 1u << l;
+      if (lanes[l].wait == FiberThread::Wait::kWarp) waiting |= 1u << l;
+    }
+    for (int l = 0; l < count; ++l) {
+      if (!(waiting >> l & 1u)) continue;
+      const uint32_t group = (lanes[l].mask | 1u << l) & live;
+      if ((group & ~waiting) != 0) continue;  // some of its lanes are elsewhere still
+      for (int g = 0; g < count; ++g) {
+        if (group >> g & 1u) lanes[g].result = WarpResult(lanes, group, g);
+      }
+      for (int g = 0; g < count; ++g) {
+        if (group >> g & 1u) lanes[g].wait = FiberThread::Wait::kNothing;
+      }
+      waiting &= ~group;
+      released = true;
+    }
+  }
+  return released;
 }
 
 KernelDim3 Unflatten(uint64_t index, const KernelDim3& extent) {
@@ -108,6 +223,12 @@ void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
   }
 }
 
+// Runs a block's threads as fibers that meet where the kernel says: every thread runs
+// until it waits (at __syncthreads, or at a warp primitive) or ends; then the waits that
+// can end do (a warp primitive once its mask's running lanes all arrived, a barrier once
+// every running thread of the block arrived), and the released threads run on. Waits
+// that can never end (a barrier some threads skip) are all let go, so a kernel whose
+// threads disagree ends instead of hanging.
 void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
                       std::vector<FiberThread>& threads,
                       boost::context::pooled_fixedsize_stack& stacks) {
@@ -123,8 +244,11 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
     thread.context.block_dim = launch.block;
     thread.context.grid_dim = launch.grid;
     thread.context.dynamic_shared = shared;
-    thread.context.sync = &SwitchToScheduler;
+    thread.context.sync = &BlockBarrier;
+    thread.context.warp = &WarpPrimitive;
     thread.context.scheduler = &thread;
+    thread.block = &threads;
+    thread.index = t;
     fibers.emplace_back(std::allocator_arg, stacks,
                         [&launch, &thread](boost::context::fiber&& scheduler) {
                           thread.continuation = std::move(scheduler);
@@ -133,14 +257,28 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
                           return std::move(thread.continuation);
                         });
   }
-  // Rounds: every unfinished thread runs to its next barrier (or its end).
-  for (bool running = true; running;) {
-    running = false;
+  while (true) {
+    bool running = false;
     for (uint64_t t = 0; t < count; ++t) {
-      if (threads[t].done) continue;
-      launch.module->bind(&threads[t].context);
+      FiberThread& thread = threads[t];
+      if (thread.done || thread.wait != FiberThread::Wait::kNothing) continue;
+      launch.module->bind(&thread.context);
       fibers[t] = std::move(fibers[t]).resume();
-      running = running || !threads[t].done;
+      running = true;
+    }
+    bool waiting = false, all_at_barrier = true;
+    for (const FiberThread& thread : threads) {
+      if (thread.done) continue;
+      waiting = true;
+      all_at_barrier = all_at_barrier && thread.wait == FiberThread::Wait::kBlockBarrier;
+    }
+    if (!waiting) return;
+    if (ReleaseWarps(threads)) continue;
+    if (all_at_barrier || !running) {
+      for (FiberThread& thread : threads) {
+        thread.result = thread.value;
+        thread.wait = FiberThread::Wait::kNothing;
+      }
     }
   }
 }

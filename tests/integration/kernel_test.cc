@@ -10,6 +10,7 @@
 // --config=cuda / --config=hip and skip, saying why, where the machine has no such
 // device. GPUCMD_EXPECT_DRIVER, when set, names the driver the daemon must have.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -432,6 +433,89 @@ TEST_F(KernelTest, TheOtherAtomicsIntrinsicsAndVectorTypes) {
   EXPECT_EQ(Download<uint64_t>(wide), expected);
 }
 
+std::vector<int> RandomInts(size_t count, uint32_t seed, int low, int high) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> uniform(low, high);
+  std::vector<int> values(count);
+  for (int& value : values) value = uniform(random);
+  return values;
+}
+
+TEST_F(KernelTest, WarpShuffleScanAndReductionOverPartialWarps) {
+  constexpr int kN = 1234, kBlock = 100;  // blocks end in a warp of 4 lanes
+  constexpr int kBlocks = (kN + kBlock - 1) / kBlock, kWarpsPerBlock = (kBlock + 31) / 32;
+  std::vector<int> in = RandomInts(kN, 21, -50, 50);
+  std::vector<int> scan(kN), sums(kBlocks * kWarpsPerBlock, 0);
+  for (int i = 0; i < kBlocks * kBlock; ++i) {
+    const int block = i / kBlock, thread = i % kBlock, warp = thread / 32;
+    const int value = i < kN ? in[i] : 0;
+    sums[block * kWarpsPerBlock + warp] += value;
+    if (i < kN) scan[i] = (thread % 32 == 0 ? 0 : scan[i - 1]) + value;
+  }
+  std::string id = MustCompile(kWarpScanReduce, "warp_scan_reduce");
+  Buffer din = Upload(in), dscan = Zeros(kN * sizeof(int)),
+         dsums = Zeros(sums.size() * sizeof(int));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(kBlocks), MakeDim3(kBlock)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(dscan, v1::ACCESS_WRITE),
+                                BufferArgument(dsums, v1::ACCESS_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<int>(dscan), scan);
+  EXPECT_EQ(Download<int>(dsums), sums);
+}
+
+TEST_F(KernelTest, BallotStreamCompactionKeepsEveryPositiveValueOnce) {
+  constexpr int kN = 3001;
+  std::vector<int> in = RandomInts(kN, 22, -100, 100);
+  std::vector<int> kept;
+  for (int value : in) {
+    if (value > 0) kept.push_back(value);
+  }
+  std::string id = MustCompile(kBallotCompaction, "compact_positive");
+  Buffer din = Upload(in), dout = Zeros(kN * sizeof(int)), count = Zeros(sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + 127) / 128), MakeDim3(128)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(dout, v1::ACCESS_WRITE),
+                                BufferArgument(count, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  ASSERT_EQ(Download<unsigned>(count)[0], kept.size());
+  std::vector<int> out = Download<int>(dout);
+  out.resize(kept.size());
+  std::sort(out.begin(), out.end());
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(out, kept) << "warps' order may differ, not their values";
+}
+
+TEST_F(KernelTest, WarpVotesMatchesAndShufflesWithAWidth) {
+  constexpr int kThreads = 64;
+  std::vector<int> in = RandomInts(kThreads, 23, 0, 99);
+  std::vector<unsigned> expected(6 * kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    const int warp = t / 32 * 32, lane = t % 32;
+    bool any = false, all = true;
+    unsigned match = 0, ballot = 0;
+    for (int l = 0; l < 32; ++l) {
+      any = any || in[warp + l] > 90;
+      all = all && in[warp + l] >= 0;
+      if (in[warp + l] % 4 == in[t] % 4) match |= 1u << l;
+      if (l < 16 && (in[warp + l] & 1)) ballot |= 1u << l;
+    }
+    expected[6 * t + 0] = any;
+    expected[6 * t + 1] = all;
+    expected[6 * t + 2] = match;
+    expected[6 * t + 3] = static_cast<unsigned>(in[warp + lane / 8 * 8 + 3]);
+    expected[6 * t + 4] = static_cast<unsigned>(in[warp + (lane ^ 1)]);
+    expected[6 * t + 5] = lane < 16 ? ballot : 0u;
+  }
+  std::string id = MustCompile(kWarpVotes, "votes");
+  Buffer din = Upload(in), dout = Zeros(expected.size() * sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(kThreads)},
+                               {BufferArgument(din, v1::ACCESS_READ),
+                                BufferArgument(dout, v1::ACCESS_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<unsigned>(dout), expected);
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {
@@ -461,13 +545,14 @@ TEST_F(KernelTest, CompileErrorReturnsTheLog) {
 }
 
 TEST_F(KernelTest, CpuDriverNamesWhatItCannotRun) {
-  if (!OnCpu()) GTEST_SKIP() << "GPUs run warp shuffles";
+  if (!OnCpu()) GTEST_SKIP() << "GPUs read textures";
   absl::Status unsupported =
-      session_->Compile("extern \"C\" __global__ void k(int* x) { x[0] = __shfl_sync(~0u, 1, 0); }",
+      session_->Compile("extern \"C\" __global__ void k(float* x, unsigned long long t) { "
+                        "x[0] = tex1Dfetch<float>(t, 0); }",
                         "k")
           .status();
   EXPECT_EQ(unsupported.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(unsupported.message()), HasSubstr("warp shuffles"));
+  EXPECT_THAT(std::string(unsupported.message()), HasSubstr("textures"));
 }
 
 TEST_F(KernelTest, SkippedLaunchTaintsItsOutputsWithTheCompileError) {

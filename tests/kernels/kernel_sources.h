@@ -196,8 +196,62 @@ inline constexpr char kAtomicsAndIntrinsics[] = R"CUDA(
       }
     })CUDA";
 
+// Per-warp inclusive scan (__shfl_up_sync) and sum (__shfl_down_sync) over the lanes a
+// warp has: blocks of 100 threads end in a warp of 4.
+inline constexpr char kWarpScanReduce[] = R"CUDA(
+    extern "C" __global__ void warp_scan_reduce(const int* in, int n, int* scan,
+                                                int* warp_sums) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      const int lane = threadIdx.x % 32;
+      const unsigned lanes = __activemask();
+      const int width = __popc(lanes);
+      int x = i < n ? in[i] : 0;
+      for (int d = 1; d < 32; d <<= 1) {
+        int y = __shfl_up_sync(lanes, x, d);
+        if (lane >= d) x += y;
+      }
+      if (i < n) scan[i] = x;
+      int sum = i < n ? in[i] : 0;
+      for (int d = 16; d > 0; d >>= 1) {
+        int y = __shfl_down_sync(lanes, sum, d);
+        if (lane + d < width) sum += y;
+      }
+      const int warps_per_block = (blockDim.x + 31) / 32;
+      if (lane == 0) warp_sums[blockIdx.x * warps_per_block + threadIdx.x / 32] = sum;
+    })CUDA";
+
+// Stream compaction: each warp votes (__ballot_sync), its first lane reserves room for
+// the kept values, and every kept value goes to its place by __popc of the lanes before.
+inline constexpr char kBallotCompaction[] = R"CUDA(
+    extern "C" __global__ void compact_positive(const int* in, int n, int* out,
+                                                unsigned* count) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      const int lane = threadIdx.x % 32;
+      const bool keep = i < n && in[i] > 0;
+      const unsigned lanes = __activemask();
+      const unsigned votes = __ballot_sync(lanes, keep);
+      unsigned base = 0;
+      if (lane == 0) base = atomicAdd(count, (unsigned)__popc(votes));
+      base = __shfl_sync(lanes, base, 0);
+      if (keep) out[base + __popc(votes & ((1u << lane) - 1u))] = in[i];
+    })CUDA";
+
+// The other warp votes and shuffles, one of them by half of the warp only.
+inline constexpr char kWarpVotes[] = R"CUDA(
+    extern "C" __global__ void votes(const int* in, unsigned* out) {
+      const int t = threadIdx.x;
+      const int v = in[t];
+      out[6 * t + 0] = __any_sync(0xffffffffu, v > 90);
+      out[6 * t + 1] = __all_sync(0xffffffffu, v >= 0);
+      out[6 * t + 2] = __match_any_sync(0xffffffffu, v % 4);
+      out[6 * t + 3] = __shfl_sync(0xffffffffu, v, 3, 8);
+      out[6 * t + 4] = __shfl_xor_sync(0xffffffffu, v, 1);
+      __syncwarp();
+      out[6 * t + 5] = t % 32 < 16 ? __ballot_sync(0x0000ffffu, v & 1) : 0u;
+    })CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 12> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 15> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -210,6 +264,9 @@ inline constexpr std::array<std::pair<const char*, const char*>, 12> kSuite = {{
     {"double_float4", kFloat4Copy},
     {"bits", kBitIntrinsics},
     {"mixed", kAtomicsAndIntrinsics},
+    {"warp_scan_reduce", kWarpScanReduce},
+    {"compact_positive", kBallotCompaction},
+    {"votes", kWarpVotes},
 }};
 
 }  // namespace gpucmd::kernels
