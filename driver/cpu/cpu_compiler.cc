@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "base/status_macros.h"
 #include "base/subprocess.h"
 #include "driver/compile_options.h"
+#include "driver/cpu/cpu_headers.h"
 #include "driver/cpu/cpu_prelude.h"
 #include "driver/cpu/module_checks.h"
 
@@ -54,11 +56,17 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
 
   ASSIGN_OR_RETURN(CompileDirectory directory, CompileDirectory::Create());
   RETURN_IF_ERROR(WriteFileAtomically(directory.PathOf("kernel.cc"), unit));
+  for (const auto& [name, contents] : CpuKernelHeaders()) {
+    const std::string path = directory.PathOf(absl::StrCat("include/", name));
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    RETURN_IF_ERROR(WriteFileAtomically(path, contents));
+  }
   // Without the C runtime's start files a module has no load-time code of its own, so
   // any it has is the client's (driver/cpu/module_checks.h); the assembly is kept for
   // the same checks.
   std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC", "-shared",
-                                   "-nostartfiles", "-save-temps=obj", "-pthread", "-w"};
+                                   "-nostartfiles", "-save-temps=obj", "-pthread", "-w",
+                                   "-Iinclude"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cc"});
   absl::StatusOr<CompilerRun> run = RunSandboxedCompiler(

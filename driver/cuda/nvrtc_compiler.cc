@@ -1,8 +1,10 @@
 #include "driver/cuda/nvrtc_compiler.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "absl/strings/match.h"
@@ -40,6 +42,27 @@ std::string ProgramLog(nvrtcProgram program, size_t max_bytes) {
   return log;
 }
 
+// The toolkit's headers (cooperative_groups.h, cuda_fp16.h...): beside the NVRTC library
+// this process loaded, else the default toolkit's; empty when neither has them. The
+// compile helper's sandbox reads /usr and /opt, where toolkits are installed.
+std::string ToolkitIncludeDirectory() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  Dl_info library{};
+  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &library) != 0 &&
+      library.dli_fname != nullptr) {
+    candidates.push_back(fs::path(library.dli_fname).parent_path() / ".." / "include");
+  }
+  candidates.push_back("/usr/local/cuda/include");
+  for (const fs::path& candidate : candidates) {
+    std::error_code error;
+    if (fs::exists(candidate / "cooperative_groups.h", error)) {
+      return candidate.lexically_normal().string();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<int> NvrtcSupportedArchitectures() {
@@ -67,6 +90,13 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
   flags.push_back(cubin ? absl::StrCat("--gpu-architecture=sm_", target)
                         : absl::StrCat("--gpu-architecture=compute_", target));
   flags.push_back("--std=c++17");
+  if (std::string include = ToolkitIncludeDirectory(); !include.empty()) {
+    flags.push_back(absl::StrCat("--include-path=", include));
+    // Where CUDA 13 keeps libcu++ (cuda/std/...), which the toolkit's headers include.
+    if (std::filesystem::exists(include + "/cccl")) {
+      flags.push_back(absl::StrCat("--include-path=", include, "/cccl"));
+    }
+  }
 
   std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram(nullptr));
   RETURN_IF_ERROR(NvrtcStatus(

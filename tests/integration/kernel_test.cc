@@ -516,6 +516,32 @@ TEST_F(KernelTest, WarpVotesMatchesAndShufflesWithAWidth) {
   EXPECT_EQ(Download<unsigned>(dout), expected);
 }
 
+TEST_F(KernelTest, CooperativeGroupsTilesReduceAndVote) {
+  constexpr int kN = 1000, kBlock = 128, kTile = 16;  // the last block is part empty
+  constexpr int kBlocks = (kN + kBlock - 1) / kBlock, kTiles = kBlocks * kBlock / kTile;
+  std::vector<float> in = RandomFloats(kN, 24);
+  std::vector<float> block_sums(kBlocks, 0.0f);
+  std::vector<int> tile_max(kTiles, -1000000);
+  std::vector<unsigned> tile_votes(kTiles, 0);
+  for (int i = 0; i < kN; ++i) {
+    block_sums[i / kBlock] += in[i];
+    tile_max[i / kTile] = std::max(tile_max[i / kTile], static_cast<int>(in[i] * 1000.0f));
+    if (in[i] > 0.0f) tile_votes[i / kTile] |= 1u << (i % kTile);
+  }
+  std::string id = MustCompile(kTiledReduction, "tile_reduce");
+  Buffer din = Upload(in), dsums = Zeros(kBlocks * sizeof(float)),
+         dmax = Zeros(kTiles * sizeof(int)), dvotes = Zeros(kTiles * sizeof(unsigned));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(kBlocks), MakeDim3(kBlock)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(dsums, v1::ACCESS_WRITE),
+                                BufferArgument(dmax, v1::ACCESS_WRITE),
+                                BufferArgument(dvotes, v1::ACCESS_WRITE)})
+                  .ok());
+  ExpectNear(Download<float>(dsums), block_sums, 1e-3f);
+  EXPECT_EQ(Download<int>(dmax), tile_max);
+  EXPECT_EQ(Download<unsigned>(dvotes), tile_votes);
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

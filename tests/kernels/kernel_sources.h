@@ -250,8 +250,40 @@ inline constexpr char kWarpVotes[] = R"CUDA(
       out[6 * t + 5] = t % 32 < 16 ? __ballot_sync(0x0000ffffu, v & 1) : 0u;
     })CUDA";
 
+// cooperative_groups: tiles of 16 reduce (sum and maximum) and vote, the block sums its
+// tiles' sums after a block-wide sync.
+inline constexpr char kTiledReduction[] = R"CUDA(
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+
+    extern "C" __global__ void tile_reduce(const float* in, int n, float* block_sums,
+                                           int* tile_max, unsigned* tile_votes) {
+      cg::thread_block block = cg::this_thread_block();
+      cg::thread_block_tile<16> tile = cg::tiled_partition<16>(block);
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      const float v = i < n ? in[i] : 0.0f;
+      const float tile_sum = cg::reduce(tile, v, cg::plus<float>());
+      const int biggest = cg::reduce(tile, i < n ? (int)(v * 1000.0f) : -1000000,
+                                     cg::greater<int>());
+      const unsigned positive = tile.ballot(v > 0.0f);
+      __shared__ float partial[32];
+      if (tile.thread_rank() == 0) partial[tile.meta_group_rank()] = tile_sum;
+      cg::sync(block);
+      const int tile_index = blockIdx.x * tile.meta_group_size() + tile.meta_group_rank();
+      if (tile.thread_rank() == 0) {
+        tile_max[tile_index] = biggest;
+        tile_votes[tile_index] = positive;
+      }
+      if (block.thread_rank() == 0) {
+        float sum = 0.0f;
+        for (unsigned t = 0; t < tile.meta_group_size(); ++t) sum += partial[t];
+        block_sums[blockIdx.x] = sum;
+      }
+    })CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 15> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 16> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -267,6 +299,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 15> kSuite = {{
     {"warp_scan_reduce", kWarpScanReduce},
     {"compact_positive", kBallotCompaction},
     {"votes", kWarpVotes},
+    {"tile_reduce", kTiledReduction},
 }};
 
 }  // namespace gpucmd::kernels
