@@ -1,11 +1,14 @@
 #include "driver/hip/hiprtc_compiler.h"
 
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
 #include "base/status_macros.h"
 #include "driver/compile_options.h"
+#include "driver/cooperative_groups_headers.h"
+#include "driver/hip/hip_cuda_compat.h"
 #include "driver/hip/hip_status.h"
 
 namespace gpucmd {
@@ -30,9 +33,18 @@ absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
   ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
   ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "-ffast-math"}));
   flags.push_back(absl::StrCat("--offload-arch=", architecture));
+  // CUDA's spellings, and the cooperative_groups headers a CUDA kernel includes.
+  const std::string unit = absl::StrCat(HipCudaCompatPrelude(), source);
+  std::vector<const char*> header_contents, header_names;
+  for (const auto& [name, contents] : CooperativeGroupsHeaders()) {
+    header_names.push_back(name.c_str());
+    header_contents.push_back(contents.c_str());
+  }
   std::unique_ptr<hiprtcProgram, ProgramDeleter> program(new hiprtcProgram(nullptr));
   RETURN_IF_ERROR(HiprtcStatus(
-      hiprtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 0, nullptr, nullptr),
+      hiprtcCreateProgram(program.get(), unit.c_str(), "kernel.cu",
+                          static_cast<int>(header_names.size()), header_contents.data(),
+                          header_names.data()),
       "hiprtcCreateProgram"));
   std::vector<const char*> raw;
   for (const std::string& flag : flags) raw.push_back(flag.c_str());

@@ -24,7 +24,8 @@ TEST(HiprtcCompilerTest, BuildsTheKernelSuiteForGfx90a) {
     std::string path = OutputPath(std::string(entry) + ".hsaco");
     absl::StatusOr<CompileOutput> output =
         CompileWithHiprtc(source, entry, {}, "gfx90a", path, 64 << 10);
-    ASSERT_TRUE(output.ok()) << entry << ": " << output.status();
+    EXPECT_TRUE(output.ok()) << entry << ": " << output.status();
+    if (!output.ok()) continue;
     std::stringstream code;
     code << std::ifstream(path, std::ios::binary).rdbuf();
     EXPECT_THAT(code.str(), HasSubstr(entry)) << "entry point missing from the code object";
