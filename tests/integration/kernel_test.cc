@@ -542,6 +542,59 @@ TEST_F(KernelTest, CooperativeGroupsTilesReduceAndVote) {
   EXPECT_EQ(Download<unsigned>(dvotes), tile_votes);
 }
 
+// The binary16 bits of `value`, which must be a normal half or 0 (a multiple of 1/64
+// within +-4 is).
+uint16_t HalfBits(float value) {
+  if (value == 0.0f) return 0;
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return static_cast<uint16_t>(((bits >> 16) & 0x8000u) |
+                               ((((bits >> 23) & 0xffu) - 112u) << 10) | ((bits >> 13) & 0x3ffu));
+}
+
+// The value of binary16 bits (normal, subnormal or zero).
+float HalfValue(uint16_t bits) {
+  const float sign = (bits & 0x8000u) ? -1.0f : 1.0f;
+  const int exponent = (bits >> 10) & 0x1f;
+  const float mantissa = static_cast<float>(bits & 0x3ffu);
+  if (exponent == 0) return sign * mantissa * std::ldexp(1.0f, -24);
+  return sign * std::ldexp(1.0f + mantissa / 1024.0f, exponent - 15);
+}
+
+TEST_F(KernelTest, HalfPrecisionProductsAndTheirSum) {
+  constexpr int kN = 999;  // one element past the last __half2
+  std::mt19937 random(25);
+  std::uniform_int_distribution<int> sixty_fourths(-128, 128);
+  std::vector<uint16_t> a(kN), b(kN);
+  double dot = 0;
+  for (int i = 0; i < kN; ++i) {
+    const float x = sixty_fourths(random) / 64.0f, y = sixty_fourths(random) / 64.0f;
+    a[i] = HalfBits(x);
+    b[i] = HalfBits(y);
+    dot += x * y;
+  }
+  std::string id = MustCompile(kHalfDot, "half_dot");
+  Buffer da = Upload(a), db = Upload(b), ddot = Zeros(sizeof(float)),
+         dproducts = Zeros(kN * sizeof(uint16_t));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN / 2 + 64) / 64), MakeDim3(64)},
+                               {BufferArgument(da, v1::ACCESS_READ),
+                                BufferArgument(db, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(ddot, v1::ACCESS_READ_WRITE),
+                                BufferArgument(dproducts, v1::ACCESS_WRITE)})
+                  .ok());
+  // Each product rounds to the nearest half: within half the spacing of halves there
+  // (2^-10 of the power of two below it; 2^-24 among the subnormals).
+  std::vector<uint16_t> products = Download<uint16_t>(dproducts);
+  for (int i = 0; i < kN; ++i) {
+    const float exact = HalfValue(a[i]) * HalfValue(b[i]);
+    const float spacing = std::fabs(exact) < std::ldexp(1.0f, -14)
+                              ? std::ldexp(1.0f, -24)
+                              : std::ldexp(1.0f, std::ilogb(exact) - 10);
+    EXPECT_NEAR(HalfValue(products[i]), exact, spacing / 2) << "element " << i;
+  }
+  EXPECT_NEAR(Download<float>(ddot)[0], dot, 1e-2);
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {
