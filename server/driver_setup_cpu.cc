@@ -12,6 +12,7 @@
 #include "driver/cpu/cpu_device_memory.h"
 #include "driver/cpu/cpu_devices.h"
 #include "driver/cpu/cpu_driver.h"
+#include "driver/cpu/kernel_abi.h"
 #include "driver/cpu/kernel_executor.h"
 #include "server/command/command_factory.h"
 #include "server/driver_setup.h"
@@ -35,8 +36,10 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
     spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
   }
   ASSIGN_OR_RETURN(ModuleStore modules, ModuleStore::Open(config.compile().cache_dir(), ".so"));
+  // The module ABI is part of the target: a daemon never loads a cached module built for
+  // another version of its executor.
   setup.compiler = MakeCompileCache(
-      config, "cpu", "x86_64", modules,
+      config, "cpu", absl::StrCat("x86_64-abi", kKernelAbiVersion), modules,
       [compiler](const KernelSource& kernel, const std::string& artifact) {
         return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact,
                                 compiler);

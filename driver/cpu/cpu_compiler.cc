@@ -64,9 +64,11 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
   // Without the C runtime's start files a module has no load-time code of its own, so
   // any it has is the client's (driver/cpu/module_checks.h); the assembly is kept for
   // the same checks.
-  std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC", "-shared",
-                                   "-nostartfiles", "-save-temps=obj", "-pthread", "-w",
-                                   "-Iinclude"};
+  // -fno-semantic-interposition: the kernel may be inlined into the module's block loop
+  // (nothing outside the module calls it).
+  std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC",
+                                   "-fno-semantic-interposition", "-shared", "-nostartfiles",
+                                   "-save-temps=obj", "-pthread", "-w", "-Iinclude"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cc"});
   absl::StatusOr<CompilerRun> run = RunSandboxedCompiler(

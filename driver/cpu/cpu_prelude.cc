@@ -16,6 +16,7 @@ constexpr absl::string_view kPrelude = R"PRELUDE(
 #include <stddef.h>
 #include <time.h>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -328,6 +329,24 @@ template <typename... P, size_t... I>
 inline void gpucmd_call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
   kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
 }
+// Every thread of the bound block, one after another: the arguments are unpacked once and
+// `call` (the kernel, inlined here) runs per thread.
+template <typename... P, size_t... I, typename Call>
+inline void gpucmd_run_threads(void (*)(P...), void** args, std::index_sequence<I...>,
+                               Call call) {
+  std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> values(
+      *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
+  gpucmd_rt::ThreadContext* const context = gpucmd_ctx;
+  const gpucmd_rt::Dim3 block = context->block_dim;
+  for (unsigned z = 0; z < block.z; ++z) {
+    for (unsigned y = 0; y < block.y; ++y) {
+      for (unsigned x = 0; x < block.x; ++x) {
+        context->thread_idx = gpucmd_rt::Dim3{x, y, z};
+        call(std::get<I>(values)...);
+      }
+    }
+  }
+}
 // ---- end of prelude ----
 #line 1 "kernel.cu"
 )PRELUDE";
@@ -374,7 +393,10 @@ absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
                       "extern \"C\" const int gpucmd_uses_barrier = ", uses_barrier ? 1 : 0,
                       ";\n", "extern \"C\" void gpucmd_entry(void** args) {\n",
                       "  gpucmd_call(&", entry, ", args, std::make_index_sequence<",
-                      "gpucmd_arity(&", entry, ")>());\n}\n");
+                      "gpucmd_arity(&", entry, ")>());\n}\n",
+                      "extern \"C\" void gpucmd_run_block(void** args) {\n",
+                      "  gpucmd_run_threads(&", entry, ", args, std::make_index_sequence<",
+                      "gpucmd_arity(&", entry, ")>(), [](auto&... a) { ", entry, "(a...); });\n}\n");
 }
 
 }  // namespace gpucmd

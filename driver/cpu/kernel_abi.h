@@ -11,6 +11,8 @@
 //                                                   __syncthreads or warp primitives
 //   void gpucmd_bind(KernelThreadContext*);         sets the calling thread's context
 //   void gpucmd_entry(void** args);                 runs one GPU thread of the kernel
+//   void gpucmd_run_block(void** args);             runs every thread of the bound block,
+//                                                   one after another (no barriers)
 // args[i] points at an 8-byte slot holding argument i (a device address or a scalar in
 // its low bytes), as CUDA's kernelParams do.
 
@@ -18,7 +20,7 @@
 
 namespace gpucmd {
 
-inline constexpr int kKernelAbiVersion = 2;
+inline constexpr int kKernelAbiVersion = 3;
 
 // What a warp-level primitive asks of its warp (KernelThreadContext::warp). Lanes are
 // the threads of a warp: 32 consecutive linear thread indices of the block.

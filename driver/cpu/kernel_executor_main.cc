@@ -66,6 +66,7 @@ struct Module {
   bool uses_barrier = false;
   void (*bind)(KernelThreadContext*) = nullptr;
   void (*entry)(void**) = nullptr;
+  void (*run_block)(void**) = nullptr;
 };
 
 struct Launch {
@@ -216,11 +217,7 @@ void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
   context.grid_dim = launch.grid;
   context.dynamic_shared = shared;
   launch.module->bind(&context);
-  uint64_t threads = uint64_t{launch.block.x} * launch.block.y * launch.block.z;
-  for (uint64_t t = 0; t < threads; ++t) {
-    context.thread_idx = Unflatten(t, launch.block);
-    launch.module->entry(const_cast<void**>(launch.args));
-  }
+  launch.module->run_block(const_cast<void**>(launch.args));
 }
 
 // Runs a block's threads as fibers that meet where the kernel says: every thread runs
@@ -396,9 +393,10 @@ const Module* LoadModule(std::map<std::string, Module>& modules, const std::stri
   auto* barrier = static_cast<const int*>(dlsym(handle, "gpucmd_uses_barrier"));
   Module module{handle, barrier != nullptr && *barrier != 0,
                 reinterpret_cast<void (*)(KernelThreadContext*)>(dlsym(handle, "gpucmd_bind")),
-                reinterpret_cast<void (*)(void**)>(dlsym(handle, "gpucmd_entry"))};
+                reinterpret_cast<void (*)(void**)>(dlsym(handle, "gpucmd_entry")),
+                reinterpret_cast<void (*)(void**)>(dlsym(handle, "gpucmd_run_block"))};
   if (version == nullptr || *version != kKernelAbiVersion || module.bind == nullptr ||
-      module.entry == nullptr) {
+      module.entry == nullptr || module.run_block == nullptr) {
     dlclose(handle);
     *error = "kernel module does not match this executor's ABI";
     return nullptr;
