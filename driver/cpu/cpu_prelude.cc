@@ -11,8 +11,10 @@ namespace {
 
 constexpr absl::string_view kPrelude = R"PRELUDE(
 // ---- gpucmd CPU kernel prelude ----
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <time.h>
 #include <cstring>
@@ -29,6 +31,7 @@ struct ThreadContext {
   void* scheduler;
   unsigned long long (*warp)(ThreadContext*, int op, unsigned mask, unsigned long long value,
                              int arg, int width);
+  void (*fail)(ThreadContext*, const char* message);
 };
 // driver/cpu/kernel_abi.h's WarpOp.
 enum WarpOp : int {
@@ -42,6 +45,16 @@ static thread_local gpucmd_rt::ThreadContext* gpucmd_ctx = nullptr;
 // define the handle function-local statics register their destructors against.
 extern "C" __attribute__((visibility("hidden"))) void* __dso_handle = &__dso_handle;
 extern "C" void gpucmd_bind(gpucmd_rt::ThreadContext* context) { gpucmd_ctx = context; }
+// A failed assert() ends the launch with the assertion's place (the module's own
+// definition: hidden, so the kernel's calls reach it rather than the C library's).
+extern "C" __attribute__((visibility("hidden"))) void __assert_fail(
+    const char* assertion, const char* file, unsigned int line, const char* function) noexcept {
+  char message[400];
+  snprintf(message, sizeof(message), "%s:%u: %s: assertion `%s' failed", file, line, function,
+           assertion);
+  gpucmd_ctx->fail(gpucmd_ctx, message);
+  __builtin_unreachable();
+}
 
 struct dim3 {
   unsigned x, y, z;

@@ -56,6 +56,8 @@ struct KernelThreadContext {
   // two up to 32, splits the warp into segments for the shuffles.
   uint64_t (*warp)(KernelThreadContext*, int op, uint32_t mask, uint64_t value, int arg,
                    int width);
+  // A failed assert(): ends the launch, which fails with `message`; never returns.
+  void (*fail)(KernelThreadContext*, const char* message);
 };
 
 }  // namespace gpucmd

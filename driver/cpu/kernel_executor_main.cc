@@ -95,7 +95,57 @@ struct FiberThread {
   // Its block's threads, for __activemask.
   const std::vector<FiberThread>* block = nullptr;
   uint64_t index = 0;  // linear thread index in the block
+  // Where a failed assertion leaves the kernel: the fiber's start, on its own stack
+  // (a __builtin_setjmp buffer).
+  void* exit[5];
 };
+
+// Note [Failed assertions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A kernel's failed assert() (the module's __assert_fail) records its message for the
+// launch and leaves the kernel at once: a fiber jumps back to its start on its own
+// stack, a block run as a loop back to its runner; the destructors of the kernel's own
+// frames do not run (kernels rarely have any). No further block starts, and the launch
+// fails with the first message. The executor serves on.
+class LaunchFailure {
+ public:
+  void Reset() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    message_.reset();
+  }
+  void Record(const char* message) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!message_) message_ = message;
+    failed_.store(true, std::memory_order_relaxed);
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // The first message, and clears the failure.
+  std::optional<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed_.store(false, std::memory_order_relaxed);
+    return std::exchange(message_, std::nullopt);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::optional<std::string> message_;
+  std::atomic<bool> failed_{false};
+};
+
+// One launch runs at a time in an executor.
+LaunchFailure launch_failure;
+// Where a failed assertion leaves a block run as a loop on this thread (a
+// __builtin_setjmp buffer: the compiler's jumps make no system call, which the
+// executor's filter would refuse).
+thread_local void** loop_exit = nullptr;
+
+[[noreturn]] void FailLaunch(KernelThreadContext* context, const char* message) {
+  launch_failure.Record(message);
+  if (context->scheduler != nullptr) {
+    __builtin_longjmp(static_cast<FiberThread*>(context->scheduler)->exit, 1);
+  }
+  __builtin_longjmp(loop_exit, 1);
+}
 
 constexpr int kWarpSize = 32;
 
@@ -216,8 +266,14 @@ void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
   context.block_dim = launch.block;
   context.grid_dim = launch.grid;
   context.dynamic_shared = shared;
+  context.fail = &FailLaunch;
   launch.module->bind(&context);
-  launch.module->run_block(const_cast<void**>(launch.args));
+  void* exit[5];
+  if (__builtin_setjmp(exit) == 0) {
+    loop_exit = exit;
+    launch.module->run_block(const_cast<void**>(launch.args));
+  }
+  loop_exit = nullptr;
 }
 
 // Runs a block's threads as fibers that meet where the kernel says: every thread runs
@@ -243,13 +299,16 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
     thread.context.dynamic_shared = shared;
     thread.context.sync = &BlockBarrier;
     thread.context.warp = &WarpPrimitive;
+    thread.context.fail = &FailLaunch;
     thread.context.scheduler = &thread;
     thread.block = &threads;
     thread.index = t;
     fibers.emplace_back(std::allocator_arg, stacks,
                         [&launch, &thread](boost::context::fiber&& scheduler) {
                           thread.continuation = std::move(scheduler);
-                          launch.module->entry(const_cast<void**>(launch.args));
+                          if (__builtin_setjmp(thread.exit) == 0) {
+                            launch.module->entry(const_cast<void**>(launch.args));
+                          }
                           thread.done = true;
                           return std::move(thread.continuation);
                         });
@@ -290,7 +349,7 @@ class BlockRunner {
   // Runs blocks of `launch` taken from `next` until `total` are taken.
   void RunBlocks(const Launch& launch, std::atomic<uint64_t>& next, uint64_t total) {
     shared_.assign(launch.dynamic_shared_bytes + 16, 0);
-    for (uint64_t block; (block = next.fetch_add(1)) < total;) {
+    for (uint64_t block; (block = next.fetch_add(1)) < total && !launch_failure.failed();) {
       KernelDim3 block_idx = Unflatten(block, launch.grid);
       if (launch.module->uses_barrier) {
         RunBlockAsFibers(launch, block_idx, shared_.data(), fiber_threads_, stacks_);
@@ -542,8 +601,12 @@ LaunchReply RunLaunch(LaunchMessage& message, const ModuleDirectory& directory,
     launch.args[i] = &message.args[i];
   }
   window.Open(message);
+  launch_failure.Reset();
   pool.Run(launch);
   window.Close();
+  if (std::optional<std::string> failed = launch_failure.Take()) {
+    return Reply(10 /* ABORTED */, "kernel assertion failed: " + *failed);
+  }
   return Reply(0, "");
 }
 

@@ -160,6 +160,34 @@ TEST_F(KernelExecutorTest, AnswersSpreadOverSeveralMessagesAreMatchedInOrder) {
   EXPECT_EQ(data[0], 9) << "the last one ran last";
 }
 
+// Note [Failed assertions]: in a block run as fibers (barriers) and in one run as a loop.
+TEST_F(KernelExecutorTest, AFailedAssertionFailsTheLaunchAndTheExecutorServesOn) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  const std::string fibers = Build("assert_fibers", R"(#include <assert.h>
+    extern "C" __global__ void assert_fibers(int* out, int bad) {
+      out[threadIdx.x] = 1;
+      __syncthreads();
+      assert(threadIdx.x != bad);
+      __syncthreads();
+      out[threadIdx.x] = 2;
+    })");
+  const std::string loop = Build("assert_loop", R"(#include <assert.h>
+    extern "C" __global__ void assert_loop(int* out, int bad) {
+      assert(blockIdx.x != bad);
+      out[blockIdx.x] = 3;
+    })");
+  for (const std::string& module : {fibers, loop}) {
+    absl::Status failed =
+        executor_->Launch(module, {8, 1, 1}, {32, 1, 1}, 0, {buffer.address, 5}, {buffer});
+    EXPECT_EQ(failed.code(), absl::StatusCode::kAborted) << failed;
+    EXPECT_THAT(std::string(failed.message()), HasSubstr("!= bad"));
+    EXPECT_TRUE(
+        executor_->Launch(module, {8, 1, 1}, {32, 1, 1}, 0, {buffer.address, 1000}, {buffer})
+            .ok());
+  }
+  EXPECT_EQ(executor_->starts(), 1) << "no executor died";
+}
+
 TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   DeviceResource buffer = *memory_->Allocate(4096);
   int* data = reinterpret_cast<int*>(buffer.address);

@@ -63,6 +63,15 @@ std::string ToolkitIncludeDirectory() {
   return "";
 }
 
+// <assert.h> and <cassert>, which NVRTC lacks: CUDA's device-side assert.
+constexpr char kAssertHeader[] = R"(#pragma once
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, sizeof(char)))
+#endif
+)";
+
 }  // namespace
 
 std::vector<int> NvrtcSupportedArchitectures() {
@@ -98,10 +107,12 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
     }
   }
 
+  const char* header_contents[] = {kAssertHeader, kAssertHeader};
+  const char* header_names[] = {"assert.h", "cassert"};
   std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram(nullptr));
-  RETURN_IF_ERROR(NvrtcStatus(
-      nvrtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 0, nullptr, nullptr),
-      "nvrtcCreateProgram"));
+  RETURN_IF_ERROR(NvrtcStatus(nvrtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 2,
+                                                 header_contents, header_names),
+                              "nvrtcCreateProgram"));
   std::vector<const char*> raw;
   for (const std::string& flag : flags) raw.push_back(flag.c_str());
   nvrtcResult compiled =

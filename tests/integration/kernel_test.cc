@@ -595,6 +595,37 @@ TEST_F(KernelTest, HalfPrecisionProductsAndTheirSum) {
   EXPECT_NEAR(Download<float>(ddot)[0], dot, 1e-2);
 }
 
+TEST_F(KernelTest, AFailedAssertionFailsItsLaunchNamingTheLine) {
+  if (!OnCpu()) GTEST_SKIP() << "on a GPU a failed assertion loses the context";
+  constexpr int kN = 300;
+  std::string id = MustCompile(kAssertingDouble, "checked_double");
+  std::vector<int> good(kN, 4), bad(kN, 4);
+  bad[123] = -1;
+  Buffer din = Upload(good), dbad = Upload(bad), dout = Zeros(kN * sizeof(int));
+  Buffer kept = Upload(std::vector<int>{7, 7});
+  auto launch = [&](const Buffer& in) {
+    return session_->Launch(id, {MakeDim3((kN + 63) / 64), MakeDim3(64)},
+                            {BufferArgument(in, v1::ACCESS_READ), Int32Argument(kN),
+                             BufferArgument(dout, v1::ACCESS_WRITE)});
+  };
+  ASSERT_TRUE(launch(din).ok());
+  EXPECT_EQ(Download<int>(dout), std::vector<int>(kN, 8)) << "a passing assertion is silent";
+
+  ASSERT_TRUE(launch(dbad).ok());
+  absl::Status synced = session_->Synchronize();
+  EXPECT_EQ(synced.code(), absl::StatusCode::kAborted) << synced;
+  EXPECT_THAT(std::string(synced.message()), HasSubstr("kernel.cu:5"));
+  EXPECT_THAT(std::string(synced.message()), HasSubstr("in[i] >= 0"));
+  absl::Status tainted = session_->Read(dout, 0, kN * sizeof(int)).status();
+  EXPECT_EQ(tainted.code(), absl::StatusCode::kFailedPrecondition) << tainted;
+  EXPECT_THAT(std::string(tainted.message()), HasSubstr("assertion"));
+  EXPECT_EQ(Download<int>(kept), (std::vector<int>{7, 7})) << "other buffers are intact";
+
+  // The device serves on: the next launch runs and its output is good again.
+  ASSERT_TRUE(launch(din).ok());
+  EXPECT_EQ(Download<int>(dout), std::vector<int>(kN, 8));
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

@@ -303,8 +303,18 @@ inline constexpr char kHalfDot[] = R"CUDA(
       }
     })CUDA";
 
+// Doubles non-negative values; a negative one fails its assertion.
+inline constexpr char kAssertingDouble[] = R"CUDA(#include <assert.h>
+extern "C" __global__ void checked_double(const int* in, int n, int* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    assert(in[i] >= 0);
+    out[i] = 2 * in[i];
+  }
+})CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 17> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 18> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -322,6 +332,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 17> kSuite = {{
     {"votes", kWarpVotes},
     {"tile_reduce", kTiledReduction},
     {"half_dot", kHalfDot},
+    {"checked_double", kAssertingDouble},
 }};
 
 }  // namespace gpucmd::kernels
