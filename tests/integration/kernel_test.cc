@@ -626,6 +626,50 @@ TEST_F(KernelTest, AFailedAssertionFailsItsLaunchNamingTheLine) {
   EXPECT_EQ(Download<int>(dout), std::vector<int>(kN, 8));
 }
 
+TEST_F(KernelTest, TheRestOfTheGroupAndHalfPrecisionApi) {
+  constexpr int kThreads = 64;
+  std::vector<int> in = RandomInts(kThreads, 26, 0, 99);
+  std::vector<unsigned> expected(8 * kThreads);
+  std::vector<float> expected_halves(8 * kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    const int tile = t / 8 * 8, rank = t % 8;
+    bool any = false, all = true;
+    unsigned parity = 0;
+    for (int r = 0; r < 8; ++r) {
+      any = any || in[tile + r] > 90;
+      all = all && in[tile + r] >= 0;
+      if (in[tile + r] % 2 == in[t] % 2) parity |= 1u << r;
+    }
+    expected[8 * t + 0] = 0xffffffffu;  // v / 1000 is 0 in every lane
+    expected[8 * t + 1] = 1;
+    expected[8 * t + 2] = (any ? 1 : 0) + (all ? 2 : 0);
+    expected[8 * t + 3] = static_cast<unsigned>(rank < 2 ? in[t] : in[t - 2]);
+    expected[8 * t + 4] = static_cast<unsigned>(in[tile + 7]);
+    expected[8 * t + 5] = parity;
+    expected[8 * t + 6] = static_cast<unsigned>(t % 4 + 10 * 4 + 100 * kThreads);
+    expected[8 * t + 7] = static_cast<unsigned>(t);
+    const float a = 0.25f * (t % 8), b = -1.5f;
+    expected_halves[8 * t + 0] = a + b;
+    expected_halves[8 * t + 1] = a - b;
+    expected_halves[8 * t + 2] = -0.75f;
+    expected_halves[8 * t + 3] = 1.5f;
+    expected_halves[8 * t + 4] = 3.0f;
+    expected_halves[8 * t + 5] = (0.5f * 0.5f + 0.5f) + (2.0f * 2.0f + 2.0f);
+    expected_halves[8 * t + 6] = 2.5f;
+    expected_halves[8 * t + 7] = a * b + a;  // a * b is a half exactly for these values
+  }
+  std::string id = MustCompile(kGroupAndHalfExtras, "extras");
+  Buffer din = Upload(in), dout = Zeros(expected.size() * sizeof(unsigned)),
+         dhalves = Zeros(expected_halves.size() * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(kThreads)},
+                               {BufferArgument(din, v1::ACCESS_READ),
+                                BufferArgument(dout, v1::ACCESS_WRITE),
+                                BufferArgument(dhalves, v1::ACCESS_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<unsigned>(dout), expected);
+  ExpectNear(Download<float>(dhalves), expected_halves, 0.0f);
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

@@ -313,8 +313,45 @@ extern "C" __global__ void checked_double(const int* in, int n, int* out) {
   }
 })CUDA";
 
+// The rest of the group and half-precision API, one block of 64 threads, each writing
+// eight words whose values do not depend on the threads' order.
+inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
+    #include <cooperative_groups.h>
+    #include <cuda_fp16.h>
+    namespace cg = cooperative_groups;
+
+    extern "C" __global__ void extras(const int* in, unsigned* out, float* halves) {
+      const int t = threadIdx.x;
+      const int v = in[t];
+      cg::thread_block block = cg::this_thread_block();
+      cg::thread_block_tile<8> tile = cg::tiled_partition<8>(block);
+      cg::thread_group dynamic = cg::tiled_partition(block, 4);
+      int same = 0;
+      out[8 * t + 0] = __match_all_sync(0xffffffffu, v / 1000, &same);
+      out[8 * t + 1] = same;
+      out[8 * t + 2] = tile.any(v > 90) + 2 * tile.all(v >= 0);
+      out[8 * t + 3] = tile.shfl_up(v, 2);
+      out[8 * t + 4] = tile.shfl(v, 7);
+      out[8 * t + 5] = tile.match_any(v % 2);
+      tile.sync();
+      dynamic.sync();
+      out[8 * t + 6] = dynamic.thread_rank() + 10 * dynamic.size() + 100 * block.size();
+      out[8 * t + 7] = block.thread_rank() + 1000 * block.group_index().x;
+      const __half a = __float2half(0.25f * (t % 8)), b = __float2half(-1.5f);
+      const __half2 pair = __floats2half2_rn(0.5f, 2.0f);
+      const float2 scaled = __half22float2(__hfma2(pair, pair, pair));
+      halves[8 * t + 0] = __half2float(__hadd(a, b));
+      halves[8 * t + 1] = __half2float(__hsub(a, b));
+      halves[8 * t + 2] = __half2float(__hdiv(b, __float2half(2.0f)));
+      halves[8 * t + 3] = __half2float(__habs(__hneg(b)));
+      halves[8 * t + 4] = (__hlt(b, a) ? 1.0f : 0.0f) + (__heq(a, a) ? 2.0f : 0.0f);
+      halves[8 * t + 5] = scaled.x + scaled.y;
+      halves[8 * t + 6] = __half2float(hsqrt(__float2half(6.25f)));
+      halves[8 * t + 7] = __half2float(a * b + a);
+    })CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 18> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 19> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -333,6 +370,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 18> kSuite = {{
     {"tile_reduce", kTiledReduction},
     {"half_dot", kHalfDot},
     {"checked_double", kAssertingDouble},
+    {"extras", kGroupAndHalfExtras},
 }};
 
 }  // namespace gpucmd::kernels
