@@ -72,13 +72,18 @@ TEST(CpuCompilerTest, UnsupportedFeaturesAreNamed) {
   struct Case {
     const char* body;
     const char* feature;
+    const char* where;  // the client's line
   };
-  for (const Case& c : {Case{"asm volatile(\"membar.gl;\");", "inline PTX"},
-                        Case{"float t = tex2D<float>(0, 0, 0);", "textures"}}) {
+  for (const Case& c :
+       {Case{"\n__managed__ int* p = nullptr;", "managed memory", "kernel.cu:2"},
+        Case{"\n\nother<<<1, 1>>>(n);", "dynamic parallelism", "kernel.cu:3"},
+        Case{"asm volatile(\"membar.gl;\");", "inline PTX", "kernel.cu:1"},
+        Case{"float t = tex2D<float>(0, 0, 0);", "textures", "kernel.cu:1"}}) {
     std::string source = std::string("extern \"C\" __global__ void k(int n) { ") + c.body + " }";
     absl::Status status = CompileCpuKernel(source, "k", {}, OutputPath("unsupported"), {}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.body;
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.feature));
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.where)) << status;
   }
 }
 

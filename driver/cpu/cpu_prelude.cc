@@ -1,5 +1,6 @@
 #include "driver/cpu/cpu_prelude.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "absl/strings/match.h"
@@ -372,6 +373,8 @@ struct Unsupported {
 constexpr Unsupported kUnsupported[] = {
     {R"(\b(tex1D|tex2D|tex3D|tex1Dfetch|texture\s*<|cudaTextureObject_t)\w*)", "textures"},
     {R"(\b(surf1D|surf2D|surf3D)\w*|cudaSurfaceObject_t)", "surfaces"},
+    {R"(\b__managed__\b)", "managed memory (__managed__)"},
+    {R"(<<<)", "dynamic parallelism (launching kernels from a kernel)"},
 };
 
 }  // namespace
@@ -384,9 +387,10 @@ absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
   for (const Unsupported& unsupported : kUnsupported) {
     std::smatch match;
     if (std::regex_search(code, match, std::regex(unsupported.pattern))) {
+      const auto line = 1 + std::count(code.begin(), code.begin() + match.position(), '\n');
       return absl::InvalidArgumentError(
-          absl::StrCat("the CPU driver does not support ", unsupported.feature, ": found \"",
-                       match.str(), "\""));
+          absl::StrCat("the CPU driver does not support ", unsupported.feature,
+                       ": kernel.cu:", line, ": found \"", match.str(), "\""));
     }
   }
   // extern __shared__ T name[];  ->  `name` names the launch's per-block dynamic shared

@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,12 +21,23 @@ constexpr const char* kLoadTimeSections[] = {".init_array", ".fini_array", ".pre
 }  // namespace
 
 absl::Status CheckKernelAssembly(absl::string_view assembly) {
-  for (absl::string_view line : absl::StrSplit(assembly, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
+  const std::vector<absl::string_view> lines = absl::StrSplit(assembly, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
     if (line == "#APP") {
-      return absl::InvalidArgumentError(
+      // The compiler marks where the assembly came from: `# LINE "FILE" 1`.
+      std::string where;
+      if (i + 1 < lines.size()) {
+        absl::string_view marker = absl::StripAsciiWhitespace(lines[i + 1]);
+        std::vector<absl::string_view> parts = absl::StrSplit(marker, ' ');
+        if (parts.size() >= 3 && parts[0] == "#" && parts[2].size() >= 2 &&
+            parts[2].front() == '"' && parts[2].back() == '"') {
+          where = absl::StrCat(" at ", parts[2].substr(1, parts[2].size() - 2), ":", parts[1]);
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
           "the CPU driver does not support inline assembly (asm, __asm__, inline PTX), in any "
-          "spelling: the compiled kernel holds some");
+          "spelling: the compiled kernel holds some", where));
     }
     if (absl::StartsWith(line, ".type") && absl::EndsWith(line, "@gnu_indirect_function")) {
       return absl::InvalidArgumentError(
