@@ -286,14 +286,17 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
   return FromGrpcStatus(client_->stub_->Copy(&context, request, &response));
 }
 
-absl::Status Session::Synchronize(std::optional<uint64_t> stream) {
+absl::Status Session::Synchronize(std::optional<uint64_t> stream, std::string* kernel_output) {
   grpc::ClientContext context;
   client_->PrepareContext(&context);
   v1::SynchronizeRequest request;
   request.set_session(token_);
   if (stream) request.set_stream(*stream);
   v1::SynchronizeResponse response;
-  return FromGrpcStatus(client_->stub_->Synchronize(&context, request, &response));
+  absl::Status status =
+      FromGrpcStatus(client_->stub_->Synchronize(&context, request, &response));
+  if (kernel_output != nullptr) *kernel_output = std::move(*response.mutable_kernel_output());
+  return status;
 }
 
 absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return client_->GetStats(token_); }

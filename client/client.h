@@ -172,7 +172,11 @@ class Session {
   absl::Status Launch(const std::string& kernel_id, const LaunchShape& shape,
                       const std::vector<v1::KernelArg>& args, uint64_t stream = 0);
   // Waits for the session's work on `stream` (every stream when absent).
-  absl::Status Synchronize(std::optional<uint64_t> stream = std::nullopt);
+  // Waits for the session's work on `stream` (every stream when absent). When
+  // `kernel_output` is given, it gets what the session's kernels printed since the last
+  // Synchronize (SynchronizeResponse.kernel_output).
+  absl::Status Synchronize(std::optional<uint64_t> stream = std::nullopt,
+                           std::string* kernel_output = nullptr);
   absl::StatusOr<v1::GetStatsResponse> Stats();
 
   // Closes now and reports the outcome; the destructor then does nothing.

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,6 +15,37 @@
 #include "driver/types.h"
 
 namespace gpucmd {
+
+// What a session's kernels printed (printf), as the driver adds it when each launch
+// completes, until the session's next Synchronize takes it. Keeps at most kMaxBytes,
+// then says that more was cut.
+//
+// Thread-safety: every method may be called from any thread.
+class KernelOutput {
+ public:
+  static constexpr size_t kMaxBytes = 64 << 10;
+
+  void Append(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (text.empty() || cut_) return;
+    if (text_.size() + text.size() > kMaxBytes) {
+      text_.append("\n[kernel output cut: a session keeps 64 KiB between Synchronize calls]\n");
+      cut_ = true;
+      return;
+    }
+    text_.append(text);
+  }
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cut_ = false;
+    return std::exchange(text_, std::string());
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string text_;
+  bool cut_ = false;
+};
 
 // How an enqueued launch ended, filled in by the driver when the kernel completes (or
 // cannot run). The server keeps it with the launch's output buffers, so a later read
@@ -53,6 +86,8 @@ struct LaunchSpec {
   // Tensor-map arguments (CUDA): the driver encodes each into its argument's place.
   std::vector<ResolvedTensorMap> tensor_maps;
   std::shared_ptr<LaunchOutcome> outcome;
+  // Where what the kernel prints goes (null: nowhere); drivers that collect it add it.
+  std::shared_ptr<KernelOutput> output;
 };
 
 }  // namespace gpucmd

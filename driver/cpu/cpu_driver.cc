@@ -139,18 +139,21 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
                                   args.spec.buffers};
   std::shared_ptr<PendingLaunches>& group = context.pending_launches[stream.index()];
   const uint64_t owner = args.spec.owner;
-  if (group != nullptr && group->TryAdd(owner, stream.enqueued(), request, args.spec.outcome)) {
+  if (group != nullptr &&
+      group->TryAdd(owner, stream.enqueued(), request, args.spec.outcome, args.spec.output)) {
     return absl::OkStatus();
   }
   group = std::make_shared<PendingLaunches>(owner, stream.enqueued() + 1);
-  group->TryAdd(owner, stream.enqueued() + 1, std::move(request), args.spec.outcome);
+  group->TryAdd(owner, stream.enqueued() + 1, std::move(request), args.spec.outcome,
+                args.spec.output);
   stream.Enqueue([executor, group] { return group->Run(*executor); });
   return absl::OkStatus();
 }
 
 bool PendingLaunches::TryAdd(uint64_t owner, uint64_t stream_enqueued,
                              KernelExecutor::Request request,
-                             std::shared_ptr<LaunchOutcome> outcome) {
+                             std::shared_ptr<LaunchOutcome> outcome,
+                             std::shared_ptr<KernelOutput> output) {
   MutexLock lock(&mutex_);
   if (owner != owner_ || started_ || stream_enqueued != position_ ||
       requests_.size() >= KernelExecutor::kMaxPipelined) {
@@ -158,23 +161,28 @@ bool PendingLaunches::TryAdd(uint64_t owner, uint64_t stream_enqueued,
   }
   requests_.push_back(std::move(request));
   outcomes_.push_back(std::move(outcome));
+  outputs_.push_back(std::move(output));
   return true;
 }
 
 absl::Status PendingLaunches::Run(KernelExecutor& executor) {
   std::vector<KernelExecutor::Request> requests;
   std::vector<std::shared_ptr<LaunchOutcome>> outcomes;
+  std::vector<std::shared_ptr<KernelOutput>> outputs;
   {
     MutexLock lock(&mutex_);
     started_ = true;
     requests.swap(requests_);
     outcomes.swap(outcomes_);
+    outputs.swap(outputs_);
   }
-  std::vector<absl::Status> statuses = executor.LaunchAll(requests);
+  std::vector<KernelExecutor::Result> results = executor.LaunchAll(requests);
   absl::Status first_error;
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    if (outcomes[i] != nullptr) outcomes[i]->Set(statuses[i]);
-    first_error.Update(statuses[i]);
+  for (size_t i = 0; i < results.size(); ++i) {
+    // The output first: a Synchronize that sees the launch complete finds it there.
+    if (outputs[i] != nullptr) outputs[i]->Append(results[i].output);
+    if (outcomes[i] != nullptr) outcomes[i]->Set(results[i].status);
+    first_error.Update(results[i].status);
   }
   return first_error;
 }

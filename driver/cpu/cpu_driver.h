@@ -50,7 +50,7 @@ class PendingLaunches {
   // stream's last work item (`stream_enqueued` is the stream's count) and has room;
   // false otherwise.
   bool TryAdd(uint64_t owner, uint64_t stream_enqueued, KernelExecutor::Request request,
-              std::shared_ptr<LaunchOutcome> outcome);
+              std::shared_ptr<LaunchOutcome> outcome, std::shared_ptr<KernelOutput> output);
 
   // Runs the group (the stream's worker): each launch's outcome is set; the first error.
   absl::Status Run(KernelExecutor& executor);
@@ -62,6 +62,7 @@ class PendingLaunches {
   bool started_ ABSL_GUARDED_BY(mutex_) = false;
   std::vector<KernelExecutor::Request> requests_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<LaunchOutcome>> outcomes_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<KernelOutput>> outputs_ ABSL_GUARDED_BY(mutex_);
 };
 
 // Whatever launching needs on the CPU device: the store of compiled modules (shared

@@ -14,6 +14,7 @@ constexpr absl::string_view kPrelude = R"PRELUDE(
 // ---- gpucmd CPU kernel prelude ----
 #include <assert.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@ struct ThreadContext {
   unsigned long long (*warp)(ThreadContext*, int op, unsigned mask, unsigned long long value,
                              int arg, int width);
   void (*fail)(ThreadContext*, const char* message);
+  void (*print)(ThreadContext*, const char* text, unsigned size);
 };
 // driver/cpu/kernel_abi.h's WarpOp.
 enum WarpOp : int {
@@ -55,6 +57,29 @@ extern "C" __attribute__((visibility("hidden"))) void __assert_fail(
            assertion);
   gpucmd_ctx->fail(gpucmd_ctx, message);
   __builtin_unreachable();
+}
+// What a kernel prints goes with its launch (as assert, the module's own definitions;
+// the compiler turns some printf calls into puts or putchar).
+extern "C" __attribute__((visibility("hidden"))) int printf(const char* format, ...) {
+  char text[1024];
+  va_list arguments;
+  va_start(arguments, format);
+  const int size = vsnprintf(text, sizeof(text), format, arguments);
+  va_end(arguments);
+  if (size > 0) {
+    gpucmd_ctx->print(gpucmd_ctx, text, size < 1024 ? static_cast<unsigned>(size) : 1023u);
+  }
+  return size;
+}
+extern "C" __attribute__((visibility("hidden"))) int puts(const char* text) {
+  gpucmd_ctx->print(gpucmd_ctx, text, static_cast<unsigned>(strlen(text)));
+  gpucmd_ctx->print(gpucmd_ctx, "\n", 1);
+  return 1;
+}
+extern "C" __attribute__((visibility("hidden"))) int putchar(int c) {
+  const char character = static_cast<char>(c);
+  gpucmd_ctx->print(gpucmd_ctx, &character, 1);
+  return c;
 }
 
 struct dim3 {

@@ -5,8 +5,9 @@
 // SOCK_SEQPACKET socket pair. The daemon sends a datagram of up to
 // kMaxLaunchesPerMessage LaunchMessages, launches queued back to back on one stream;
 // the executor runs them in order, each to completion, and answers with datagrams of
-// LaunchReplies in the same order: one once all have run, and, before it starts a launch
-// when `reply_within_ms` passed since it last answered, one with those run so far. So
+// replies in the same order: one once all have run, and, before it starts a launch
+// when `reply_within_ms` passed since it last answered, one with those run so far. A
+// reply is a LaunchReply followed by the `output_bytes` the launch printed. So
 // consecutive launches cost one round trip, and the daemon, which stops an executor
 // silent for its kernel time limit, hears from it at most `reply_within_ms` before any
 // launch starts. Both sides are built from this header, so plain fixed-size structs
@@ -22,6 +23,8 @@ inline constexpr uint32_t kExecutorMagic = 0x67707563;  // "gpuc"
 inline constexpr int kMaxKernelArgs = 64;
 inline constexpr int kMaxModulePathBytes = 1024;
 inline constexpr int kMaxLaunchesPerMessage = 32;
+// What one launch's printf output keeps; more is cut, saying so.
+inline constexpr uint32_t kMaxLaunchOutputBytes = 16 << 10;
 
 struct DeviceRange {
   uint64_t address;
@@ -47,7 +50,12 @@ struct LaunchReply {
   uint32_t magic;
   int32_t code;  // absl::StatusCode
   char message[512];
+  uint32_t output_bytes;  // at most kMaxLaunchOutputBytes, right after this struct
 };
+
+// The largest datagram of replies: every launch of a message, each with all its output.
+inline constexpr size_t kMaxReplyDatagramBytes =
+    kMaxLaunchesPerMessage * (sizeof(LaunchReply) + kMaxLaunchOutputBytes);
 
 }  // namespace gpucmd
 

@@ -58,6 +58,8 @@ struct KernelThreadContext {
                    int width);
   // A failed assert(): ends the launch, which fails with `message`; never returns.
   void (*fail)(KernelThreadContext*, const char* message);
+  // printf: adds `size` bytes of `text` to what the launch printed.
+  void (*print)(KernelThreadContext*, const char* text, uint32_t size);
 };
 
 }  // namespace gpucmd

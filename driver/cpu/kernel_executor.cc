@@ -137,21 +137,23 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
                   dynamic_shared_memory_bytes,
                   {args.begin(), args.end()},
                   {buffers.begin(), buffers.end()}};
-  return LaunchAll({&request, 1}).front();
+  return LaunchAll({&request, 1}).front().status;
 }
 
-std::vector<absl::Status> KernelExecutor::LaunchAll(absl::Span<const Request> requests) {
-  std::vector<absl::Status> statuses(requests.size());
+std::vector<KernelExecutor::Result> KernelExecutor::LaunchAll(
+    absl::Span<const Request> requests) {
+  std::vector<Result> results(requests.size());
   for (size_t first = 0; first < requests.size(); first += kMaxPipelined) {
     absl::Span<const Request> part = requests.subspan(first, kMaxPipelined);
-    std::vector<absl::Status> answered = LaunchPart(part);
-    std::move(answered.begin(), answered.end(), statuses.begin() + first);
+    std::vector<Result> answered = LaunchPart(part);
+    std::move(answered.begin(), answered.end(), results.begin() + first);
   }
-  return statuses;
+  return results;
 }
 
-std::vector<absl::Status> KernelExecutor::LaunchPart(absl::Span<const Request> requests) {
-  std::vector<absl::Status> statuses(requests.size());
+std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
+    absl::Span<const Request> requests) {
+  std::vector<Result> results(requests.size());
   // The executor answers for earlier launches at least this often (see LaunchAll).
   const auto reply_within_ms = static_cast<uint32_t>(options_.reply_within.value_or(
       std::max(std::chrono::milliseconds(1), options_.kernel_timeout / 8)).count());
@@ -163,19 +165,19 @@ std::vector<absl::Status> KernelExecutor::LaunchPart(absl::Span<const Request> r
       messages.push_back(*message);
       sent.push_back(i);
     } else {
-      statuses[i] = message.status();
+      results[i].status = message.status();
     }
   }
-  if (messages.empty()) return statuses;
+  if (messages.empty()) return results;
   MutexLock lock(&mutex_);
   if (pid_ < 0) {
     if (absl::Status started = StartLocked(); !started.ok()) {
-      for (size_t i : sent) statuses[i] = started;
-      return statuses;
+      for (size_t i : sent) results[i].status = started;
+      return results;
     }
   }
   const size_t bytes = messages.size() * sizeof(LaunchMessage);
-  std::vector<absl::Status> replies;
+  std::vector<Result> replies;
   absl::Status lost;  // once the executor is gone, the rest is not run
   if (send(socket_, messages.data(), bytes, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes)) {
     lost = absl::UnavailableError(
@@ -185,13 +187,12 @@ std::vector<absl::Status> KernelExecutor::LaunchPart(absl::Span<const Request> r
     lost = AwaitRepliesLocked(messages.size() - replies.size(), replies);
   }
   for (size_t k = 0; k < messages.size(); ++k) {
-    statuses[sent[k]] = k < replies.size() ? replies[k] : lost;
+    results[sent[k]] = k < replies.size() ? std::move(replies[k]) : Result{lost, ""};
   }
-  return statuses;
+  return results;
 }
 
-absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected,
-                                                std::vector<absl::Status>& statuses) {
+absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected, std::vector<Result>& results) {
   pollfd ready{socket_, POLLIN, 0};
   int polled = poll(&ready, 1, static_cast<int>(options_.kernel_timeout.count()));
   if (polled == 0) {
@@ -200,24 +201,31 @@ absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected,
         "kernel ran past the ", options_.kernel_timeout.count(),
         " ms time limit; its executor was killed and restarts for the next launch"));
   }
-  std::vector<LaunchReply> replies(expected);
-  const ssize_t received =
-      polled < 0 ? -1 : recv(socket_, replies.data(), expected * sizeof(LaunchReply), 0);
-  const size_t count = received > 0 ? static_cast<size_t>(received) / sizeof(LaunchReply) : 0;
-  bool well_formed = received > 0 && static_cast<size_t>(received) % sizeof(LaunchReply) == 0;
-  for (size_t i = 0; well_formed && i < count; ++i) {
-    well_formed = replies[i].magic == kExecutorMagic;
+  std::string datagram(kMaxReplyDatagramBytes, '\0');
+  const ssize_t received = polled < 0 ? -1 : recv(socket_, datagram.data(), datagram.size(), 0);
+  // Replies, each a LaunchReply and its output, no more than expected.
+  std::vector<Result> parsed;
+  bool well_formed = received > 0;
+  for (size_t at = 0; well_formed && at < static_cast<size_t>(received);) {
+    LaunchReply reply{};
+    well_formed = static_cast<size_t>(received) - at >= sizeof(reply) && parsed.size() < expected;
+    if (!well_formed) break;
+    std::memcpy(&reply, datagram.data() + at, sizeof(reply));
+    at += sizeof(reply);
+    well_formed = reply.magic == kExecutorMagic && reply.output_bytes <= kMaxLaunchOutputBytes &&
+                  reply.output_bytes <= static_cast<size_t>(received) - at;
+    if (!well_formed) break;
+    reply.message[sizeof(reply.message) - 1] = '\0';
+    parsed.push_back(Result{absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message),
+                            datagram.substr(at, reply.output_bytes)});
+    at += reply.output_bytes;
   }
   if (!well_formed) {
     return absl::UnavailableError(absl::StrCat(
         "the kernel executor died during the launch: ", StopLocked(/*kill_now=*/false),
         "; it restarts for the next launch"));
   }
-  for (size_t i = 0; i < count; ++i) {
-    LaunchReply& reply = replies[i];
-    reply.message[sizeof(reply.message) - 1] = '\0';
-    statuses.push_back(absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message));
-  }
+  for (Result& result : parsed) results.push_back(std::move(result));
   return absl::OkStatus();
 }
 

@@ -67,19 +67,25 @@ class KernelExecutor {
     std::vector<DeviceResource> buffers;
   };
 
+  // How a launch ended, and what it printed (printf; at most kMaxLaunchOutputBytes).
+  struct Result {
+    absl::Status status;
+    std::string output;
+  };
+
   // At most this many requests go to LaunchAll at once: one message to the executor.
   static constexpr size_t kMaxPipelined = kMaxLaunchesPerMessage;
 
   // Runs the requests in order and waits for them: they go to the executor in one
   // message and it runs them back to back, answering in as few (driver/cpu/
-  // executor_protocol.h). One status per request: UNAVAILABLE naming the signal when the
+  // executor_protocol.h). One result per request: its status is UNAVAILABLE naming the signal when the
   // executor dies, or the time limit when a kernel runs past it (the executor is
   // killed; the requests after it are not run); the next launch starts a fresh
   // executor. A launch may be stopped up to an eighth of the time limit early: the
   // executor answers for the launches before it at most that long before it starts.
-  std::vector<absl::Status> LaunchAll(absl::Span<const Request> requests);
+  std::vector<Result> LaunchAll(absl::Span<const Request> requests);
 
-  // LaunchAll of one.
+  // LaunchAll of one; what it printed is dropped.
   absl::Status Launch(const std::string& module_path, KernelDim3 grid, KernelDim3 block,
                       uint32_t dynamic_shared_memory_bytes, absl::Span<const uint64_t> args,
                       absl::Span<const DeviceResource> buffers);
@@ -90,11 +96,11 @@ class KernelExecutor {
  private:
   absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // LaunchAll of at most kMaxPipelined requests: one message.
-  std::vector<absl::Status> LaunchPart(absl::Span<const Request> requests);
-  // Waits for the next datagram of replies (at most `expected`) and appends their
-  // statuses to `statuses`; UNAVAILABLE when the executor died, answered wrongly, or
-  // stayed silent past the time limit (then it is stopped).
-  absl::Status AwaitRepliesLocked(size_t expected, std::vector<absl::Status>& statuses)
+  std::vector<Result> LaunchPart(absl::Span<const Request> requests);
+  // Waits for the next datagram of replies (at most `expected`) and appends them to
+  // `results`; UNAVAILABLE when the executor died, answered wrongly, or stayed silent
+  // past the time limit (then it is stopped).
+  absl::Status AwaitRepliesLocked(size_t expected, std::vector<Result>& results)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Reaps the executor (killing it first when `kill_now`, else after a short grace in
   // which a dying one reports its own cause); returns how it ended.

@@ -134,6 +134,39 @@ class LaunchFailure {
 
 // One launch runs at a time in an executor.
 LaunchFailure launch_failure;
+
+// What the running launch printed, up to kMaxLaunchOutputBytes.
+class LaunchOutput {
+ public:
+  void Append(const char* text, uint32_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cut_) return;
+    constexpr absl::string_view kCut = "\n[output cut: a launch keeps 16 KiB]\n";
+    if (text_.size() + size > kMaxLaunchOutputBytes - kCut.size()) {
+      text_.append(kCut.data(), kCut.size());
+      cut_ = true;
+      return;
+    }
+    text_.append(text, size);
+  }
+  // What was printed, and starts afresh.
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cut_ = false;
+    return std::exchange(text_, std::string());
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string text_;
+  bool cut_ = false;
+};
+
+LaunchOutput launch_output;
+
+void PrintFromKernel(KernelThreadContext*, const char* text, uint32_t size) {
+  launch_output.Append(text, size);
+}
 // Where a failed assertion leaves a block run as a loop on this thread (a
 // __builtin_setjmp buffer: the compiler's jumps make no system call, which the
 // executor's filter would refuse).
@@ -267,6 +300,7 @@ void RunBlockAsLoop(const Launch& launch, KernelDim3 block_idx, void* shared) {
   context.grid_dim = launch.grid;
   context.dynamic_shared = shared;
   context.fail = &FailLaunch;
+  context.print = &PrintFromKernel;
   launch.module->bind(&context);
   void* exit[5];
   if (__builtin_setjmp(exit) == 0) {
@@ -300,6 +334,7 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
     thread.context.sync = &BlockBarrier;
     thread.context.warp = &WarpPrimitive;
     thread.context.fail = &FailLaunch;
+    thread.context.print = &PrintFromKernel;
     thread.context.scheduler = &thread;
     thread.block = &threads;
     thread.index = t;
@@ -616,13 +651,18 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
   BlockPool pool(workers);
   std::map<std::string, Module> modules;
   std::vector<LaunchMessage> launches(kMaxLaunchesPerMessage);
-  std::vector<LaunchReply> replies;
+  std::string replies;  // each a LaunchReply and the output it counts
   auto answer = [&]() {
-    const size_t bytes = replies.size() * sizeof(LaunchReply);
-    const bool sent = send(socket_fd, replies.data(), bytes, MSG_NOSIGNAL) ==
-                      static_cast<ssize_t>(bytes);
+    const bool sent = send(socket_fd, replies.data(), replies.size(), MSG_NOSIGNAL) ==
+                      static_cast<ssize_t>(replies.size());
     replies.clear();
     return sent;
+  };
+  auto add_reply = [&](LaunchReply reply) {
+    const std::string output = launch_output.Take();
+    reply.output_bytes = static_cast<uint32_t>(output.size());
+    replies.append(reinterpret_cast<const char*>(&reply), sizeof(reply));
+    replies.append(output);
   };
   while (true) {
     ssize_t received = recv(socket_fd, launches.data(), launches.size() * sizeof(LaunchMessage), 0);
@@ -643,7 +683,7 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
         if (!answer()) return 1;
         answered = now;
       }
-      replies.push_back(RunLaunch(message, directory, modules, pool, window));
+      add_reply(RunLaunch(message, directory, modules, pool, window));
     }
     if (!answer()) return 1;
   }

@@ -152,10 +152,10 @@ TEST_F(KernelExecutorTest, AnswersSpreadOverSeveralMessagesAreMatchedInOrder) {
     requests.push_back({i % 3 == 2 ? missing : fill, {1, 1, 1}, {1, 1, 1}, 0,
                         {buffer.address, uint64_t(i)}, {buffer}});
   }
-  std::vector<absl::Status> statuses = executor_->LaunchAll(requests);
-  ASSERT_EQ(statuses.size(), requests.size());
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    EXPECT_EQ(statuses[i].ok(), i % 3 != 2) << i << ": " << statuses[i];
+  std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
+  ASSERT_EQ(results.size(), requests.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].status.ok(), i % 3 != 2) << i << ": " << results[i].status;
   }
   EXPECT_EQ(data[0], 9) << "the last one ran last";
 }
@@ -188,6 +188,31 @@ TEST_F(KernelExecutorTest, AFailedAssertionFailsTheLaunchAndTheExecutorServesOn)
   EXPECT_EQ(executor_->starts(), 1) << "no executor died";
 }
 
+TEST_F(KernelExecutorTest, WhatALaunchPrintsComesBackWithItsResult) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  const std::string chatty = Build("chatty", R"(#include <stdio.h>
+    extern "C" __global__ void chatty(int* out, int lines) {
+      if (threadIdx.x < lines) printf("block %u thread %u\n", blockIdx.x, threadIdx.x);
+      if (threadIdx.x == 0) puts("done");
+    })");
+  const std::string loud = Build("loud", R"(#include <stdio.h>
+    extern "C" __global__ void loud(int* out, int lines) {
+      for (int i = 0; i < lines; ++i) printf("%0100d\n", i);
+    })");
+  std::vector<KernelExecutor::Request> requests = {
+      {chatty, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 2}, {buffer}},
+      {loud, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}},
+      {chatty, {2, 1, 1}, {4, 1, 1}, 0, {buffer.address, 0}, {buffer}}};
+  std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
+  ASSERT_EQ(results.size(), 3u);
+  for (const KernelExecutor::Result& result : results) EXPECT_TRUE(result.status.ok());
+  // A block without barriers runs its threads one after another.
+  EXPECT_EQ(results[0].output, "block 0 thread 0\ndone\nblock 0 thread 1\n");
+  EXPECT_LE(results[1].output.size(), kMaxLaunchOutputBytes);
+  EXPECT_THAT(results[1].output, HasSubstr("output cut")) << "100 KB printed, 16 KiB kept";
+  EXPECT_EQ(results[2].output, "done\ndone\n") << "each launch its own output";
+}
+
 TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   DeviceResource buffer = *memory_->Allocate(4096);
   int* data = reinterpret_cast<int*>(buffer.address);
@@ -196,7 +221,9 @@ TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   for (int i = 0; i < static_cast<int>(KernelExecutor::kMaxPipelined); ++i) {
     requests.push_back({fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, uint64_t(i)}, {buffer}});
   }
-  for (const absl::Status& status : executor_->LaunchAll(requests)) EXPECT_TRUE(status.ok());
+  for (const KernelExecutor::Result& result : executor_->LaunchAll(requests)) {
+    EXPECT_TRUE(result.status.ok()) << result.status;
+  }
   EXPECT_EQ(data[0], static_cast<int>(KernelExecutor::kMaxPipelined) - 1) << "the last one ran last";
 
   const std::string crash =
@@ -205,13 +232,13 @@ TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
       {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 100}, {buffer}},
       {crash, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer}},
       {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 200}, {buffer}}};
-  std::vector<absl::Status> statuses = executor_->LaunchAll(dying);
-  ASSERT_EQ(statuses.size(), 3u);
+  std::vector<KernelExecutor::Result> results = executor_->LaunchAll(dying);
+  ASSERT_EQ(results.size(), 3u);
   // One message: the death costs each of its launches its outcome, the one that ran
   // before the crash too (its bytes are there, as on a GPU whose context a fault lost).
-  for (const absl::Status& status : statuses) {
-    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-    EXPECT_THAT(std::string(status.message()), HasSubstr("Segmentation fault"));
+  for (const KernelExecutor::Result& result : results) {
+    EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable) << result.status;
+    EXPECT_THAT(std::string(result.status.message()), HasSubstr("Segmentation fault"));
   }
   EXPECT_EQ(data[0], 100) << "the first ran, the last did not";
   EXPECT_TRUE(executor_->Launch(fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 7}, {buffer}).ok());

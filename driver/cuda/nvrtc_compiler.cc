@@ -107,10 +107,12 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
     }
   }
 
-  const char* header_contents[] = {kAssertHeader, kAssertHeader};
-  const char* header_names[] = {"assert.h", "cassert"};
+  // printf is NVRTC's own: the headers that declare it on the host have nothing to add.
+  const char* header_contents[] = {kAssertHeader, kAssertHeader, "#pragma once\n",
+                                   "#pragma once\n"};
+  const char* header_names[] = {"assert.h", "cassert", "stdio.h", "cstdio"};
   std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram(nullptr));
-  RETURN_IF_ERROR(NvrtcStatus(nvrtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 2,
+  RETURN_IF_ERROR(NvrtcStatus(nvrtcCreateProgram(program.get(), source.c_str(), "kernel.cu", 4,
                                                  header_contents, header_names),
                               "nvrtcCreateProgram"));
   std::vector<const char*> raw;

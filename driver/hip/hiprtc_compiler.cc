@@ -40,9 +40,11 @@ absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
     header_names.push_back(name.c_str());
     header_contents.push_back(contents.c_str());
   }
-  // hiprtc compiles with HIP's half-precision types already declared.
-  header_names.push_back("cuda_fp16.h");
-  header_contents.push_back("#pragma once\n");
+  // hiprtc compiles with HIP's half-precision types and printf already declared.
+  for (const char* declared : {"cuda_fp16.h", "stdio.h", "cstdio"}) {
+    header_names.push_back(declared);
+    header_contents.push_back("#pragma once\n");
+  }
   std::unique_ptr<hiprtcProgram, ProgramDeleter> program(new hiprtcProgram(nullptr));
   RETURN_IF_ERROR(HiprtcStatus(
       hiprtcCreateProgram(program.get(), unit.c_str(), "kernel.cu",

@@ -214,6 +214,7 @@ class Command final : public CommandInterface {
 
     LaunchSpec spec;
     spec.owner = session;
+    spec.output = sessions_[session].printed;
     spec.block = launch.block;
     spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
     spec.outcome = std::make_shared<LaunchOutcome>();
@@ -309,6 +310,10 @@ class Command final : public CommandInterface {
       for (Stream* stream : busy) first_error.Update(stream->Synchronize());
       return first_error;
     };
+  }
+
+  std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) override {
+    return sessions_[session].printed;
   }
 
   uint64_t CloseSession(SessionId session) override {
@@ -473,6 +478,8 @@ class Command final : public CommandInterface {
     absl::flat_hash_map<LogicalStream, int> streams;
     // Ends of its launches that may not have run yet, oldest first (per stream order).
     std::deque<Event> launches_in_flight;
+    // What its kernels printed, until a Synchronize takes it.
+    std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>();
   };
 
   // Note [Launch backpressure]

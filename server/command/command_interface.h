@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "driver/bytes.h"
 #include "driver/kernel_signature.h"
+#include "driver/launch.h"
 #include "driver/tensor_map.h"
 #include "driver/types.h"
 #include "server/command/ids.h"
@@ -150,6 +151,9 @@ class CommandInterface {
   // once the cause of a device reset that took its work. Null when that work had
   // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // Where the session's kernels' printf output gathers until a Synchronize takes it
+  // (driver/launch.h); null where the driver collects none.
+  virtual std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) = 0;
   // Frees everything the session holds; the bytes reclaimed.
   virtual uint64_t CloseSession(SessionId session) = 0;
   // Moves live allocations off outdated or fragmented pages.

@@ -117,6 +117,8 @@ class FakeCommand final : public CommandInterface {
     return [] { return absl::OkStatus(); };
   }
 
+  std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
+
   uint64_t CloseSession(SessionId session) override {
     uint64_t reclaimed = 0;
     absl::erase_if(buffers_, [&](const auto& entry) {

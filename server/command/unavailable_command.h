@@ -45,6 +45,7 @@ class UnavailableCommand final : public CommandInterface {
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [reason = reason_] { return reason; };
   }
+  std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
   uint64_t CloseSession(SessionId) override { return 0; }
   absl::StatusOr<RelocationReport> Relocate() override { return reason_; }
   void ReclaimFinished() override {}

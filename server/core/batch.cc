@@ -173,6 +173,7 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
           [&](SynchronizeOp& synchronize) {
             // Null: the session's work had ended already; answered without a wait.
             result.synchronization = command.Synchronize(session, synchronize.stream);
+            result.printed = command.KernelOutputOf(session);
           },
       },
       operation);

@@ -7,6 +7,7 @@
 // Plain values, no gRPC.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -98,6 +99,7 @@ struct OperationResult {
   uint64_t bytes_written = 0;       // Write
   std::optional<PendingRead> read;  // Read: the bytes, complete once `status` is final
   PendingWait synchronization;      // Synchronize: its end, waited for off the device thread
+  std::shared_ptr<KernelOutput> printed;  // Synchronize: what the session's kernels printed
 };
 
 }  // namespace gpucmd

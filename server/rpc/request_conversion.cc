@@ -532,7 +532,13 @@ void FillReply(const Operation& operation, const OperationResult& result,
                  },
                  [&](const CopyOp&) { reply->mutable_copy(); },
                  [&](const LaunchOp&) { reply->mutable_launch(); },
-                 [&](const SynchronizeOp&) { reply->mutable_synchronize(); },
+                 [&](const SynchronizeOp&) {
+                   v1::SynchronizeResponse* synchronize = reply->mutable_synchronize();
+                   // Taken once the synchronization ended: every launch before it is in.
+                   if (result.printed != nullptr) {
+                     synchronize->set_kernel_output(result.printed->Take());
+                   }
+                 },
              },
              operation);
 }

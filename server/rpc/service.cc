@@ -242,11 +242,13 @@ grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext*
 
 grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerContext* context,
                                                          const v1::SynchronizeRequest* request,
-                                                         v1::SynchronizeResponse*) {
+                                                         v1::SynchronizeResponse* response) {
   return RunUnary(
       context, ValidateSessionToken(request->session()), request->session(), "synchronize",
       [request](const DeviceDescription&) { return ToOperation(*request); },
-      [](const OperationResult&) {});
+      [response](const OperationResult& result) {
+        if (result.printed != nullptr) response->set_kernel_output(result.printed->Take());
+      });
 }
 
 grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandService::Submit(

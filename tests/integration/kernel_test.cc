@@ -670,6 +670,32 @@ TEST_F(KernelTest, TheRestOfTheGroupAndHalfPrecisionApi) {
   ExpectNear(Download<float>(dhalves), expected_halves, 0.0f);
 }
 
+TEST_F(KernelTest, WhatKernelsPrintReachesTheirSessionsNextSynchronize) {
+  if (!OnCpu()) GTEST_SKIP() << "GPU kernels print to the daemon's standard output";
+  std::string id = MustCompile(kPrintingKernel, "report");
+  std::vector<int> in(300);
+  for (int i = 0; i < 300; ++i) in[i] = 1000 + i;
+  Buffer din = Upload(in);
+  OpenBystander();
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_TRUE(session_->Launch(id, {MakeDim3(3), MakeDim3(100)},
+                                 {BufferArgument(din, v1::ACCESS_READ), Int32Argument(300)})
+                    .ok());
+  }
+  std::string printed;
+  ASSERT_TRUE(session_->Synchronize(std::nullopt, &printed).ok());
+  for (const char* line : {"block 0 starts with 1000\n", "block 1 starts with 1100\n",
+                           "block 2 starts with 1200\n"}) {
+    EXPECT_EQ(absl::StrContains(printed, line), true) << printed;
+  }
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 6) << "both launches, once";
+  std::string again, theirs;
+  ASSERT_TRUE(session_->Synchronize(std::nullopt, &again).ok());
+  EXPECT_EQ(again, "") << "taken by the first Synchronize";
+  ASSERT_TRUE(bystander_->Synchronize(std::nullopt, &theirs).ok());
+  EXPECT_EQ(theirs, "") << "another session sees none of it";
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

@@ -350,8 +350,16 @@ inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
       halves[8 * t + 7] = __half2float(a * b + a);
     })CUDA";
 
+// Prints one line per block, from its first thread.
+inline constexpr char kPrintingKernel[] = R"CUDA(#include <stdio.h>
+extern "C" __global__ void report(const int* in, int n) {
+  if (threadIdx.x == 0 && blockIdx.x * blockDim.x < n) {
+    printf("block %d starts with %d\n", (int)blockIdx.x, in[blockIdx.x * blockDim.x]);
+  }
+})CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 19> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 20> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -371,6 +379,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 19> kSuite = {{
     {"half_dot", kHalfDot},
     {"checked_double", kAssertingDouble},
     {"extras", kGroupAndHalfExtras},
+    {"report", kPrintingKernel},
 }};
 
 }  // namespace gpucmd::kernels
