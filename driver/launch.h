@@ -11,30 +11,35 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "driver/tensor_map.h"
 #include "driver/types.h"
 
 namespace gpucmd {
 
-// What a session's kernels printed (printf), as the driver adds it when each launch
-// completes, until the session's next Synchronize takes it. Keeps at most kMaxBytes,
-// then says that more was cut.
+// What kernels printed (printf): a launch's, in the CPU driver's executor; a
+// session's, as the driver adds each launch's when it completes, until the session's
+// next Synchronize takes it. Keeps at most `max_bytes`, the last line then saying that
+// more was cut.
 //
 // Thread-safety: every method may be called from any thread.
 class KernelOutput {
  public:
-  static constexpr size_t kMaxBytes = 64 << 10;
+  KernelOutput(size_t max_bytes, std::string cut_note)
+      : max_bytes_(max_bytes), cut_note_("\n" + std::move(cut_note) + "\n") {}
 
-  void Append(const std::string& text) {
+  void Append(absl::string_view text) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (text.empty() || cut_) return;
-    if (text_.size() + text.size() > kMaxBytes) {
-      text_.append("\n[kernel output cut: a session keeps 64 KiB between Synchronize calls]\n");
+    if (text_.size() + text.size() + cut_note_.size() > max_bytes_) {
+      text_.append(cut_note_);
       cut_ = true;
       return;
     }
-    text_.append(text);
+    text_.append(text.data(), text.size());
   }
+
+  // What was printed, and starts afresh.
   std::string Take() {
     std::lock_guard<std::mutex> lock(mutex_);
     cut_ = false;
@@ -42,6 +47,8 @@ class KernelOutput {
   }
 
  private:
+  const size_t max_bytes_;
+  const std::string cut_note_;
   std::mutex mutex_;
   std::string text_;
   bool cut_ = false;

@@ -50,6 +50,7 @@
 #include "base/sandbox.h"
 #include "driver/cpu/executor_filter.h"
 #include "driver/cpu/executor_protocol.h"
+#include "driver/launch.h"
 
 namespace gpucmd {
 namespace {
@@ -136,36 +137,10 @@ class LaunchFailure {
 LaunchFailure launch_failure;
 
 // What the running launch printed, up to kMaxLaunchOutputBytes.
-class LaunchOutput {
- public:
-  void Append(const char* text, uint32_t size) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (cut_) return;
-    constexpr absl::string_view kCut = "\n[output cut: a launch keeps 16 KiB]\n";
-    if (text_.size() + size > kMaxLaunchOutputBytes - kCut.size()) {
-      text_.append(kCut.data(), kCut.size());
-      cut_ = true;
-      return;
-    }
-    text_.append(text, size);
-  }
-  // What was printed, and starts afresh.
-  std::string Take() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    cut_ = false;
-    return std::exchange(text_, std::string());
-  }
-
- private:
-  std::mutex mutex_;
-  std::string text_;
-  bool cut_ = false;
-};
-
-LaunchOutput launch_output;
+KernelOutput launch_output(kMaxLaunchOutputBytes, "[output cut: a launch keeps 16 KiB]");
 
 void PrintFromKernel(KernelThreadContext*, const char* text, uint32_t size) {
-  launch_output.Append(text, size);
+  launch_output.Append(absl::string_view(text, size));
 }
 // Where a failed assertion leaves a block run as a loop on this thread (a
 // __builtin_setjmp buffer: the compiler's jumps make no system call, which the

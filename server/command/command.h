@@ -479,7 +479,8 @@ class Command final : public CommandInterface {
     // Ends of its launches that may not have run yet, oldest first (per stream order).
     std::deque<Event> launches_in_flight;
     // What its kernels printed, until a Synchronize takes it.
-    std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>();
+    std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>(
+        64 << 10, "[kernel output cut: a session keeps 64 KiB between Synchronize calls]");
   };
 
   // Note [Launch backpressure]
