@@ -201,8 +201,10 @@ absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected, std::vector<Res
         "kernel ran past the ", options_.kernel_timeout.count(),
         " ms time limit; its executor was killed and restarts for the next launch"));
   }
-  std::string datagram(kMaxReplyDatagramBytes, '\0');
-  const ssize_t received = polled < 0 ? -1 : recv(socket_, datagram.data(), datagram.size(), 0);
+  reply_buffer_.resize(kMaxReplyDatagramBytes);  // allocated once, kept
+  const std::string& datagram = reply_buffer_;
+  const ssize_t received =
+      polled < 0 ? -1 : recv(socket_, reply_buffer_.data(), reply_buffer_.size(), 0);
   // Replies, each a LaunchReply and its output, no more than expected.
   std::vector<Result> parsed;
   bool well_formed = received > 0;

@@ -111,6 +111,8 @@ class KernelExecutor {
   pid_t pid_ ABSL_GUARDED_BY(mutex_) = -1;
   int socket_ ABSL_GUARDED_BY(mutex_) = -1;
   int starts_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Where reply datagrams are received (kMaxReplyDatagramBytes).
+  std::string reply_buffer_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace gpucmd
