@@ -1,5 +1,7 @@
 #include "server/core/batch.h"
 
+#include "spdlog/spdlog.h"
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,14 @@ void Batch::Fail(size_t index, absl::Status status) {
   failures_[index] = std::move(status);
 }
 
+void Batch::CollectKernelOutput(SessionId session, OperationResult& result) {
+  if (result.printed == nullptr) return;
+  result.kernel_output = result.printed->Take();
+  if (!result.kernel_output.empty()) {
+    spdlog::debug("session {}: its kernels printed:\n{}", session, result.kernel_output);
+  }
+}
+
 bool Batch::NeverWaits(size_t begin, size_t end) const {
   for (size_t i = begin; i < end; ++i) {
     if (answered(i)) continue;
@@ -80,16 +90,18 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
       waits |= result.read.has_value() || result.synchronization != nullptr;
     }
     if (!waits) {
+      for (size_t i = begin; i < end; ++i) CollectKernelOutput(session, self->results_[i]);
       worker->Defer(std::move(done));
       return;
     }
     worker->Complete(
         session,
-        [self, begin, end] {
+        [self, session, begin, end] {
           for (size_t i = begin; i < end; ++i) {
             OperationResult& result = self->results_[i];
             if (result.read.has_value()) result.status = result.read->wait();
             if (result.synchronization != nullptr) result.status = result.synchronization();
+            CollectKernelOutput(session, result);
           }
           return absl::OkStatus();
         },

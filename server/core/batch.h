@@ -76,6 +76,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static std::vector<BufferUse> UsesOf(Operation& operation);
   // True when commands [begin, end) left to run only enqueue device work.
   bool NeverWaits(size_t begin, size_t end) const;
+  // A synchronize's: takes what the session's kernels printed into `result` (once the
+  // synchronization ended, so every launch before it is in), and logs it at debug level.
+  static void CollectKernelOutput(SessionId session, OperationResult& result);
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 

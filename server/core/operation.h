@@ -99,7 +99,8 @@ struct OperationResult {
   uint64_t bytes_written = 0;       // Write
   std::optional<PendingRead> read;  // Read: the bytes, complete once `status` is final
   PendingWait synchronization;      // Synchronize: its end, waited for off the device thread
-  std::shared_ptr<KernelOutput> printed;  // Synchronize: what the session's kernels printed
+  std::shared_ptr<KernelOutput> printed;  // Synchronize: where the session's kernels print
+  std::string kernel_output;              // Synchronize: what they printed, once it ended
 };
 
 }  // namespace gpucmd

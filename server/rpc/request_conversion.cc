@@ -533,11 +533,7 @@ void FillReply(const Operation& operation, const OperationResult& result,
                  [&](const CopyOp&) { reply->mutable_copy(); },
                  [&](const LaunchOp&) { reply->mutable_launch(); },
                  [&](const SynchronizeOp&) {
-                   v1::SynchronizeResponse* synchronize = reply->mutable_synchronize();
-                   // Taken once the synchronization ended: every launch before it is in.
-                   if (result.printed != nullptr) {
-                     synchronize->set_kernel_output(result.printed->Take());
-                   }
+                   reply->mutable_synchronize()->set_kernel_output(result.kernel_output);
                  },
              },
              operation);

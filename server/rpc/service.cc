@@ -247,7 +247,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerCon
       context, ValidateSessionToken(request->session()), request->session(), "synchronize",
       [request](const DeviceDescription&) { return ToOperation(*request); },
       [response](const OperationResult& result) {
-        if (result.printed != nullptr) response->set_kernel_output(result.printed->Take());
+        response->set_kernel_output(result.kernel_output);
       });
 }
 
