@@ -123,6 +123,9 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
+  if (!limits->has_max_registered_shared_memory_bytes()) {
+    limits->set_max_registered_shared_memory_bytes(uint64_t{8} << 30);
+  }
 
   v1::CompileConfig* compile = config->mutable_compile();
   if (compile->cache_dir().empty()) compile->set_cache_dir(DefaultCacheDirectory());

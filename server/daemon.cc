@@ -97,7 +97,8 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
           .idle_timeout = std::chrono::seconds(limits.session_idle_timeout_seconds()),
           .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds()),
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
-                            .max_mapped_bytes = limits.max_shared_memory_bytes()},
+                            .max_mapped_bytes = limits.max_shared_memory_bytes(),
+                            .max_registered_bytes = limits.max_registered_shared_memory_bytes()},
           .payloads = std::move(payloads)});
 }
 

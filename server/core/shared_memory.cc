@@ -106,17 +106,38 @@ absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
   return region;
 }
 
-absl::Status SharedMemoryTable::AttachRegistration(SessionId session, RegionId region,
-                                                   HostRegistration registration) {
-  MutexLock lock(&mutex_);
-  auto it = regions_.find(Key{session, region});
-  if (it == regions_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("shared-memory region ", region, " not found in this session"));
+bool SharedMemoryTable::RegisterWithDevice(
+    SessionId session, RegionId region,
+    absl::FunctionRef<absl::StatusOr<HostRegistration>(const HostResource&)> register_host) {
+  std::shared_ptr<Mapping> mapping;
+  {
+    MutexLock lock(&mutex_);
+    auto it = regions_.find(Key{session, region});
+    if (it == regions_.end()) return false;
+    mapping = it->second;
   }
-  it->second->registration = std::move(registration);
-  it->second->registered = true;
-  return absl::OkStatus();
+  const uint64_t size = mapping->size();
+  // Reserved first, so that concurrent registrations never pass the limit together.
+  if (registered_bytes_->fetch_add(size) + size > limits_.max_registered_bytes) {
+    registered_bytes_->fetch_sub(size);
+    return false;
+  }
+  absl::StatusOr<HostRegistration> registration =
+      register_host(HostResource{mapping->data(), size});
+  if (!registration.ok()) {
+    registered_bytes_->fetch_sub(size);
+    return false;
+  }
+  HostRegistration counted([inner = *std::move(registration), registered = registered_bytes_,
+                            size]() mutable {
+    inner = HostRegistration();
+    registered->fetch_sub(size);
+  });
+  MutexLock lock(&mutex_);
+  if (!regions_.contains(Key{session, region})) return false;  // ends with `counted`
+  mapping->registration = std::move(counted);
+  mapping->registered = true;
+  return true;
 }
 
 absl::Status SharedMemoryTable::Unregister(SessionId session, RegionId region) {

@@ -27,13 +27,16 @@
 //
 // Thread-safety: every method may be called from any thread.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "driver/bytes.h"
+#include "driver/types.h"
 #include "server/command/ids.h"
 
 namespace gpucmd {
@@ -45,6 +48,8 @@ class SharedMemoryTable {
   struct Limits {
     uint32_t max_regions_per_session = 64;
     uint64_t max_mapped_bytes = uint64_t{64} << 30;
+    // Registered with the device (page-locked) at once, all regions together.
+    uint64_t max_registered_bytes = uint64_t{8} << 30;
   };
 
   struct Usage {
@@ -62,11 +67,13 @@ class SharedMemoryTable {
   // `size_bytes`; RESOURCE_EXHAUSTED naming the limit.
   absl::StatusOr<RegionId> Register(SessionId session, int fd, uint64_t size_bytes);
 
-  // Keeps `registration` (of the whole region with its session's device) until the
-  // region is unmapped; later slices are pinned(). NOT_FOUND, ending the registration at
-  // once, when the region has gone meanwhile.
-  absl::Status AttachRegistration(SessionId session, RegionId region,
-                                  HostRegistration registration);
+  // Registers the whole of `session`'s `region` with its device through `register_host`
+  // when the registered bytes stay within the limit, and keeps the registration until
+  // the region is unmapped: later slices are pinned(). False (the region still works,
+  // staged) past the limit, when `register_host` fails, or when the region has gone.
+  bool RegisterWithDevice(
+      SessionId session, RegionId region,
+      absl::FunctionRef<absl::StatusOr<HostRegistration>(const HostResource&)> register_host);
 
   // NOT_FOUND for an unknown or foreign region.
   absl::Status Unregister(SessionId session, RegionId region);
@@ -102,6 +109,9 @@ class SharedMemoryTable {
   absl::flat_hash_map<Key, std::shared_ptr<Mapping>> regions_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<SessionId, uint32_t> per_session_ ABSL_GUARDED_BY(mutex_);
   uint64_t mapped_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Registered bytes; shared with the registrations, which may end after the table.
+  std::shared_ptr<std::atomic<uint64_t>> registered_bytes_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   RegionId next_region_ ABSL_GUARDED_BY(mutex_) = 1;
 };
 

@@ -275,18 +275,15 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   response->set_region(*region);
   // The device registers the whole region for direct copies; the reply waits for it, so
   // that the client's first copy already goes straight to the device.
-  absl::StatusOr<Bytes> whole = table->Slice(session->id, *region, 0, request->size_bytes());
-  if (!whole.ok()) return FinishUnary(context, whole.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   DeviceWorker* worker = &core.worker(session->device);
   absl::Status queued = worker->Submit(
-      session->id, [reactor, response, worker, table, id = session->id, region = *region,
-                    whole = *std::move(whole)](CommandInterface& command) {
-        absl::StatusOr<HostRegistration> registration =
-            command.RegisterHost(HostResource{whole.data(), whole.size()});
-        response->set_direct_device_access(
-            registration.ok() &&
-            table->AttachRegistration(id, region, *std::move(registration)).ok());
+      session->id, [reactor, response, worker, table, id = session->id,
+                    region = *region](CommandInterface& command) {
+        response->set_direct_device_access(table->RegisterWithDevice(
+            id, region, [&command](const HostResource& host) {
+              return command.RegisterHost(host);
+            }));
         worker->Defer([reactor] { reactor->Finish(grpc::Status::OK); });
       });
   if (!queued.ok()) {

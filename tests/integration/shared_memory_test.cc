@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <fstream>
 
 #include "client/client.h"
@@ -28,6 +29,7 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr int kMaxRegions = 3;
+constexpr uint64_t kMaxRegisteredBytes = 8 * kMiB;
 
 class SharedMemoryTest : public ::testing::Test {
  protected:
@@ -35,7 +37,9 @@ class SharedMemoryTest : public ::testing::Test {
     directory_ = ShortTempDir();
     std::string config = directory_ + "/gpucmdd.textproto";
     std::ofstream(config) << "cpu { memory_bytes_per_device: " << 64 * kMiB << " }\n"
-                          << "limits { max_shared_memory_regions: " << kMaxRegions << " }\n";
+                          << "limits { max_shared_memory_regions: " << kMaxRegions
+                          << " max_registered_shared_memory_bytes: " << kMaxRegisteredBytes
+                          << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory_ + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -106,6 +110,30 @@ TEST_F(SharedMemoryTest, WritesAndReadsGoThroughTheRegion) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->session().shared_memory_regions(), 1u);
   EXPECT_EQ(stats->shared_memory_bytes(), 2 * kSize);
+}
+
+// Past limits.max_registered_shared_memory_bytes a region is not registered with the
+// device: its copies are staged through pinned chunks (Note [Staging through pinned
+// chunks]), with the same bytes; the limit frees up as registered regions go.
+TEST_F(SharedMemoryTest, RegionsPastTheRegistrationLimitAreStagedAndWorkAlike) {
+  std::optional<SharedMemoryRegion> first(MustCreate(*session_, 6 * kMiB));
+  EXPECT_TRUE(first->direct_device_access());
+  SharedMemoryRegion staged = MustCreate(*session_, 5 * kMiB);
+  EXPECT_FALSE(staged.direct_device_access()) << "6 + 5 MiB pass the 8 MiB limit";
+  constexpr uint64_t kSize = (4 * kMiB) + 4099;  // two pinned chunks and a tail
+  const std::string data = testing::RandomBytes(kSize, 31);
+  std::memcpy(staged.data(), data.data(), kSize);
+  Buffer buffer = MustAllocate(kSize + 100);
+  ASSERT_TRUE(session_->Write(buffer, 100, RegionSlice{staged, 0, kSize}).ok());
+  EXPECT_EQ(session_->Read(buffer, 100, kSize).value_or(""), data);
+  std::memset(staged.data(), 0, 5 * kMiB);
+  ASSERT_TRUE(session_->Read(buffer, 100, RegionSlice{staged, 7, kSize}).ok());
+  EXPECT_EQ(std::string(staged.data() + 7, kSize), data) << "the read landed in the region";
+
+  first.reset();  // unregistered, and no copy holds it
+  ASSERT_TRUE(session_->Synchronize().ok());
+  SharedMemoryRegion again = MustCreate(*session_, 5 * kMiB);
+  EXPECT_TRUE(again.direct_device_access()) << "the first region's registration ended";
 }
 
 TEST_F(SharedMemoryTest, ABatchWritesAndReadsThroughTheRegion) {
