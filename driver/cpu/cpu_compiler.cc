@@ -43,6 +43,14 @@ absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler) {
       "\" was not found in PATH: install g++ (apt-get install g++)"));
 }
 
+const std::vector<std::string>& CpuKernelCodeFlags() {
+  // -fno-semantic-interposition: the kernel may be inlined into the module's block loop
+  // (nothing outside the module calls it).
+  static const auto* const kFlags = new std::vector<std::string>{
+      "-std=c++17", "-O2", "-fPIC", "-fno-semantic-interposition"};
+  return *kFlags;
+}
+
 absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
                                                const std::string& entry,
                                                const std::vector<std::string>& options,
@@ -64,11 +72,10 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
   // Without the C runtime's start files a module has no load-time code of its own, so
   // any it has is the client's (driver/cpu/module_checks.h); the assembly is kept for
   // the same checks.
-  // -fno-semantic-interposition: the kernel may be inlined into the module's block loop
-  // (nothing outside the module calls it).
-  std::vector<std::string> argv = {compiler.compiler, "-std=c++17", "-O2", "-fPIC",
-                                   "-fno-semantic-interposition", "-shared", "-nostartfiles",
-                                   "-save-temps=obj", "-pthread", "-w", "-Iinclude"};
+  std::vector<std::string> argv = {compiler.compiler};
+  argv.insert(argv.end(), CpuKernelCodeFlags().begin(), CpuKernelCodeFlags().end());
+  argv.insert(argv.end(),
+              {"-shared", "-nostartfiles", "-save-temps=obj", "-pthread", "-w", "-Iinclude"});
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cc"});
   absl::StatusOr<CompilerRun> run = RunSandboxedCompiler(

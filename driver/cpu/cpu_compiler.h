@@ -35,6 +35,10 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
                                                const std::string& output_path,
                                                const CpuCompilerOptions& compiler);
 
+// How kernel code is compiled and optimised (what a plain C++ baseline is built with, to
+// compare alike); CompileCpuKernel adds what builds and checks a module.
+const std::vector<std::string>& CpuKernelCodeFlags();
+
 // OK when the host compiler can be found; FAILED_PRECONDITION saying what to install.
 absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler);
 

@@ -14,10 +14,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "benchmark/benchmark.h"
 #include "driver/cpu/cpu_compiler.h"
 #include "driver/cpu/cpu_driver.h"
@@ -25,6 +26,7 @@
 #include "tests/bench/bench_support.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
 
 namespace gpucmd {
 namespace {
@@ -54,22 +56,16 @@ extern "C" void matmul_loop(const float* A, const float* B, float* C, int M, int
 double plain_saxpy_seconds = 0;
 double plain_matmul_seconds = 0;
 
-std::vector<float> RandomFloats(size_t count) {
-  std::mt19937 random(7);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& value : values) value = uniform(random);
-  return values;
-}
+std::vector<float> RandomFloats(size_t count) { return testing::RandomFloats(count, 7); }
 
-// The plain loops, built as the CPU compiler builds kernels (driver/cpu/cpu_compiler.cc).
+// The plain loops, built with the flags kernel code gets (CpuKernelCodeFlags).
 void* PlainModule() {
   static void* const kModule = [] {
     const std::string directory = testing::ShortTempDir();
     std::ofstream(directory + "/plain.cc") << kPlainLoops;
-    const std::string build = "g++ -std=c++17 -O2 -fPIC -fno-semantic-interposition -shared -o " +
-                              directory +
-                              "/plain.so " + directory + "/plain.cc";
+    const std::string build = absl::StrCat("g++ ", absl::StrJoin(CpuKernelCodeFlags(), " "),
+                                           " -shared -o ", directory, "/plain.so ", directory,
+                                           "/plain.cc");
     if (std::system(build.c_str()) != 0) return static_cast<void*>(nullptr);
     return dlopen((directory + "/plain.so").c_str(), RTLD_NOW);
   }();

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
 
 namespace gpucmd {
 namespace {
@@ -33,6 +34,7 @@ using namespace ::gpucmd::kernels;  // NOLINT: the suite's kernel sources
 
 using ::gpucmd::testing::DaemonProcess;
 using ::gpucmd::testing::DaemonDriver;
+using ::gpucmd::testing::RandomFloats;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
@@ -45,14 +47,6 @@ template <typename T>
 std::vector<T> FromBytes(const std::string& bytes) {
   std::vector<T> values(bytes.size() / sizeof(T));
   if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
-  return values;
-}
-
-std::vector<float> RandomFloats(size_t count, uint32_t seed) {
-  std::mt19937 random(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& value : values) value = uniform(random);
   return values;
 }
 

@@ -1,11 +1,12 @@
 #ifndef GPUCMDD_TESTS_TESTING_RANDOM_BYTES_H_
 #define GPUCMDD_TESTS_TESTING_RANDOM_BYTES_H_
 
-// Test helper: reproducible pseudo-random payloads.
+// Test helper: reproducible pseudo-random payloads and values.
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace gpucmd::testing {
 
@@ -15,6 +16,15 @@ inline std::string RandomBytes(size_t size, uint32_t seed) {
   std::string data(size, '\0');
   for (char& c : data) c = static_cast<char>(random());
   return data;
+}
+
+// `count` floats uniform in [-1, 1), from a generator seeded with `seed`.
+inline std::vector<float> RandomFloats(size_t count, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& value : values) value = uniform(random);
+  return values;
 }
 
 }  // namespace gpucmd::testing
