@@ -690,6 +690,17 @@ TEST_F(KernelTest, WhatKernelsPrintReachesTheirSessionsNextSynchronize) {
   EXPECT_EQ(theirs, "") << "another session sees none of it";
 }
 
+TEST_F(KernelTest, RoundingIntrinsicsAndFences) {
+  std::string id = MustCompile(kRoundingAndFences, "rounding");
+  Buffer out = Zeros(11 * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  // 2.5 rounds to even; -2.7 toward zero.
+  EXPECT_EQ(Download<float>(out), (std::vector<float>{3.5f, 3.5f, 0.25f, 2.5f, 3.25f, 4.5f,
+                                                      6.5f, -2.0f, 2.0f, 7.0f, 1.0f}));
+}
+
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {
   constexpr char kSpin[] = R"(
       extern "C" __global__ void spin(long long* out, long long ticks) {

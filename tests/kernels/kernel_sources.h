@@ -358,8 +358,27 @@ extern "C" __global__ void report(const int* in, int n) {
   }
 })CUDA";
 
+// The rest of the rounding intrinsics and the memory fences, from one thread.
+inline constexpr char kRoundingAndFences[] = R"CUDA(
+    extern "C" __global__ void rounding(float* out) {
+      out[0] = __fsub_rn(5.5f, 2.0f);
+      out[1] = __fdiv_rn(7.0f, 2.0f);
+      out[2] = __frcp_rn(4.0f);
+      out[3] = __fsqrt_rn(6.25f);
+      out[4] = (float)__dadd_rn(1.25, 2.0);
+      out[5] = (float)__dmul_rn(1.5, 3.0);
+      out[6] = (float)__fma_rn(2.0, 3.0, 0.5);
+      out[7] = (float)__float2int_rz(-2.7f);
+      out[8] = (float)__float2uint_rn(2.5f);
+      out[9] = __int2float_rn(7);
+      __threadfence();
+      __threadfence_block();
+      __threadfence_system();
+      out[10] = 1.0f;
+    })CUDA";
+
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 20> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 21> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -380,6 +399,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 20> kSuite = {{
     {"checked_double", kAssertingDouble},
     {"extras", kGroupAndHalfExtras},
     {"report", kPrintingKernel},
+    {"rounding", kRoundingAndFences},
 }};
 
 }  // namespace gpucmd::kernels
