@@ -629,16 +629,19 @@ TEST_F(KernelTest, TheRestOfTheGroupAndHalfPrecisionApi) {
     const int tile = t / 8 * 8, rank = t % 8;
     bool any = false, all = true;
     unsigned parity = 0;
+    int least = in[tile];
     for (int r = 0; r < 8; ++r) {
       any = any || in[tile + r] > 90;
       all = all && in[tile + r] >= 0;
       if (in[tile + r] % 2 == in[t] % 2) parity |= 1u << r;
+      least = std::min(least, in[tile + r]);
     }
     expected[8 * t + 0] = 0xffffffffu;  // v / 1000 is 0 in every lane
     expected[8 * t + 1] = 1;
     expected[8 * t + 2] = (any ? 1 : 0) + (all ? 2 : 0);
-    expected[8 * t + 3] = static_cast<unsigned>(rank < 2 ? in[t] : in[t - 2]);
-    expected[8 * t + 4] = static_cast<unsigned>(in[tile + 7]);
+    expected[8 * t + 3] = static_cast<unsigned>((rank < 2 ? in[t] : in[t - 2]) +
+                                                1000 * (rank == 7 ? in[t] : in[t + 1]));
+    expected[8 * t + 4] = static_cast<unsigned>(in[tile + 7] + 1000 * least);
     expected[8 * t + 5] = parity;
     expected[8 * t + 6] = static_cast<unsigned>(t % 4 + 10 * 4 + 100 * kThreads);
     expected[8 * t + 7] = static_cast<unsigned>(t);
@@ -692,13 +695,13 @@ TEST_F(KernelTest, WhatKernelsPrintReachesTheirSessionsNextSynchronize) {
 
 TEST_F(KernelTest, RoundingIntrinsicsAndFences) {
   std::string id = MustCompile(kRoundingAndFences, "rounding");
-  Buffer out = Zeros(11 * sizeof(float));
+  Buffer out = Zeros(12 * sizeof(float));
   ASSERT_TRUE(session_->Launch(id, {MakeDim3(1), MakeDim3(1)},
                                {BufferArgument(out, v1::ACCESS_WRITE)})
                   .ok());
-  // 2.5 rounds to even; -2.7 toward zero.
+  // 2.5 rounds to even; -2.7 toward zero; -2^18 * 3 * 2^16 is -12 * 2^32.
   EXPECT_EQ(Download<float>(out), (std::vector<float>{3.5f, 3.5f, 0.25f, 2.5f, 3.25f, 4.5f,
-                                                      6.5f, -2.0f, 2.0f, 7.0f, 1.0f}));
+                                                      6.5f, -2.0f, 2.0f, 7.0f, 1.0f, -12.0f}));
 }
 
 TEST_F(KernelTest, Clock64MovesForwardWhileAKernelSpins) {

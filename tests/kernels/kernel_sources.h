@@ -317,6 +317,7 @@ extern "C" __global__ void checked_double(const int* in, int n, int* out) {
 // eight words whose values do not depend on the threads' order.
 inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
     #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
     #include <cuda_fp16.h>
     namespace cg = cooperative_groups;
 
@@ -330,8 +331,8 @@ inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
       out[8 * t + 0] = __match_all_sync(0xffffffffu, v / 1000, &same);
       out[8 * t + 1] = same;
       out[8 * t + 2] = tile.any(v > 90) + 2 * tile.all(v >= 0);
-      out[8 * t + 3] = tile.shfl_up(v, 2);
-      out[8 * t + 4] = tile.shfl(v, 7);
+      out[8 * t + 3] = tile.shfl_up(v, 2) + 1000 * tile.shfl_down(v, 1);
+      out[8 * t + 4] = tile.shfl(v, 7) + 1000 * cg::reduce(tile, v, cg::less<int>());
       out[8 * t + 5] = tile.match_any(v % 2);
       tile.sync();
       dynamic.sync();
@@ -371,6 +372,7 @@ inline constexpr char kRoundingAndFences[] = R"CUDA(
       out[7] = (float)__float2int_rz(-2.7f);
       out[8] = (float)__float2uint_rn(2.5f);
       out[9] = __int2float_rn(7);
+      out[11] = (float)__mulhi(-262144, 196608);
       __threadfence();
       __threadfence_block();
       __threadfence_system();
