@@ -6,7 +6,8 @@
 #
 # --destdir stages the install under DIR (packaging, tests); --bin-dir installs already
 # built binaries from DIR (server/gpucmdd, client/gpucmdctl,
-# driver/cpu/gpucmd-kernel-executor) instead of building. Run as root for a real install, then:
+# driver/cpu/gpucmd-kernel-executor, driver/front_end/gpucmd-kernel-front-end) instead of
+# building. Run as root for a real install, then:
 #   systemd-sysusers && systemctl daemon-reload && systemctl enable --now gpucmdd
 set -euo pipefail
 
@@ -26,15 +27,18 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 if [[ -z $bin ]]; then
   bash tools/setup.sh
-  bazel build -c opt //server:gpucmdd //client:gpucmdctl //driver/cpu:gpucmd-kernel-executor
+  bazel build -c opt //server:gpucmdd //client:gpucmdctl //driver/cpu:gpucmd-kernel-executor \
+    //driver/front_end:gpucmd-kernel-front-end
   bin=$(bazel info -c opt bazel-bin)
 fi
 
 install -D -m 0755 "$bin/server/gpucmdd" "$destdir$prefix/bin/gpucmdd"
 install -D -m 0755 "$bin/client/gpucmdctl" "$destdir$prefix/bin/gpucmdctl"
-# Client kernels run in this process; gpucmdd finds it next to itself.
+# Client kernels are parsed and run in these processes; gpucmdd finds them next to itself.
 install -D -m 0755 "$bin/driver/cpu/gpucmd-kernel-executor" \
   "$destdir$prefix/bin/gpucmd-kernel-executor"
+install -D -m 0755 "$bin/driver/front_end/gpucmd-kernel-front-end" \
+  "$destdir$prefix/bin/gpucmd-kernel-front-end"
 sed "s|/usr/local/bin/|$prefix/bin/|" deploy/systemd/gpucmdd.service \
   | install -D -m 0644 /dev/stdin "$destdir/etc/systemd/system/gpucmdd.service"
 install -D -m 0644 deploy/systemd/gpucmdd.sysusers "$destdir/usr/lib/sysusers.d/gpucmdd.conf"

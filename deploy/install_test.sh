@@ -10,6 +10,7 @@ root=$(mktemp -d "${TEST_TMPDIR:-/tmp}/root.XXXXXX")
 bash "$runfiles/deploy/install.sh" --destdir="$root" --bin-dir="$runfiles"
 
 for f in usr/local/bin/gpucmdd usr/local/bin/gpucmdctl usr/local/bin/gpucmd-kernel-executor \
+         usr/local/bin/gpucmd-kernel-front-end \
          etc/systemd/system/gpucmdd.service \
          usr/lib/sysusers.d/gpucmdd.conf etc/gpucmdd/gpucmdd.textproto; do
   [[ -e $root/$f ]] || { echo "FAIL: $f was not installed"; exit 1; }

@@ -4,7 +4,7 @@
 # provide) in lib/, found through an $ORIGIN run path. Runs on x86-64 Linux with
 # glibc 2.36 or newer.
 #
-#   deploy/make_bundle.sh OUT.tar.gz BINARY...
+#   deploy/make_bundle.sh OUT.tar.xz BINARY...
 set -euo pipefail
 
 out=$1
@@ -34,4 +34,10 @@ for binary in "$@"; do
     patchelf --set-rpath '$ORIGIN' "$stage/gpucmd/lib/$soname"
   done
 done
-tar -C "$stage" -czf "$out" gpucmd
+# The kernel front end's libclang finds its own headers (stddef.h, ...) in lib/clang.
+if compgen -G "$stage/gpucmd/lib/libclang-*" > /dev/null; then
+  mkdir -p "$stage/gpucmd/lib/clang"
+  cp -r /usr/lib/llvm-14/lib/clang/14.0.6/include "$stage/gpucmd/lib/clang/include"
+fi
+# xz: the archive travels to GPU hosts, and the front end's LLVM compresses well.
+tar -C "$stage" -cf - gpucmd | xz -T2 -9 > "$out"

@@ -40,14 +40,10 @@ std::vector<std::string> HelperEnvironment() {
 
 }  // namespace
 
-absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
-                                                const std::string& source,
-                                                const std::string& entry,
-                                                const std::vector<std::string>& options,
-                                                const std::string& target,
-                                                const std::string& output_path) {
-  CompileOutput output;
-  ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
+absl::StatusOr<HelperOutput> RunHelper(const CompileHelper& helper, const std::string& source,
+                                       const std::string& entry,
+                                       const std::vector<std::string>& options,
+                                       const std::string& target) {
   ASSIGN_OR_RETURN(CompileDirectory directory, CompileDirectory::Create());
   RETURN_IF_ERROR(WriteFileAtomically(directory.PathOf("kernel.cu"), source));
   // The program itself, not a link to it: the sandbox lets it run from its directory.
@@ -65,7 +61,7 @@ absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
       argv, directory, HelperPolicy(program), HelperEnvironment(), limits, entry);
   if (absl::IsNotFound(run.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the compile helper cannot be started: ", run.status().message()));
+        "the helper ", helper.path, " cannot be started: ", run.status().message()));
   }
   if (!run.ok()) return run.status();
   if (run->exit_code != 0) {
@@ -73,13 +69,40 @@ absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
     return absl::Status(status_code ? static_cast<absl::StatusCode>(run->exit_code)
                                     : absl::StatusCode::kInternal,
                         status_code ? run->log
-                                    : absl::StrCat("the compile helper failed: ", run->log));
+                                    : absl::StrCat("the helper ", helper.path,
+                                                   " failed: ", run->log));
   }
-  output.log = run->log;
-  std::string image = ReadFileOrEmpty(directory.PathOf("kernel.image"));
-  if (image.empty()) return absl::InternalError("the compile helper left no image");
-  RETURN_IF_ERROR(WriteFileAtomically(output_path, image));
+  HelperOutput output{.log = run->log, .image = ReadFileOrEmpty(directory.PathOf("kernel.image"))};
+  if (output.image.empty()) {
+    return absl::InternalError(absl::StrCat("the helper ", helper.path, " left no image"));
+  }
   return output;
+}
+
+absl::StatusOr<ParsedKernel> ParseWithFrontEnd(const CompileHelper& front_end,
+                                               const std::string& source,
+                                               const std::string& entry,
+                                               const std::vector<std::string>& options) {
+  ASSIGN_OR_RETURN(HelperOutput output, RunHelper(front_end, source, entry, options, "parse"));
+  absl::StatusOr<ParsedKernel> parsed = DeserializeParsedKernel(output.image);
+  if (!parsed.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the kernel front end answered badly: ", parsed.status().message()));
+  }
+  return parsed;
+}
+
+absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& front_end,
+                                                const CompileHelper& helper,
+                                                const std::string& source,
+                                                const std::string& entry,
+                                                const std::vector<std::string>& options,
+                                                const std::string& target,
+                                                const std::string& output_path) {
+  ASSIGN_OR_RETURN(ParsedKernel parsed, ParseWithFrontEnd(front_end, source, entry, options));
+  ASSIGN_OR_RETURN(HelperOutput output, RunHelper(helper, source, entry, options, target));
+  RETURN_IF_ERROR(WriteFileAtomically(output_path, output.image));
+  return CompileOutput{.params = std::move(parsed.params), .log = std::move(output.log)};
 }
 
 }  // namespace gpucmd

@@ -12,7 +12,9 @@
 // own, with address-space and CPU limits, its process group killed at the time limit.
 // An `#include` of anything else fails to open, naming the line and nothing of the file.
 //
-// The protocol, which RunCompileHelper (compile_helper_main.h) implements:
+// The kernel front end (gpucmd-kernel-front-end) runs the same way and speaks the same
+// protocol, its image being the parse. The protocol, which RunCompileHelper
+// (compile_helper_main.h) implements:
 //
 //   HELPER DIRECTORY ENTRY TARGET MAX_LOG_BYTES [OPTION...]
 //
@@ -35,10 +37,32 @@ struct CompileHelper {
   CompileLimits limits;
 };
 
+struct HelperOutput {
+  std::string log;    // the compiler's warnings
+  std::string image;  // what the helper made
+};
+
+// Runs `helper` on `entry` of `source` for `target` with the client's `options`.
+// The helper's status when it fails (a compile error is INVALID_ARGUMENT with the log);
+// RESOURCE_EXHAUSTED past a limit, naming it; FAILED_PRECONDITION when it cannot start.
+absl::StatusOr<HelperOutput> RunHelper(const CompileHelper& helper, const std::string& source,
+                                       const std::string& entry,
+                                       const std::vector<std::string>& options,
+                                       const std::string& target);
+
+// Reads `entry` of `source` through the kernel front end (gpucmd-kernel-front-end, Note
+// [Kernel front end] in driver/front_end/kernel_parser.h). INVALID_ARGUMENT for a
+// missing or malformed entry point, with the line; otherwise as RunHelper.
+absl::StatusOr<ParsedKernel> ParseWithFrontEnd(const CompileHelper& front_end,
+                                               const std::string& source,
+                                               const std::string& entry,
+                                               const std::vector<std::string>& options);
+
 // Builds `entry` of `source` for `target` through `helper` into `output_path` (written
-// atomically). INVALID_ARGUMENT for a bad entry point, option or a compile error (with
-// the log); RESOURCE_EXHAUSTED past a limit, naming it; others as the helper reports.
-absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& helper,
+// atomically), its parameters read by `front_end` first. Fails as ParseWithFrontEnd and
+// RunHelper do.
+absl::StatusOr<CompileOutput> CompileWithHelper(const CompileHelper& front_end,
+                                                const CompileHelper& helper,
                                                 const std::string& source,
                                                 const std::string& entry,
                                                 const std::vector<std::string>& options,

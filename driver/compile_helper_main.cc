@@ -23,14 +23,14 @@ int RunCompileHelper(int argc, char** argv, HelperCompiler compile) {
   }
   const std::string directory = argv[1];
   std::vector<std::string> options(argv + 5, argv + argc);
-  absl::StatusOr<CompileOutput> output =
+  absl::StatusOr<std::string> log =
       compile(ReadFileOrEmpty(directory + "/kernel.cu"), argv[2], options, argv[3],
               directory + "/kernel.image", max_log_bytes);
-  if (!output.ok()) {
-    std::fprintf(stderr, "%s", std::string(output.status().message()).c_str());
-    return static_cast<int>(output.status().code());
+  if (!log.ok()) {
+    std::fprintf(stderr, "%s", std::string(log.status().message()).c_str());
+    return static_cast<int>(log.status().code());
   }
-  std::fwrite(output->log.data(), 1, output->log.size(), stdout);
+  std::fwrite(log->data(), 1, log->size(), stdout);
   return 0;
 }
 

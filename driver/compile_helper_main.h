@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "driver/kernel_signature.h"
 
 namespace gpucmd {
 
-// Builds `entry` of `source` for `target` into `output_path`, the compile log cut at
-// `max_log_bytes`.
-using HelperCompiler = absl::StatusOr<CompileOutput> (*)(
+// Builds `entry` of `source` for `target` into `output_path`; returns the compile log
+// (warnings), cut at `max_log_bytes`.
+using HelperCompiler = absl::StatusOr<std::string> (*)(
     const std::string& source, const std::string& entry, const std::vector<std::string>& options,
     const std::string& target, const std::string& output_path, size_t max_log_bytes);
 

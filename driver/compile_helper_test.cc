@@ -1,7 +1,8 @@
 // A GPU driver's compile helper (Note [Compile helper] in driver/compile_helper.h),
-// run by the daemon's code as the daemon runs it: it builds the kernel suite, and
-// hostile source gets neither files nor unbounded time. Built once per helper: the
-// environment names the helper (COMPILE_HELPER) and its target (COMPILE_TARGET).
+// run by the daemon's code as the daemon runs it, after the kernel front end: it builds
+// the kernel suite, and hostile source gets neither files nor unbounded time. Built once
+// per helper: the environment names the helper (COMPILE_HELPER), its target
+// (COMPILE_TARGET) and the front end (KERNEL_FRONT_END).
 
 #include "driver/compile_helper.h"
 
@@ -33,7 +34,9 @@ CompileHelper Helper(std::chrono::milliseconds timeout = std::chrono::seconds(60
 
 absl::StatusOr<CompileOutput> Compile(const std::string& source, const std::string& entry,
                                       const CompileHelper& helper = Helper()) {
-  return CompileWithHelper(helper, source, entry, {}, getenv("COMPILE_TARGET"),
+  const CompileHelper front_end{
+      .path = std::filesystem::absolute(getenv("KERNEL_FRONT_END")).string()};
+  return CompileWithHelper(front_end, helper, source, entry, {}, getenv("COMPILE_TARGET"),
                            OutputPath(entry + ".image"));
 }
 

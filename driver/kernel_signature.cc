@@ -1,63 +1,13 @@
 #include "driver/kernel_signature.h"
 
-#include <regex>
-
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 
 namespace gpucmd {
-namespace {
-
-// Removes // and /* */ comments so they cannot hide or fake a declaration.
-std::string StripComments(absl::string_view source) {
-  std::string out;
-  out.reserve(source.size());
-  for (size_t i = 0; i < source.size(); ++i) {
-    if (source.substr(i, 2) == "//") {
-      while (i < source.size() && source[i] != '\n') ++i;
-      out.push_back('\n');
-    } else if (source.substr(i, 2) == "/*") {
-      size_t end = source.find("*/", i + 2);
-      i = end == absl::string_view::npos ? source.size() : end + 1;
-      out.push_back(' ');
-    } else {
-      out.push_back(source[i]);
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<ScalarKind> ScalarFor(absl::string_view type) {
-  static const std::pair<absl::string_view, ScalarKind> kTypes[] = {
-      {"int", ScalarKind::kI32},
-      {"signed int", ScalarKind::kI32},
-      {"int32_t", ScalarKind::kI32},
-      {"unsigned", ScalarKind::kU32},
-      {"unsigned int", ScalarKind::kU32},
-      {"uint32_t", ScalarKind::kU32},
-      {"long long", ScalarKind::kI64},
-      {"long long int", ScalarKind::kI64},
-      {"long", ScalarKind::kI64},
-      {"int64_t", ScalarKind::kI64},
-      {"ptrdiff_t", ScalarKind::kI64},
-      {"unsigned long long", ScalarKind::kU64},
-      {"unsigned long", ScalarKind::kU64},
-      {"uint64_t", ScalarKind::kU64},
-      {"size_t", ScalarKind::kU64},
-      {"float", ScalarKind::kF32},
-      {"double", ScalarKind::kF64},
-  };
-  for (const auto& [name, kind] : kTypes) {
-    if (type == name) return kind;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unsupported parameter type \"", type, "\""));
-}
-
-}  // namespace
 
 size_t ScalarSize(ScalarKind kind) {
   switch (kind) {
@@ -73,54 +23,6 @@ size_t ScalarSize(ScalarKind kind) {
       break;
   }
   return 0;
-}
-
-absl::StatusOr<std::vector<KernelParam>> ParseKernelSignature(absl::string_view source,
-                                                              absl::string_view entry) {
-  std::string code = StripComments(source);
-  std::regex declaration(absl::StrCat(R"(extern\s+"C"\s+__global__\s+void\s+)", entry,
-                                      R"(\s*\(([^)]*)\))"));
-  std::smatch match;
-  if (!std::regex_search(code, match, declaration)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "entry point \"", entry, "\" not found: declare it as extern \"C\" __global__ void ",
-        entry, "(...)"));
-  }
-  std::vector<KernelParam> params;
-  std::string list = std::string(absl::StripAsciiWhitespace(match[1].str()));
-  if (list.empty() || list == "void") return params;
-  for (absl::string_view raw : absl::StrSplit(list, ',')) {
-    std::string param = std::string(absl::StripAsciiWhitespace(raw));
-    // Drop the parameter's name (the last identifier) and qualifiers.
-    std::smatch named;
-    std::string type = param;
-    if (std::regex_match(param, named, std::regex(R"((.*[^A-Za-z0-9_])([A-Za-z_]\w*)\s*)"))) {
-      type = named[1].str();
-    }
-    for (const char* qualifier : {"__restrict__", "__restrict", "const", "volatile",
-                                  "__grid_constant__"}) {
-      type = std::regex_replace(type, std::regex(absl::StrCat(R"(\b)", qualifier, R"(\b)")), " ");
-    }
-    type = std::regex_replace(type, std::regex(R"(\s+)"), " ");
-    type = std::string(absl::StripAsciiWhitespace(type));
-    KernelParam kernel_param;
-    kernel_param.declared_type = std::string(absl::StripAsciiWhitespace(param));
-    if (!type.empty() && type.back() == '*') {
-      kernel_param.kind = ParamKind::kBuffer;
-    } else if (type == "CUtensorMap") {
-      kernel_param.kind = ParamKind::kTensorMap;
-    } else {
-      absl::StatusOr<ScalarKind> scalar = ScalarFor(type);
-      if (!scalar.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("parameter ", params.size(), " of ",
-                                                       entry, ": ", scalar.status().message()));
-      }
-      kernel_param.kind = ParamKind::kScalar;
-      kernel_param.scalar = *scalar;
-    }
-    params.push_back(std::move(kernel_param));
-  }
-  return params;
 }
 
 std::string SerializeSignature(const std::vector<KernelParam>& params) {
@@ -145,6 +47,56 @@ absl::StatusOr<std::vector<KernelParam>> DeserializeSignature(absl::string_view 
                                  std::string(fields[2])});
   }
   return params;
+}
+
+std::string SerializeParsedKernel(const ParsedKernel& kernel) {
+  std::string out = absl::StrCat("threads_meet ", kernel.threads_meet ? 1 : 0, "\n");
+  for (const DynamicSharedArray& array : kernel.dynamic_shared) {
+    absl::StrAppend(&out, "dynamic_shared ", array.begin, " ", array.end, " ",
+                    array.in_function ? 1 : 0, " ", array.name, " ", array.element_type, "\n");
+  }
+  for (const UnsupportedUse& use : kernel.unsupported) {
+    absl::StrAppend(&out, "unsupported ", use.line, " ", use.feature, "\n");
+  }
+  for (absl::string_view line : absl::StrSplit(SerializeSignature(kernel.params), '\n',
+                                               absl::SkipEmpty())) {
+    absl::StrAppend(&out, "param ", line, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<ParsedKernel> DeserializeParsedKernel(absl::string_view text) {
+  ParsedKernel kernel;
+  std::string params;
+  auto corrupt = [](absl::string_view line) {
+    return absl::DataLossError(absl::StrCat("corrupt front-end line \"", line, "\""));
+  };
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(' ', 5));
+    const absl::string_view what = fields[0];
+    if (what == "threads_meet" && fields.size() == 2) {
+      kernel.threads_meet = fields[1] == "1";
+    } else if (what == "dynamic_shared" && fields.size() == 6) {
+      DynamicSharedArray& array = kernel.dynamic_shared.emplace_back();
+      if (!absl::SimpleAtoi(fields[1], &array.begin) || !absl::SimpleAtoi(fields[2], &array.end) ||
+          array.end < array.begin || (fields[3] != "0" && fields[3] != "1")) {
+        return corrupt(line);
+      }
+      array.in_function = fields[3] == "1";
+      array.name = std::string(fields[4]);
+      array.element_type = std::string(fields[5]);
+    } else if (what == "unsupported" && fields.size() >= 3) {
+      UnsupportedUse& use = kernel.unsupported.emplace_back();
+      if (!absl::SimpleAtoi(fields[1], &use.line)) return corrupt(line);
+      use.feature = std::string(line.substr(fields[0].size() + fields[1].size() + 2));
+    } else if (what == "param" && fields.size() >= 2) {
+      absl::StrAppend(&params, line.substr(what.size() + 1), "\n");
+    } else {
+      return corrupt(line);
+    }
+  }
+  ASSIGN_OR_RETURN(kernel.params, DeserializeSignature(params));
+  return kernel;
 }
 
 }  // namespace gpucmd

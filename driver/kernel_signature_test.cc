@@ -6,46 +6,43 @@
 namespace gpucmd {
 namespace {
 
-TEST(KernelSignatureTest, ClassifiesBuffersAndScalars) {
-  absl::StatusOr<std::vector<KernelParam>> params = ParseKernelSignature(
-      R"(
-        __device__ float helper(float x) { return x; }
-        // extern "C" __global__ void saxpy(int wrong);
-        extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x,
-                                         float *y, unsigned long long count, double d) {}
-      )",
-      "saxpy");
-  ASSERT_TRUE(params.ok()) << params.status();
-  ASSERT_EQ(params->size(), 6u);
-  EXPECT_EQ((*params)[0].scalar, ScalarKind::kI32);
-  EXPECT_EQ((*params)[1].scalar, ScalarKind::kF32);
-  EXPECT_EQ((*params)[2].kind, ParamKind::kBuffer);
-  EXPECT_EQ((*params)[3].kind, ParamKind::kBuffer);
-  EXPECT_EQ((*params)[4].scalar, ScalarKind::kU64);
-  EXPECT_EQ((*params)[5].scalar, ScalarKind::kF64);
-  EXPECT_EQ((*params)[2].declared_type, "const float* __restrict__ x");
+ParsedKernel SampleKernel() {
+  return ParsedKernel{
+      .params = {{ParamKind::kScalar, ScalarKind::kI32, "int n"},
+                 {ParamKind::kBuffer, ScalarKind::kNone, "const float *__restrict x"},
+                 {ParamKind::kTensorMap, ScalarKind::kNone, "const CUtensorMap map"}},
+      .dynamic_shared = {{.begin = 10, .end = 42, .name = "tile", .element_type = "unsigned int"},
+                         {.begin = 50, .end = 70, .in_function = true, .name = "staged",
+                          .element_type = "float [32]"}},
+      .unsupported = {{.feature = "inline PTX (asm)", .line = 7}},
+      .threads_meet = true};
 }
 
-TEST(KernelSignatureTest, EmptyParameterList) {
-  EXPECT_TRUE(ParseKernelSignature("extern \"C\" __global__ void k() {}", "k")->empty());
-  EXPECT_TRUE(ParseKernelSignature("extern \"C\" __global__ void k(void) {}", "k")->empty());
-}
-
-TEST(KernelSignatureTest, MissingEntryAndUnsupportedTypes) {
-  absl::Status missing = ParseKernelSignature("__global__ void k() {}", "k").status();
-  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(missing.message()), ::testing::HasSubstr("extern \"C\""));
-  absl::Status bad =
-      ParseKernelSignature("extern \"C\" __global__ void k(struct S s) {}", "k").status();
-  EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("unsupported parameter type"));
-}
-
-TEST(KernelSignatureTest, SerializationRoundTrips) {
-  std::vector<KernelParam> params = *ParseKernelSignature(
-      "extern \"C\" __global__ void k(int n, float* out, CUtensorMap map) {}", "k");
-  EXPECT_EQ(params[2].kind, ParamKind::kTensorMap);
+TEST(KernelSignatureTest, SignatureRoundTrips) {
+  std::vector<KernelParam> params = SampleKernel().params;
   EXPECT_EQ(*DeserializeSignature(SerializeSignature(params)), params);
-  EXPECT_FALSE(DeserializeSignature("garbage\n").ok());
+  EXPECT_EQ(DeserializeSignature("garbage\n").status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(KernelSignatureTest, ParsedKernelRoundTrips) {
+  const ParsedKernel kernel = SampleKernel();
+  EXPECT_EQ(*DeserializeParsedKernel(SerializeParsedKernel(kernel)), kernel);
+  EXPECT_EQ(*DeserializeParsedKernel(SerializeParsedKernel(ParsedKernel{})), ParsedKernel{});
+}
+
+TEST(KernelSignatureTest, CorruptFrontEndAnswersAreDataLoss) {
+  for (const char* corrupt : {"threads_meet\n", "dynamic_shared 9 3 0 tile int\n",
+                              "dynamic_shared x 3 0 tile int\n", "dynamic_shared 1 3 2 tile int\n", "unsupported x asm\n",
+                              "param garbage\n", "something else\n"}) {
+    EXPECT_EQ(DeserializeParsedKernel(corrupt).status().code(), absl::StatusCode::kDataLoss)
+        << corrupt;
+  }
+}
+
+TEST(KernelSignatureTest, ScalarSizes) {
+  EXPECT_EQ(ScalarSize(ScalarKind::kI32), 4u);
+  EXPECT_EQ(ScalarSize(ScalarKind::kF64), 8u);
+  EXPECT_EQ(ScalarSize(ScalarKind::kNone), 0u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/driver_setup.h"
 
 #include "base/companion.h"
+#include "driver/compile_helper.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
@@ -28,6 +29,20 @@ CompileLimits CompileLimitsFor(const v1::CompileConfig& compile) {
   return {.timeout = std::chrono::seconds(compile.timeout_seconds()),
           .max_memory_bytes = compile.max_memory_bytes(),
           .max_log_bytes = compile.max_log_bytes()};
+}
+
+CompileCache::BackendCompiler CompileThroughHelper(const v1::DaemonConfig& config,
+                                                   const std::string& helper,
+                                                   const std::string& package,
+                                                   const std::string& target) {
+  const CompileLimits limits = CompileLimitsFor(config.compile());
+  const CompileHelper front_end{
+      .path = CompileHelperPath("gpucmd-kernel-front-end", "driver/front_end"), .limits = limits};
+  const CompileHelper compiler{.path = CompileHelperPath(helper, package), .limits = limits};
+  return [front_end, compiler, target](const KernelSource& kernel, const std::string& artifact) {
+    return CompileWithHelper(front_end, compiler, kernel.source, kernel.entry_point,
+                             kernel.options, target, artifact);
+  };
 }
 
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,

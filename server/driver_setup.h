@@ -49,6 +49,14 @@ std::string CompileHelperPath(const std::string& name, const std::string& packag
 // The compile sandbox's limits (driver/compile_sandbox.h) from the config.
 CompileLimits CompileLimitsFor(const v1::CompileConfig& compile);
 
+// A GPU driver's compiler: each kernel read by the kernel front end, then built for
+// `target` by the compile helper `helper` of Bazel package `package`, both with the
+// config's limits (Note [Compile helper] in driver/compile_helper.h).
+CompileCache::BackendCompiler CompileThroughHelper(const v1::DaemonConfig& config,
+                                                   const std::string& helper,
+                                                   const std::string& package,
+                                                   const std::string& target);
+
 // The compile cache for `driver` on `architecture`, over `modules`.
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
                                                const std::string& driver,

@@ -30,8 +30,10 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
   setup.devices =
       DescribeCpuDevices(static_cast<int>(cpu.device_count()), cpu.memory_bytes_per_device());
 
-  CpuCompilerOptions compiler{.compiler = cpu.host_compiler(),
-                              .limits = CompileLimitsFor(config.compile())};
+  CpuCompilerOptions compiler{
+      .compiler = cpu.host_compiler(),
+      .front_end = CompileHelperPath("gpucmd-kernel-front-end", "driver/front_end"),
+      .limits = CompileLimitsFor(config.compile())};
   if (absl::Status available = CheckHostCompiler(compiler); !available.ok()) {
     spdlog::error("kernels cannot be compiled: {}", std::string(available.message()));
   }

@@ -4,7 +4,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
-#include "driver/compile_helper.h"
 #include "driver/cuda/cuda_driver.h"
 #include "server/command/command_factory.h"
 #include "server/driver_setup.h"
@@ -28,15 +27,10 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
   }
   ASSIGN_OR_RETURN(ModuleStore modules,
                    ModuleStore::Open(config.compile().cache_dir(), ".cubin"));
-  CompileHelper helper{.path = CompileHelperPath("gpucmd-nvrtc-helper", "driver/cuda"),
-                       .limits = CompileLimitsFor(config.compile())};
-  setup.compiler = MakeCompileCache(
-      config, "cuda", architecture, modules,
-      [helper, target = absl::StrCat(compute_capability)](const KernelSource& kernel,
-                                                          const std::string& artifact) {
-        return CompileWithHelper(helper, kernel.source, kernel.entry_point, kernel.options,
-                                 target, artifact);
-      });
+  setup.compiler =
+      MakeCompileCache(config, "cuda", architecture, modules,
+                       CompileThroughHelper(config, "gpucmd-nvrtc-helper", "driver/cuda",
+                                            absl::StrCat(compute_capability)));
   for (const DeviceDescription& device : setup.devices) {
     CudaBackend::Options backend{.ordinal = device.ordinal,
                                  .stream_count = static_cast<int>(config.cpu().streams_per_device()),

@@ -1,7 +1,6 @@
 // The HIP driver's setup (--config=hip).
 
 #include "base/status_macros.h"
-#include "driver/compile_helper.h"
 #include "driver/hip/hip_driver.h"
 #include "server/command/command_factory.h"
 #include "server/driver_setup.h"
@@ -19,14 +18,9 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
   const std::string architecture = setup.devices.front().architecture;
   ASSIGN_OR_RETURN(ModuleStore modules,
                    ModuleStore::Open(config.compile().cache_dir(), ".hsaco"));
-  CompileHelper helper{.path = CompileHelperPath("gpucmd-hiprtc-helper", "driver/hip"),
-                       .limits = CompileLimitsFor(config.compile())};
   setup.compiler = MakeCompileCache(
       config, "hip", architecture, modules,
-      [helper, architecture](const KernelSource& kernel, const std::string& artifact) {
-        return CompileWithHelper(helper, kernel.source, kernel.entry_point, kernel.options,
-                                 architecture, artifact);
-      });
+      CompileThroughHelper(config, "gpucmd-hiprtc-helper", "driver/hip", architecture));
   for (const DeviceDescription& device : setup.devices) {
     HipBackend::Options backend{.ordinal = device.ordinal,
                                 .stream_count = static_cast<int>(config.cpu().streams_per_device()),

@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libboost-context-dev
-  prometheus systemd curl patchelf libamdhip64-dev libseccomp-dev
+  prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
 )
 
 missing=()

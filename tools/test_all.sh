@@ -85,7 +85,7 @@ if [[ -f /usr/local/cuda/include/cuda.h ]]; then
   # The relocatable bundle for GPU hosts (tests/gpu/device_check.sh runs from it).
   echo "=== bundle ===" >&2
   if bazel build --config=cuda //deploy:bundle >&2 &&
-     bash deploy/check_bundle.sh bazel-bin/deploy/gpucmd-bundle.tar.gz >&2; then
+     bash deploy/check_bundle.sh bazel-bin/deploy/gpucmd-bundle.tar.xz >&2; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1)); failures+=("cuda: bundle")

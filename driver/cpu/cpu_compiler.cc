@@ -6,9 +6,11 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "base/companion.h"
 #include "base/file.h"
 #include "base/status_macros.h"
 #include "base/subprocess.h"
+#include "driver/compile_helper.h"
 #include "driver/compile_options.h"
 #include "driver/cpu/cpu_headers.h"
 #include "driver/cpu/cpu_prelude.h"
@@ -34,6 +36,15 @@ std::optional<std::string> ReadAssembly(const CompileDirectory& directory) {
   return std::nullopt;
 }
 
+CompileHelper FrontEndFor(const CpuCompilerOptions& compiler) {
+  CompileHelper front_end{.path = compiler.front_end, .limits = compiler.limits};
+  if (front_end.path.empty()) {
+    front_end.path = FindCompanionProgram("gpucmd-kernel-front-end", "driver/front_end", SelfPath())
+                         .value_or("gpucmd-kernel-front-end");
+  }
+  return front_end;
+}
+
 }  // namespace
 
 absl::Status CheckHostCompiler(const CpuCompilerOptions& compiler) {
@@ -56,11 +67,17 @@ absl::StatusOr<CompileOutput> CompileCpuKernel(const std::string& source,
                                                const std::vector<std::string>& options,
                                                const std::string& output_path,
                                                const CpuCompilerOptions& compiler) {
-  CompileOutput output;
-  ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
-  ASSIGN_OR_RETURN(std::string unit, CpuKernelTranslationUnit(source, entry));
   ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "-ffast-math"}));
   RETURN_IF_ERROR(CheckHostCompiler(compiler));
+  ASSIGN_OR_RETURN(ParsedKernel parsed,
+                   ParseWithFrontEnd(FrontEndFor(compiler), source, entry, options));
+  if (!parsed.unsupported.empty()) {
+    const UnsupportedUse& use = parsed.unsupported.front();
+    return absl::InvalidArgumentError(absl::StrCat("the CPU driver does not support ",
+                                                   use.feature, ": kernel.cu:", use.line));
+  }
+  CompileOutput output{.params = parsed.params};
+  const std::string unit = CpuKernelTranslationUnit(source, entry, parsed);
 
   ASSIGN_OR_RETURN(CompileDirectory directory, CompileDirectory::Create());
   RETURN_IF_ERROR(WriteFileAtomically(directory.PathOf("kernel.cc"), unit));

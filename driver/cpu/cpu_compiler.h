@@ -2,8 +2,8 @@
 #define GPUCMDD_DRIVER_CPU_CPU_COMPILER_H_
 
 // Compiles a CUDA C++ kernel for the CPU driver: the prelude plus the client's source
-// (cpu_prelude.h), built by the host C++ compiler into a shared object the kernel
-// executor loads. The source is hostile until proven otherwise: the compiler runs without
+// (cpu_prelude.h), read first by the kernel front end (driver/front_end/kernel_parser.h),
+// built by the host C++ compiler into a shared object the kernel executor loads. The source is hostile until proven otherwise: the compiler runs without
 // a shell, sandboxed (driver/compile_sandbox.h) so that it can read only its own
 // installation, and `#include "/etc/passwd"`, `.incbin` of any file and `#include
 // "/dev/zero"` fail to open; what it made is checked for inline assembly and load-time
@@ -20,6 +20,8 @@ namespace gpucmd {
 
 struct CpuCompilerOptions {
   std::string compiler = "g++";
+  // The kernel front end (gpucmd-kernel-front-end); empty: the one beside this program.
+  std::string front_end;
   CompileLimits limits;
 };
 

@@ -1,5 +1,6 @@
 #include "driver/cpu/cpu_headers.h"
 
+#include "driver/bfloat16_header.h"
 #include "driver/cooperative_groups_headers.h"
 
 namespace gpucmd {
@@ -151,6 +152,7 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"cuda_runtime_api.h", kRuntimeHeader},
         {"device_launch_parameters.h", kRuntimeHeader},
         {"cuda_fp16.h", kHalfHeader},
+        {"cuda_bf16.h", BFloat16Header()},
     };
     for (const auto& header : CooperativeGroupsHeaders()) headers->push_back(header);
     return headers;

@@ -1,9 +1,7 @@
 #include "driver/cpu/cpu_prelude.h"
 
 #include <algorithm>
-#include <regex>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/cpu/kernel_abi.h"
 
@@ -44,6 +42,16 @@ enum WarpOp : int {
 }  // namespace gpucmd_rt
 
 static thread_local gpucmd_rt::ThreadContext* gpucmd_ctx = nullptr;
+namespace gpucmd_rt {
+// What an `extern __shared__ T name[]` at namespace scope becomes: wherever it is used,
+// the running block's dynamic shared memory.
+template <typename T>
+struct DynamicShared {
+  operator T*() const { return static_cast<T*>(gpucmd_ctx->dynamic_shared); }
+  template <typename U>
+  explicit operator U*() const { return static_cast<U*>(gpucmd_ctx->dynamic_shared); }
+};
+}  // namespace gpucmd_rt
 // Modules link without the C runtime's start files (driver/cpu/module_checks.h), which
 // define the handle function-local statics register their destructors against.
 extern "C" __attribute__((visibility("hidden"))) void* __dso_handle = &__dso_handle;
@@ -92,20 +100,67 @@ struct dim3 {
 #define blockDim (gpucmd_ctx->block_dim)
 #define gridDim (gpucmd_ctx->grid_dim)
 #define warpSize 32
-#define __syncthreads() (gpucmd_ctx->sync(gpucmd_ctx))
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define __threadfence_block() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
-#define __global__
+// The kernel front end (driver/front_end/kernel_parser.h) parses with this prelude and
+// GPUCMD_KERNEL_FRONT_END defined: there the CUDA qualifiers leave annotations in the
+// syntax tree, and what the CPU driver cannot run is declared, marked, so that a use of
+// it is found. The host compiler sees neither.
+#if defined(GPUCMD_KERNEL_FRONT_END)
+#define GPUCMD_MARK(name) __attribute__((annotate(name)))
+#define GPUCMD_UNSUPPORTED(feature) __attribute__((annotate("gpucmd-unsupported:" feature)))
+#define __shared__ GPUCMD_MARK("__shared__")
+#define __managed__ GPUCMD_MARK("__managed__")
+#define __grid_constant__
+typedef struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; } CUtensorMap;
+typedef unsigned long long cudaTextureObject_t GPUCMD_UNSUPPORTED("textures");
+typedef unsigned long long cudaSurfaceObject_t GPUCMD_UNSUPPORTED("surfaces");
+template <typename T, int dimensions = 1, int mode = 0>
+struct GPUCMD_UNSUPPORTED("textures") texture {};
+#define GPUCMD_TEXTURE_READ(name) \
+  template <typename T = float, typename... A> GPUCMD_UNSUPPORTED("textures") T name(A...);
+GPUCMD_TEXTURE_READ(tex1D) GPUCMD_TEXTURE_READ(tex2D) GPUCMD_TEXTURE_READ(tex3D)
+GPUCMD_TEXTURE_READ(tex1Dfetch) GPUCMD_TEXTURE_READ(tex1DLayered)
+GPUCMD_TEXTURE_READ(tex2DLayered) GPUCMD_TEXTURE_READ(texCubemap)
+GPUCMD_TEXTURE_READ(tex1DLod) GPUCMD_TEXTURE_READ(tex2DLod) GPUCMD_TEXTURE_READ(tex3DLod)
+GPUCMD_TEXTURE_READ(tex2Dgather)
+#undef GPUCMD_TEXTURE_READ
+#define GPUCMD_SURFACE_ACCESS(name) \
+  template <typename T = int, typename... A> GPUCMD_UNSUPPORTED("surfaces") T name(A...);
+GPUCMD_SURFACE_ACCESS(surf1Dread) GPUCMD_SURFACE_ACCESS(surf2Dread)
+GPUCMD_SURFACE_ACCESS(surf3Dread) GPUCMD_SURFACE_ACCESS(surf1Dwrite)
+GPUCMD_SURFACE_ACCESS(surf2Dwrite) GPUCMD_SURFACE_ACCESS(surf3Dwrite)
+#undef GPUCMD_SURFACE_ACCESS
+#else
+#define GPUCMD_MARK(name)
+#define __shared__ static thread_local
+#endif
+#define __global__ GPUCMD_MARK("__global__")
 #define __host__
 #define __device__
 #define __constant__
-#define __shared__ static thread_local
 #define __restrict__ __restrict
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
+
+inline void __syncthreads() { gpucmd_ctx->sync(gpucmd_ctx); }
+// How many of the block's threads pass a nonzero `predicate`, once all have arrived.
+inline int __syncthreads_count(int predicate) {
+  static thread_local int count;
+  __syncthreads();  // every thread has read the count of the call before
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) count = 0;
+  __syncthreads();
+  if (predicate) __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
+  __syncthreads();
+  return count;
+}
+inline int __syncthreads_and(int predicate) {
+  return __syncthreads_count(predicate) == static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+}
+inline int __syncthreads_or(int predicate) { return __syncthreads_count(predicate) != 0; }
 
 template <typename A, typename B>
 inline auto min(A a, B b) -> decltype(a < b ? a : b) { return b < a ? b : a; }
@@ -151,6 +206,49 @@ inline int __float2int_rz(float x) { return static_cast<int>(x); }
 inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(rintf(x)); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline float __double2float_rn(double x) { return static_cast<float>(x); }
+
+// CUDA's math library beyond C's, and its fast versions (here as exact as C's).
+inline float __tanf(float x) { return tanf(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __log10f(float x) { return log10f(x); }
+inline void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
+// sin(pi x) and cos(pi x), exact at the integers and half-integers as CUDA's are.
+inline double sinpi(double x) {
+  const double r = remainder(x, 2.0);  // in [-1, 1]
+  if (r == 0.0 || fabs(r) == 1.0) return copysign(0.0, x);
+  return sin(M_PI * r);
+}
+inline double cospi(double x) {
+  const double r = fabs(remainder(x, 2.0));
+  if (r == 0.5) return 0.0;
+  return r == 1.0 ? -1.0 : (r == 0.0 ? 1.0 : cos(M_PI * r));
+}
+inline float sinpif(float x) { return static_cast<float>(sinpi(x)); }
+inline float cospif(float x) { return static_cast<float>(cospi(x)); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+inline double norm3d(double a, double b, double c) { return hypot(hypot(a, b), c); }
+inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+inline double norm4d(double a, double b, double c, double d) { return hypot(norm3d(a, b, c), d); }
+inline double rnorm4d(double a, double b, double c, double d) { return 1.0 / norm4d(a, b, c, d); }
+inline float norm3df(float a, float b, float c) { return static_cast<float>(norm3d(a, b, c)); }
+inline float rnorm3df(float a, float b, float c) { return static_cast<float>(rnorm3d(a, b, c)); }
+inline float norm4df(float a, float b, float c, float d) { return static_cast<float>(norm4d(a, b, c, d)); }
+inline float rnorm4df(float a, float b, float c, float d) { return static_cast<float>(rnorm4d(a, b, c, d)); }
+inline double rhypot(double x, double y) { return 1.0 / hypot(x, y); }
+inline float rhypotf(float x, float y) { return static_cast<float>(rhypot(x, y)); }
+inline double rcbrt(double x) { return 1.0 / cbrt(x); }
+inline float rcbrtf(float x) { return static_cast<float>(rcbrt(x)); }
+inline double normcdf(double x) { return 0.5 * erfc(-x * M_SQRT1_2); }
+inline float normcdff(float x) { return static_cast<float>(normcdf(x)); }
+inline float fdividef(float x, float y) { return x / y; }
+// Waits about `nanoseconds` (CUDA: at most a millisecond), on the kernel's own clock.
+inline void __nanosleep(unsigned nanoseconds) {
+  const long long until = clock64() + (nanoseconds < 1000000u ? nanoseconds : 1000000u);
+  while (clock64() < until) {
+  }
+}
 
 // Integer intrinsics, with CUDA's results for every input (0 included).
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
@@ -390,49 +488,33 @@ inline void gpucmd_run_threads(void (*)(P...), void** args, std::index_sequence<
 #line 1 "kernel.cu"
 )PRELUDE";
 
-struct Unsupported {
-  const char* pattern;
-  const char* feature;
-};
-
-constexpr Unsupported kUnsupported[] = {
-    {R"(\b(tex1D|tex2D|tex3D|tex1Dfetch|texture\s*<|cudaTextureObject_t)\w*)", "textures"},
-    {R"(\b(surf1D|surf2D|surf3D)\w*|cudaSurfaceObject_t)", "surfaces"},
-    {R"(\b__managed__\b)", "managed memory (__managed__)"},
-    {R"(<<<)", "dynamic parallelism (launching kernels from a kernel)"},
-};
-
 }  // namespace
 
 absl::string_view CpuKernelPrelude() { return kPrelude; }
 
-absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
-                                                     absl::string_view entry) {
+std::string CpuKernelTranslationUnit(absl::string_view source, absl::string_view entry,
+                                     const ParsedKernel& parsed) {
+  // Each `extern __shared__ T name[]` becomes a name for the launch's per-block dynamic
+  // shared memory, on the lines it was written on: in a function, a pointer to it; at
+  // namespace scope, an object that converts to one wherever it is used.
   std::string code(source);
-  for (const Unsupported& unsupported : kUnsupported) {
-    std::smatch match;
-    if (std::regex_search(code, match, std::regex(unsupported.pattern))) {
-      const auto line = 1 + std::count(code.begin(), code.begin() + match.position(), '\n');
-      return absl::InvalidArgumentError(
-          absl::StrCat("the CPU driver does not support ", unsupported.feature,
-                       ": kernel.cu:", line, ": found \"", match.str(), "\""));
-    }
-  }
-  // extern __shared__ T name[];  ->  `name` names the launch's per-block dynamic shared
-  // memory, wherever it is declared (a macro: evaluated where it is used).
-  code = std::regex_replace(
-      code, std::regex(R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w\s:]*?[\w:]+)\s+(\w+)\s*\[\s*\]\s*;)"),
-      "\n#define $2 (static_cast<$1*>(gpucmd_ctx->dynamic_shared))\n");
-  // Threads that meet (barriers, warp primitives) run as fibers; the others as a loop.
-  bool uses_barrier = false;
-  for (absl::string_view meeting : {"__syncthreads", "__shfl", "__ballot_sync", "__any_sync",
-                                    "__all_sync", "__activemask", "__syncwarp", "__match_",
-                                    "cooperative_groups"}) {
-    uses_barrier = uses_barrier || absl::StrContains(code, meeting);
+  for (auto array = parsed.dynamic_shared.rbegin(); array != parsed.dynamic_shared.rend();
+       ++array) {
+    const absl::string_view declaration =
+        source.substr(array->begin, array->end - array->begin);
+    std::string replacement =
+        array->in_function
+            ? absl::StrCat("std::add_pointer_t<", array->element_type, "> const ", array->name,
+                           " = static_cast<std::add_pointer_t<", array->element_type,
+                           ">>(gpucmd_ctx->dynamic_shared)")
+            : absl::StrCat("constexpr gpucmd_rt::DynamicShared<", array->element_type, "> ",
+                           array->name, "{}");
+    replacement.append(std::count(declaration.begin(), declaration.end(), '\n'), '\n');
+    code.replace(array->begin, array->end - array->begin, replacement);
   }
   return absl::StrCat(kPrelude, code, "\n#line 1 \"gpucmd-exports\"\n",
                       "extern \"C\" const int gpucmd_abi_version = ", kKernelAbiVersion, ";\n",
-                      "extern \"C\" const int gpucmd_uses_barrier = ", uses_barrier ? 1 : 0,
+                      "extern \"C\" const int gpucmd_uses_barrier = ", parsed.threads_meet ? 1 : 0,
                       ";\n", "extern \"C\" void gpucmd_entry(void** args) {\n",
                       "  gpucmd_call(&", entry, ", args, std::make_index_sequence<",
                       "gpucmd_arity(&", entry, ")>());\n}\n",

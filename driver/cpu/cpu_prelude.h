@@ -2,12 +2,12 @@
 #define GPUCMDD_DRIVER_CPU_CPU_PRELUDE_H_
 
 // The C++ prelude that lets the host compiler build CUDA C++ kernels for the CPU driver,
-// and the source rewriting that goes with it.
+// and the translation unit built around the client's source.
 
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "driver/kernel_signature.h"
 
 namespace gpucmd {
 
@@ -15,12 +15,12 @@ namespace gpucmd {
 // qualifiers, __syncthreads, the atomics, min/max and the CUDA math functions.
 absl::string_view CpuKernelPrelude();
 
-// The whole translation unit for `entry` in `source`: the prelude, the client's source
-// (with `extern __shared__ T name[];` made per-block dynamic shared memory), and the
-// module's exports (kernel_abi.h). INVALID_ARGUMENT naming the feature when the source
-// uses what the CPU driver cannot run: inline PTX, textures and surfaces.
-absl::StatusOr<std::string> CpuKernelTranslationUnit(absl::string_view source,
-                                                     absl::string_view entry);
+// The whole translation unit for `entry` in `source`, as the kernel front end `parsed`
+// it: the prelude, the client's source (its `extern __shared__ T name[]` declarations
+// made per-block dynamic shared memory, its lines where they were), and the module's
+// exports (kernel_abi.h), which run the block's threads as fibers when they meet.
+std::string CpuKernelTranslationUnit(absl::string_view source, absl::string_view entry,
+                                     const ParsedKernel& parsed);
 
 }  // namespace gpucmd
 

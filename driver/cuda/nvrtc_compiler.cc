@@ -82,13 +82,12 @@ std::vector<int> NvrtcSupportedArchitectures() {
   return architectures;
 }
 
-absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
-                                               const std::string& entry,
-                                               const std::vector<std::string>& options,
-                                               int architecture, const std::string& output_path,
-                                               const NvrtcOptions& nvrtc, bool* produced_ptx) {
-  CompileOutput output;
-  ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
+absl::StatusOr<std::string> CompileWithNvrtc(const std::string& source,
+                                             const std::string& entry,
+                                             const std::vector<std::string>& options,
+                                             int architecture, const std::string& output_path,
+                                             const NvrtcOptions& nvrtc, bool* produced_ptx) {
+  std::string log;
   ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "--use_fast_math", .passes_optimization = false}));
   std::vector<int> known = NvrtcSupportedArchitectures();
   bool cubin = std::find(known.begin(), known.end(), architecture) != known.end();
@@ -119,9 +118,9 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
   for (const std::string& flag : flags) raw.push_back(flag.c_str());
   nvrtcResult compiled =
       nvrtcCompileProgram(*program, static_cast<int>(raw.size()), raw.data());
-  output.log = ProgramLog(*program, nvrtc.max_log_bytes);
+  log = ProgramLog(*program, nvrtc.max_log_bytes);
   if (compiled == NVRTC_ERROR_COMPILATION) {
-    return absl::InvalidArgumentError(absl::StrCat("compile of ", entry, " failed:\n", output.log));
+    return absl::InvalidArgumentError(absl::StrCat("compile of ", entry, " failed:\n", log));
   }
   RETURN_IF_ERROR(NvrtcStatus(compiled, "nvrtcCompileProgram"));
 
@@ -138,7 +137,7 @@ absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
   }
   if (produced_ptx != nullptr) *produced_ptx = !cubin;
   RETURN_IF_ERROR(WriteFileAtomically(output_path, image));
-  return output;
+  return log;
 }
 
 }  // namespace gpucmd

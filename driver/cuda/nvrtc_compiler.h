@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "driver/kernel_signature.h"
 
 namespace gpucmd {
 
@@ -23,12 +22,13 @@ std::vector<int> NvrtcSupportedArchitectures();
 
 // Builds `entry` of `source` for compute capability `architecture` (e.g. 90 for sm_90)
 // into `output_path` (CUBIN, or PTX when the architecture is newer than NVRTC knows;
-// *produced_ptx says which). INVALID_ARGUMENT with NVRTC's log on compile errors.
-absl::StatusOr<CompileOutput> CompileWithNvrtc(const std::string& source,
-                                               const std::string& entry,
-                                               const std::vector<std::string>& options,
-                                               int architecture, const std::string& output_path,
-                                               const NvrtcOptions& nvrtc, bool* produced_ptx);
+// *produced_ptx says which); returns NVRTC's log (warnings). INVALID_ARGUMENT with the
+// log on compile errors.
+absl::StatusOr<std::string> CompileWithNvrtc(const std::string& source,
+                                             const std::string& entry,
+                                             const std::vector<std::string>& options,
+                                             int architecture, const std::string& output_path,
+                                             const NvrtcOptions& nvrtc, bool* produced_ptx);
 
 }  // namespace gpucmd
 

@@ -10,7 +10,7 @@
 namespace gpucmd {
 namespace {
 
-absl::StatusOr<CompileOutput> CompileForComputeCapability(
+absl::StatusOr<std::string> CompileForComputeCapability(
     const std::string& source, const std::string& entry, const std::vector<std::string>& options,
     const std::string& target, const std::string& output_path, size_t max_log_bytes) {
   int compute_capability = 0;

@@ -43,6 +43,12 @@ __device__ inline unsigned __match_all_sync(unsigned mask, T value, int* predica
   *predicate = same == arrived;
   return same == arrived ? same : 0u;
 }
+// s_sleep 1 waits about 64 clocks: about 32 ns at 2 GHz (CUDA: at most a millisecond).
+__device__ inline void __nanosleep(unsigned nanoseconds) {
+  for (unsigned slept = 0; slept < nanoseconds && slept < 1000000u; slept += 32) {
+    __builtin_amdgcn_s_sleep(1);
+  }
+}
 // On the aligned 32-bit word that holds the 16 bits.
 __device__ inline unsigned short atomicCAS(unsigned short* address, unsigned short compare,
                                            unsigned short value) {

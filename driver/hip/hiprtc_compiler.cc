@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
 #include "base/status_macros.h"
+#include "driver/bfloat16_header.h"
 #include "driver/compile_options.h"
 #include "driver/cooperative_groups_headers.h"
 #include "driver/hip/hip_cuda_compat.h"
@@ -23,23 +24,25 @@ struct ProgramDeleter {
 
 }  // namespace
 
-absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
-                                                const std::string& entry,
-                                                const std::vector<std::string>& options,
-                                                const std::string& architecture,
-                                                const std::string& output_path,
-                                                size_t max_log_bytes) {
-  CompileOutput output;
-  ASSIGN_OR_RETURN(output.params, ParseKernelSignature(source, entry));
+absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
+                                              const std::string& entry,
+                                              const std::vector<std::string>& options,
+                                              const std::string& architecture,
+                                              const std::string& output_path,
+                                              size_t max_log_bytes) {
+  std::string log;
   ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "-ffast-math"}));
   flags.push_back(absl::StrCat("--offload-arch=", architecture));
-  // CUDA's spellings, and the cooperative_groups headers a CUDA kernel includes.
+  // CUDA's spellings, and the cooperative_groups and bfloat16 headers a CUDA kernel
+  // includes.
   const std::string unit = absl::StrCat(HipCudaCompatPrelude(), source);
   std::vector<const char*> header_contents, header_names;
   for (const auto& [name, contents] : CooperativeGroupsHeaders()) {
     header_names.push_back(name.c_str());
     header_contents.push_back(contents.c_str());
   }
+  header_names.push_back("cuda_bf16.h");
+  header_contents.push_back(BFloat16Header());
   // hiprtc compiles with HIP's half-precision types and printf already declared.
   for (const char* declared : {"cuda_fp16.h", "stdio.h", "cstdio"}) {
     header_names.push_back(declared);
@@ -56,12 +59,12 @@ absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
   hiprtcResult compiled = hiprtcCompileProgram(*program, static_cast<int>(raw.size()), raw.data());
   size_t log_size = 0;
   if (hiprtcGetProgramLogSize(*program, &log_size) == HIPRTC_SUCCESS && log_size > 1) {
-    output.log.resize(log_size);
-    hiprtcGetProgramLog(*program, output.log.data());
-    output.log.resize(std::min(log_size - 1, max_log_bytes));
+    log.resize(log_size);
+    hiprtcGetProgramLog(*program, log.data());
+    log.resize(std::min(log_size - 1, max_log_bytes));
   }
   if (compiled == HIPRTC_ERROR_COMPILATION) {
-    return absl::InvalidArgumentError(absl::StrCat("compile of ", entry, " failed:\n", output.log));
+    return absl::InvalidArgumentError(absl::StrCat("compile of ", entry, " failed:\n", log));
   }
   RETURN_IF_ERROR(HiprtcStatus(compiled, "hiprtcCompileProgram"));
   size_t size = 0;
@@ -69,7 +72,7 @@ absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
   std::string code(size, '\0');
   RETURN_IF_ERROR(HiprtcStatus(hiprtcGetCode(*program, code.data()), "hiprtcGetCode"));
   RETURN_IF_ERROR(WriteFileAtomically(output_path, code));
-  return output;
+  return log;
 }
 
 }  // namespace gpucmd

@@ -8,18 +8,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "driver/kernel_signature.h"
 
 namespace gpucmd {
 
-// Builds `entry` of `source` for `architecture` into `output_path`. INVALID_ARGUMENT
-// with hiprtc's log on compile errors.
-absl::StatusOr<CompileOutput> CompileWithHiprtc(const std::string& source,
-                                                const std::string& entry,
-                                                const std::vector<std::string>& options,
-                                                const std::string& architecture,
-                                                const std::string& output_path,
-                                                size_t max_log_bytes);
+// Builds `entry` of `source` for `architecture` into `output_path`; returns hiprtc's log
+// (warnings). INVALID_ARGUMENT with the log on compile errors.
+absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
+                                              const std::string& entry,
+                                              const std::vector<std::string>& options,
+                                              const std::string& architecture,
+                                              const std::string& output_path,
+                                              size_t max_log_bytes);
 
 }  // namespace gpucmd
 

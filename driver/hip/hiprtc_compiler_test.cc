@@ -22,7 +22,7 @@ std::string OutputPath(const std::string& name) {
 TEST(HiprtcCompilerTest, BuildsTheKernelSuiteForGfx90a) {
   for (const auto& [entry, source] : kernels::kSuite) {
     std::string path = OutputPath(std::string(entry) + ".hsaco");
-    absl::StatusOr<CompileOutput> output =
+    absl::StatusOr<std::string> output =
         CompileWithHiprtc(source, entry, {}, "gfx90a", path, 64 << 10);
     EXPECT_TRUE(output.ok()) << entry << ": " << output.status();
     if (!output.ok()) continue;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gmock/gmock.h"
+#include "driver/front_end/kernel_parser.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/command/fake_command.h"
@@ -56,10 +57,10 @@ class ServiceTest : public ::testing::Test {
             return absl::InvalidArgumentError("1: error: expected a declaration");
           }
           std::ofstream(artifact) << "fake artifact";
-          absl::StatusOr<std::vector<KernelParam>> params =
-              ParseKernelSignature(kernel.source, kernel.entry_point);
-          if (!params.ok()) return params.status();
-          return CompileOutput{.params = *params};
+          absl::StatusOr<ParsedKernel> parsed =
+              ParseKernel(kernel.source, kernel.entry_point, kernel.options);
+          if (!parsed.ok()) return parsed.status();
+          return CompileOutput{.params = parsed->params};
         });
     DeviceDescription device{.ordinal = 0,
                              .name = "fake",

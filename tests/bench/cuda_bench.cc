@@ -178,15 +178,16 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
   std::string modules = testing::ShortTempDir();
   ModuleStore store = *ModuleStore::Open(modules, ".cubin");
   const KernelId empty{"empty"};
-  absl::StatusOr<CompileOutput> compiled = CompileWithNvrtc(
+  const std::vector<KernelParam> params = {{ParamKind::kScalar, ScalarKind::kI32, "int n"}};
+  absl::StatusOr<std::string> compiled = CompileWithNvrtc(
       kEmptyKernel, "empty", {}, kArchitecture, store.ArtifactPath(empty), {}, nullptr);
   absl::Status committed =
-      compiled.ok() ? store.Commit(empty, "empty", compiled->params) : compiled.status();
+      compiled.ok() ? store.Commit(empty, "empty", params) : compiled.status();
   std::unique_ptr<CudaBackend> backend = BackendOrSkip(state, modules);
   if (backend == nullptr || !committed.ok()) return;
   Command<CudaDriver> command(*backend, CommandOptions());
   KernelLaunch launch{.kernel = KernelId{"empty"},
-                      .params = compiled->params,
+                      .params = params,
                       .grid = {1, 1, 1},
                       .block = {1, 1, 1},
                       .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};

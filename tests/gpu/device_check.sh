@@ -3,9 +3,9 @@
 # no Debian libraries, no network needed there):
 #
 #   bazel build --config=cuda //deploy:bundle                  # on a development machine
-#   tests/gpu/device_check.sh [BUNDLE.tar.gz | BUNDLE_DIR]     # on the GPU machine
+#   tests/gpu/device_check.sh [BUNDLE.tar.xz | BUNDLE_DIR]     # on the GPU machine
 #
-# Default bundle: .bundle/gpucmd-bundle.tar.gz. Runs the NVRTC compile tests and the
+# Default bundle: .bundle/gpucmd-bundle.tar.xz. Runs the NVRTC compile tests and the
 # driver conformance suite against the real device, the kernel suite through the CUDA
 # daemon (a faulting kernel and the context reset included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
@@ -14,12 +14,12 @@
 # rates in-process, unary and in Submit batches. Finishes within 8 minutes.
 set -uo pipefail
 
-bundle=${1:-.bundle/gpucmd-bundle.tar.gz}
+bundle=${1:-.bundle/gpucmd-bundle.tar.xz}
 work=$(mktemp -d /tmp/gpucmd-check.XXXXXX)
 if [[ -d $bundle ]]; then
   cp -r "$bundle" "$work/gpucmd"
 else
-  tar -C "$work" -xzf "$bundle" || { echo "cannot unpack $bundle"; exit 2; }
+  tar -C "$work" -xf "$bundle" || { echo "cannot unpack $bundle"; exit 2; }
 fi
 bin=$work/gpucmd/bin
 # The test binaries write scratch files where Bazel would give them a directory.

@@ -589,6 +589,135 @@ TEST_F(KernelTest, HalfPrecisionProductsAndTheirSum) {
   EXPECT_NEAR(Download<float>(ddot)[0], dot, 1e-2);
 }
 
+TEST_F(KernelTest, BitonicSortInFileScopeDynamicSharedMemory) {
+  constexpr uint32_t kN = 1000, kBlock = 256;  // the last block is partial
+  std::mt19937 random(13);
+  std::vector<uint32_t> keys(kN);
+  for (uint32_t& key : keys) key = static_cast<uint32_t>(random());
+  std::vector<uint32_t> expected = keys;
+  for (uint32_t begin = 0; begin < kN; begin += kBlock) {
+    std::sort(expected.begin() + begin, expected.begin() + std::min(begin + kBlock, kN));
+  }
+  std::string id = MustCompile(kBitonicSort, "bitonic_sort");
+  Buffer dkeys = Upload(keys);
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + kBlock - 1) / kBlock), MakeDim3(kBlock),
+                                    kBlock * sizeof(uint32_t)},
+                               {BufferArgument(dkeys, v1::ACCESS_READ_WRITE),
+                                UInt32Argument(kN), Int32Argument(0)})
+                  .ok());
+  EXPECT_EQ(Download<uint32_t>(dkeys), expected);
+}
+
+TEST_F(KernelTest, BlockWideCountsAnyAndAll) {
+  constexpr int kN = 1000, kBlock = 256, kBlocks = (kN + kBlock - 1) / kBlock;
+  std::mt19937 random(14);
+  std::vector<int> in(kN);
+  for (int& value : in) value = static_cast<int>(random() % 11) - 5;
+  std::fill(in.begin(), in.begin() + kBlock, 1);                  // block 0: all positive
+  std::fill(in.begin() + kBlock, in.begin() + 2 * kBlock, -1);    // block 1: none
+  std::vector<int> expected(4 * kBlocks, 0);
+  for (int block = 0; block < kBlocks; ++block) {
+    int count = 0;
+    for (int t = 0; t < kBlock; ++t) {
+      const int i = block * kBlock + t;
+      count += i < kN && in[i] > 0;
+    }
+    expected[4 * block] = count;
+    expected[4 * block + 1] = count > 0;
+    expected[4 * block + 2] = count == kBlock;
+    expected[4 * block + 3] = count;
+  }
+  std::string id = MustCompile(kBlockVotes, "block_votes");
+  Buffer din = Upload(in), dcounts = Zeros(expected.size() * sizeof(int));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3(kBlocks), MakeDim3(kBlock), kBlock * sizeof(int)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(kN),
+                                BufferArgument(dcounts, v1::ACCESS_WRITE)})
+                  .ok());
+  EXPECT_EQ(Download<int>(dcounts), expected);
+}
+
+// The nearest bfloat16 to `value` (ties to even), as its bits.
+uint16_t Bfloat16Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float Bfloat16Value(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
+TEST_F(KernelTest, Bfloat16AxpyRoundsEachResult) {
+  constexpr int kN = 1001;
+  constexpr float kA = 1.75f;
+  std::vector<float> xs = RandomFloats(kN, 15), ys = RandomFloats(kN, 16);
+  std::vector<uint16_t> x(kN), y(kN);
+  for (int i = 0; i < kN; ++i) {
+    x[i] = Bfloat16Bits(xs[i] * 100);
+    y[i] = Bfloat16Bits(ys[i] * 100);
+  }
+  std::string id = MustCompile(kBfloat16Axpy, "bf16_axpy");
+  Buffer dx = Upload(x), dy = Upload(y);
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((kN + 127) / 128), MakeDim3(128)},
+                               {Int32Argument(kN), FloatArgument(kA),
+                                BufferArgument(dx, v1::ACCESS_READ),
+                                BufferArgument(dy, v1::ACCESS_READ_WRITE)})
+                  .ok());
+  std::vector<uint16_t> result = Download<uint16_t>(dy);
+  for (int i = 0; i < kN; ++i) {
+    const float exact = kA * Bfloat16Value(x[i]) + Bfloat16Value(y[i]);
+    // The nearest bfloat16: within half its spacing there (8 significant bits); a GPU
+    // that fuses the multiply-add may land on the other neighbour of a near-tie.
+    const float spacing = std::ldexp(1.0f, std::ilogb(exact) - 7);
+    EXPECT_NEAR(Bfloat16Value(result[i]), exact, OnCpu() ? spacing / 2 : spacing)
+        << "element " << i;
+    if (OnCpu()) {
+      EXPECT_EQ(result[i], Bfloat16Bits(exact)) << "element " << i;
+    }
+  }
+}
+
+TEST_F(KernelTest, MathLibraryBeyondC) {
+  std::vector<float> in = RandomFloats(200, 17);
+  for (float& x : in) x *= 4;
+  for (float exact : {0.0f, 1.0f, 2.0f, -3.0f, 0.5f, 1.5f, -2.5f}) in.push_back(exact);
+  const int n = static_cast<int>(in.size());
+  std::string id = MustCompile(kMathExtras, "math_extras");
+  Buffer din = Upload(in), dout = Zeros(7 * in.size() * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((n + 63) / 64), MakeDim3(64)},
+                               {BufferArgument(din, v1::ACCESS_READ), Int32Argument(n),
+                                BufferArgument(dout, v1::ACCESS_WRITE)})
+                  .ok());
+  std::vector<float> out = Download<float>(dout);
+  for (int i = 0; i < n; ++i) {
+    const double x = in[i];
+    const double expected[7] = {std::sin(x),
+                                std::cos(x),
+                                std::sin(M_PI * x),
+                                std::cos(M_PI * x),
+                                1 / std::sqrt(x * x + 13),
+                                1 / std::hypot(x, 1.5) + 0.5 * std::erfc(-x / std::sqrt(2.0)),
+                                std::tan(x / 4)};
+    for (int k = 0; k < 7; ++k) {
+      EXPECT_NEAR(out[7 * i + k], expected[k], 1e-5 + 2e-6 * std::fabs(expected[k]))
+          << "function " << k << " of " << x;
+    }
+  }
+  // sinpi and cospi are exact at the integers and half-integers, as CUDA's are.
+  for (int i = n - 7; i < n; ++i) {
+    const float x = in[i];
+    if (x == std::floor(x)) {
+      EXPECT_EQ(out[7 * i + 2], 0.0f) << "sinpif(" << x << ")";
+    } else {
+      EXPECT_EQ(out[7 * i + 3], 0.0f) << "cospif(" << x << ")";
+    }
+  }
+}
+
 TEST_F(KernelTest, AFailedAssertionFailsItsLaunchNamingTheLine) {
   if (!OnCpu()) GTEST_SKIP() << "on a GPU a failed assertion loses the context";
   constexpr int kN = 300;

@@ -380,7 +380,97 @@ inline constexpr char kRoundingAndFences[] = R"CUDA(
     })CUDA";
 
 // (entry point, source) of every kernel above.
-inline constexpr std::array<std::pair<const char*, const char*>, 21> kSuite = {{
+// Sorts each block's chunk of `keys` ascending, bitonically, in dynamic shared memory
+// (blockDim.x a power of two; the chunk padded with the largest key past `n`). Written
+// as kernels in the wild are: a typedef'd parameter, a default argument, launch bounds,
+// the shared array declared at file scope and reached through a cast, and its name
+// reused for something else after the kernel.
+inline constexpr char kBitonicSort[] = R"CUDA(
+    typedef unsigned int uint;
+    // extern __shared__ int keys_in_a_comment[];  (not a declaration)
+    extern __shared__ uint sorted[];
+
+    __device__ void exchange(uint* a, uint* b, bool ascending) {
+      if ((*a > *b) == ascending) {
+        uint t = *a;
+        *a = *b;
+        *b = t;
+      }
+    }
+
+    extern "C" __global__ void __launch_bounds__(1024)
+    bitonic_sort(uint* keys, const uint n, int descending = 0) {
+      uint* chunk = (uint*)sorted;
+      const uint base = blockIdx.x * blockDim.x;
+      const uint t = threadIdx.x;
+      chunk[t] = base + t < n ? keys[base + t] : 0xffffffffu;
+      __syncthreads();
+      for (uint size = 2; size <= blockDim.x; size <<= 1) {
+        for (uint stride = size >> 1; stride > 0; stride >>= 1) {
+          const uint partner = t ^ stride;
+          if (partner > t) exchange(&chunk[t], &chunk[partner], ((t & size) == 0) != descending);
+          __syncthreads();
+        }
+      }
+      if (base + t < n) keys[base + t] = sorted[t];
+    }
+
+    struct Unrelated { int sorted; };
+    __device__ int unrelated_use(Unrelated u) { return u.sorted; }
+    )CUDA";
+
+// Counts, per block, the threads whose value is positive (__syncthreads_count) and
+// whether any or all are (__syncthreads_or/_and); the block's shared arrays declared
+// `extern T __shared__` inside the kernel.
+inline constexpr char kBlockVotes[] = R"CUDA(
+    extern "C" __launch_bounds__(256) __global__ void block_votes(const int* in, int n,
+                                                                  int* counts) {
+      extern int __shared__ seen[];
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      const int positive = i < n && in[i] > 0;
+      seen[threadIdx.x] = positive;
+      const int count = __syncthreads_count(positive);
+      const int any = __syncthreads_or(positive);
+      const int all = __syncthreads_and(positive);
+      if (threadIdx.x == 0) {
+        int recount = 0;
+        for (int t = 0; t < blockDim.x; ++t) recount += seen[t];
+        counts[4 * blockIdx.x] = count;
+        counts[4 * blockIdx.x + 1] = any;
+        counts[4 * blockIdx.x + 2] = all;
+        counts[4 * blockIdx.x + 3] = recount;
+      }
+    })CUDA";
+
+// y = a x + y in bfloat16, each result rounded to the nearest bfloat16.
+inline constexpr char kBfloat16Axpy[] = R"CUDA(
+    #include <cuda_bf16.h>
+    extern "C" __global__ void bf16_axpy(int n, float a, const __nv_bfloat16* x,
+                                         __nv_bfloat16* y) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) y[i] = __float2bfloat16(a * __bfloat162float(x[i]) + __bfloat162float(y[i]));
+    })CUDA";
+
+// The math library beyond C's: per element, sincosf, sinpif/cospif, rnorm3df, rhypotf,
+// normcdff and the fast __tanf, after a short __nanosleep.
+inline constexpr char kMathExtras[] = R"CUDA(
+    extern "C" __global__ void math_extras(const float* in, int n, float* out) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i >= n) return;
+      __nanosleep(100);
+      const float x = in[i];
+      float s, c;
+      sincosf(x, &s, &c);
+      out[7 * i] = s;
+      out[7 * i + 1] = c;
+      out[7 * i + 2] = sinpif(x);
+      out[7 * i + 3] = cospif(x);
+      out[7 * i + 4] = rnorm3df(x, 2.0f, 3.0f);
+      out[7 * i + 5] = rhypotf(x, 1.5f) + normcdff(x);
+      out[7 * i + 6] = __tanf(x * 0.25f);
+    })CUDA";
+
+inline constexpr std::array<std::pair<const char*, const char*>, 25> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -402,6 +492,10 @@ inline constexpr std::array<std::pair<const char*, const char*>, 21> kSuite = {{
     {"extras", kGroupAndHalfExtras},
     {"report", kPrintingKernel},
     {"rounding", kRoundingAndFences},
+    {"bitonic_sort", kBitonicSort},
+    {"block_votes", kBlockVotes},
+    {"bf16_axpy", kBfloat16Axpy},
+    {"math_extras", kMathExtras},
 }};
 
 }  // namespace gpucmd::kernels
