@@ -417,6 +417,16 @@ class Command final : public CommandInterface {
     });
   }
 
+  bool ReclaimWhenIdle() override {
+    for (int i = 0; i < backend_.stream_count(); ++i) {
+      if (drop_queues_[i].staged_entries() > 0) drop_queues_[i].Seal(backend_.stream(i));
+    }
+    ReclaimFinished();
+    return !deferred_.empty() ||
+           std::any_of(drop_queues_.begin(), drop_queues_.end(),
+                       [](const DropQueue<Stream>& queue) { return queue.held_entries() > 0; });
+  }
+
   bool WantsRelocation() const override { return !pool_.PagesToEvacuate().empty(); }
 
   DeviceUsage Usage() const override {

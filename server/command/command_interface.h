@@ -160,6 +160,11 @@ class CommandInterface {
   virtual absl::StatusOr<RelocationReport> Relocate() = 0;
   // Cheap upkeep between commands: frees memory whose last users finished.
   virtual void ReclaimFinished() = 0;
+  // Upkeep of an idle device: fences what was staged since the last fence and frees
+  // what finished, so that nothing waits for a next command to be released. True while
+  // it still holds memory that later upkeep will free (staged bytes and frees behind
+  // work the device has not finished).
+  virtual bool ReclaimWhenIdle() = 0;
   // True when relocation would move something (checked when the device is idle).
   virtual bool WantsRelocation() const = 0;
   virtual DeviceUsage Usage() const = 0;

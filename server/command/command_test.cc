@@ -304,6 +304,33 @@ TEST_F(CommandTest, ClosingASessionReclaimsEverything) {
   EXPECT_EQ(after.memory_used_bytes, 4096u);
 }
 
+TEST_F(CommandTest, AnIdleDeviceReleasesWhatClosedSessionsStagedOnceTheirWorkFinished) {
+  StreamGate gate;
+  gate.Block(backend_->stream(0));  // the copies wait behind earlier work
+  for (int i = 0; i < 4; ++i) {
+    const SessionId session = kSession + i;
+    BufferId id = MustAllocate(kMiB, session);
+    ASSERT_TRUE(command_->Write(session, 0, id, CopyLayout::Contiguous(0, kMiB),
+                                testing::RandomBytes(kMiB, i))
+                    .ok());
+    command_->CloseSession(session);
+  }
+  DeviceUsage held = command_->Usage();
+  EXPECT_GE(held.drop_queue_bytes, 4 * kMiB) << "the staged writes are still to be copied";
+  EXPECT_GE(held.memory_used_bytes, 4 * kMiB) << "the buffers are still being written";
+  EXPECT_TRUE(command_->ReclaimWhenIdle()) << "held for unfinished work";
+  EXPECT_GE(command_->Usage().drop_queue_bytes, 4 * kMiB);
+
+  gate.Open();
+  // No command comes: the idle upkeep alone lets everything go once the copies ran.
+  while (command_->ReclaimWhenIdle()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  DeviceUsage released = command_->Usage();
+  EXPECT_EQ(released.drop_queue_bytes, 0u);
+  EXPECT_EQ(released.drop_queue_entries, 0u);
+  EXPECT_EQ(released.memory_used_bytes, 0u);
+  EXPECT_TRUE(released.sessions.empty());
+}
+
 // Launch rules that hold before any kernel runs (this backend has no executor).
 class CommandLaunchTest : public CommandTest {
  protected:

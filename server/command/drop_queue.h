@@ -24,7 +24,9 @@
 // waits only when it holds four times their amount: until then both Seal instead,
 // `staged` joining `pending` under a new fence without waiting for the previous one
 // (a later fence on the same stream covers both); ReleaseCompleted, run as upkeep
-// between commands, frees `pending` once its fence completed.
+// between commands, frees `pending` once its fence completed. An idle device seals what
+// is staged and keeps releasing until nothing is held (CommandInterface::
+// ReclaimWhenIdle), so no bytes wait for a next command.
 //
 // Thread-safety: owned by the device thread, which alone touches it; no lock.
 
@@ -115,6 +117,7 @@ class DropQueue {
     return Flush(stream);
   }
 
+  uint64_t staged_entries() const { return staged_.size(); }
   uint64_t held_entries() const { return staged_.size() + pending_.size(); }
   uint64_t held_bytes() const { return staged_bytes_ + pending_bytes_; }
   uint64_t flushes() const { return flushes_; }

@@ -132,6 +132,7 @@ class FakeCommand final : public CommandInterface {
 
   absl::StatusOr<RelocationReport> Relocate() override { return RelocationReport(); }
   void ReclaimFinished() override {}
+  bool ReclaimWhenIdle() override { return false; }
   bool WantsRelocation() const override { return false; }
   DeviceUsage Usage() const override {
     DeviceUsage usage;

@@ -49,6 +49,7 @@ class UnavailableCommand final : public CommandInterface {
   uint64_t CloseSession(SessionId) override { return 0; }
   absl::StatusOr<RelocationReport> Relocate() override { return reason_; }
   void ReclaimFinished() override {}
+  bool ReclaimWhenIdle() override { return false; }
   bool WantsRelocation() const override { return false; }
   DeviceUsage Usage() const override { return DeviceUsage(); }
   // Already down: nothing more to lose.

@@ -15,6 +15,7 @@
 // and TryPop from the consumer (whoever runs the device's tasks). Tasks are moved out
 // before they run; the queue never runs them.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -63,6 +64,16 @@ class DeviceQueue {
   bool AwaitWork() {
     MutexLock lock(&mutex_);
     not_empty_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return depth_ > 0 || closed_ || woken_;
+    });
+    woken_ = false;
+    return depth_ > 0 || !closed_;
+  }
+
+  // Like AwaitWork, but gives up at `deadline` (true: look again).
+  bool AwaitWorkUntil(std::chrono::steady_clock::time_point deadline) {
+    MutexLock lock(&mutex_);
+    not_empty_.AwaitUntil(&mutex_, deadline, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
       return depth_ > 0 || closed_ || woken_;
     });
     woken_ = false;

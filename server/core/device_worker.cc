@@ -1,6 +1,7 @@
 #include "server/core/device_worker.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "server/command/unavailable_command.h"
@@ -12,6 +13,9 @@ namespace {
 // True on a thread while it runs a device's tasks: a task that submits more never tries
 // to run them itself (it holds the device already).
 thread_local bool running_device_tasks = false;
+
+// How often an idle device looks again at memory held for work still running.
+constexpr std::chrono::milliseconds kIdleUpkeepInterval{5};
 
 }  // namespace
 
@@ -145,6 +149,7 @@ void DeviceWorker::RunDevice() {
     initialised_changed_.NotifyAll();
   }
   while (true) {
+    bool holding = false;
     {
       MutexLock device(&device_mutex_);
       if (std::optional<Task> task = queue_.TryPop()) {
@@ -152,9 +157,10 @@ void DeviceWorker::RunDevice() {
         RunTask(*std::move(task));
         continue;
       }
-      // Idle: upkeep before waiting for more work.
+      // Idle: upkeep before waiting for more work, and again until nothing is held for
+      // work that has not finished.
       KeepHealthy();
-      command_->ReclaimFinished();
+      holding = command_->ReclaimWhenIdle();
       if (command_->WantsRelocation()) {
         absl::StatusOr<RelocationReport> report = command_->Relocate();
         if (report.ok()) {
@@ -167,7 +173,10 @@ void DeviceWorker::RunDevice() {
       }
       PublishUsage(*command_);
     }
-    if (!queue_.AwaitWork()) break;  // closed and drained
+    const bool more = holding ? queue_.AwaitWorkUntil(std::chrono::steady_clock::now() +
+                                                      kIdleUpkeepInterval)
+                              : queue_.AwaitWork();
+    if (!more) break;  // closed and drained
   }
   MutexLock device(&device_mutex_);
   metrics_->DeviceReady(options_.ordinal).Set(0);

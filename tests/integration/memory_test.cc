@@ -332,5 +332,35 @@ TEST_F(MemoryTest, ManySessionsConcurrently) {
   EXPECT_EQ(failures, 0);
 }
 
+// Sessions that end with a write still staged leave nothing behind: an idle daemon
+// releases the staged bytes and the memory once the copies ran, with no further command.
+TEST_F(MemoryTest, EndedSessionsLeaveNoStagedBytesOrMemory) {
+  session_.reset();  // only the sessions below
+  for (int i = 0; i < 40; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, "short-lived");
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<Buffer> buffer = session->Allocate(kMiB);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    ASSERT_TRUE(session->Write(*buffer, 0, testing::RandomBytes(kMiB, i)).ok());
+    ASSERT_TRUE(session->Close().ok());
+  }
+  uint64_t staged = 0, used = 0;
+  for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < give_up;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    staged = stats->devices(0).drop_queue_bytes();
+    used = stats->devices(0).memory_used_bytes();
+    if (staged == 0 && used == 0) break;
+  }
+  EXPECT_EQ(staged, 0u) << "staged bytes held after every session ended";
+  EXPECT_EQ(used, 0u) << "device memory held after every session ended";
+  auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_drop_queue_bytes{device=\"0\"} 0\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_memory_used_bytes{device=\"0\"} 0\n"));
+}
+
 }  // namespace
 }  // namespace gpucmd
