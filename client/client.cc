@@ -317,11 +317,28 @@ absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
     absl::Status failure = FromGrpcStatus(status);
     const auto& trailers = context.GetServerTrailingMetadata();
     if (auto it = trailers.find("gpucmd-kernel-id"); it != trailers.end()) {
-      failure.SetPayload(kKernelIdPayload, absl::Cord(std::string(it->second.data(),
-                                                                   it->second.size())));
+      const std::string kernel_id(it->second.data(), it->second.size());
+      // The status message is cut to fit a header: the whole log comes in a body.
+      if (absl::StatusOr<v1::GetCompileLogResponse> log = CompileLog(kernel_id);
+          failure.code() == absl::StatusCode::kInvalidArgument && log.ok() && log->failed()) {
+        failure = absl::InvalidArgumentError(log->log());
+      }
+      failure.SetPayload(kKernelIdPayload, absl::Cord(kernel_id));
     }
     return failure;
   }
+  return response;
+}
+
+absl::StatusOr<v1::GetCompileLogResponse> Session::CompileLog(const std::string& kernel_id) {
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::GetCompileLogRequest request;
+  request.set_session(token_);
+  request.set_kernel_id(kernel_id);
+  v1::GetCompileLogResponse response;
+  grpc::Status status = client_->stub_->GetCompileLog(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
 

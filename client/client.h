@@ -163,11 +163,14 @@ class Session {
   absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                     uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
   // Compiles `entry_point` of `source`; the response names the KernelId. A compile error
-  // is INVALID_ARGUMENT carrying the compiler's log, with the kernel's id as the
+  // is INVALID_ARGUMENT carrying the compiler's whole log (fetched with CompileLog: the
+  // status the daemon sends is cut to fit a header), with the kernel's id as the
   // kKernelIdPayload payload (launching it is then skipped and taints its outputs).
   absl::StatusOr<v1::CompileResponse> Compile(const std::string& source,
                                               const std::string& entry_point,
                                               const std::vector<std::string>& options = {});
+  // The whole log of the compile of `kernel_id`: errors when it failed, else warnings.
+  absl::StatusOr<v1::GetCompileLogResponse> CompileLog(const std::string& kernel_id);
   // Enqueues a compiled kernel on `stream`.
   absl::Status Launch(const std::string& kernel_id, const LaunchShape& shape,
                       const std::vector<v1::KernelArg>& args, uint64_t stream = 0);

@@ -119,6 +119,9 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   }
   if (!limits->has_session_lease_grace_seconds()) limits->set_session_lease_grace_seconds(5);
   if (!limits->has_max_shared_memory_regions()) limits->set_max_shared_memory_regions(64);
+  if (!limits->has_max_sessions()) limits->set_max_sessions(4096);
+  if (!limits->has_max_sessions_per_client()) limits->set_max_sessions_per_client(1024);
+  if (!limits->has_max_client_name_bytes()) limits->set_max_client_name_bytes(256);
   if (!limits->has_max_shared_memory_bytes()) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }

@@ -96,6 +96,9 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
       ServerCore::Options{
           .idle_timeout = std::chrono::seconds(limits.session_idle_timeout_seconds()),
           .lease_grace = std::chrono::seconds(limits.session_lease_grace_seconds()),
+          .session_limits = {.max_sessions = limits.max_sessions(),
+                             .max_sessions_per_client = limits.max_sessions_per_client(),
+                             .max_client_name_bytes = limits.max_client_name_bytes()},
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
                             .max_mapped_bytes = limits.max_shared_memory_bytes(),
                             .max_registered_bytes = limits.max_registered_shared_memory_bytes()},

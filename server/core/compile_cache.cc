@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 
 namespace gpucmd {
 namespace {
@@ -121,6 +122,17 @@ absl::StatusOr<CompiledKernel> CompileCache::Lookup(const KernelId& id) {
     }
   }
   return LoadFromDisk(id);
+}
+
+absl::StatusOr<CompileCache::CompileLog> CompileCache::LogOf(const KernelId& id) {
+  {
+    MutexLock lock(&mutex_);
+    if (auto it = failed_.find(id.hex); it != failed_.end()) {
+      return CompileLog{.failed = true, .log = std::string(it->second.message())};
+    }
+  }
+  ASSIGN_OR_RETURN(CompiledKernel kernel, Lookup(id));
+  return CompileLog{.failed = false, .log = std::move(kernel.log)};
 }
 
 std::optional<uint64_t> CompileCache::NextClient() const {

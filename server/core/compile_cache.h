@@ -87,6 +87,13 @@ class CompileCache {
   // compile failed; NOT_FOUND when it was never compiled.
   absl::StatusOr<CompiledKernel> Lookup(const KernelId& id);
 
+  struct CompileLog {
+    bool failed = false;
+    std::string log;  // errors of a failed compile, warnings of a successful one
+  };
+  // What the compile of `id` reported. NOT_FOUND for an id never compiled.
+  absl::StatusOr<CompileLog> LogOf(const KernelId& id);
+
   uint64_t memory_hits() const;
   uint64_t disk_hits() const;
   uint64_t misses() const;

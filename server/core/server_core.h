@@ -29,6 +29,7 @@ class ServerCore {
     std::chrono::milliseconds idle_timeout{600'000};
     std::chrono::milliseconds lease_grace{5'000};
     std::chrono::milliseconds reap_interval{200};
+    SessionLimits session_limits;
     SharedMemoryTable::Limits shared_memory;
     // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
     // core's own, keeping up to 64 MiB.

@@ -1,12 +1,30 @@
 #include "server/core/session_registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "base/random_token.h"
 
 namespace gpucmd {
 
-std::string SessionRegistry::Open(uint32_t device, std::string client_name,
-                                  Clock::time_point now) {
+absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string client_name,
+                                                  Clock::time_point now) {
+  if (client_name.size() > limits_.max_client_name_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "client_name is ", client_name.size(), " bytes, longer than its limit of ",
+        limits_.max_client_name_bytes, " (limits.max_client_name_bytes)"));
+  }
   MutexLock lock(&mutex_);
+  if (sessions_.size() >= limits_.max_sessions) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon has ", sessions_.size(), " sessions open, its limit "
+        "(limits.max_sessions)"));
+  }
+  uint32_t& client_sessions = sessions_per_client_[client_name];
+  if (client_sessions >= limits_.max_sessions_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this client name has ", client_sessions, " sessions open, its limit "
+        "(limits.max_sessions_per_client)"));
+  }
+  ++client_sessions;
   std::string token = RandomToken();
   while (sessions_.contains(token)) token = RandomToken();
   Entry& entry = sessions_[token];
@@ -31,8 +49,16 @@ std::optional<SessionInfo> SessionRegistry::Close(const std::string& token) {
   auto it = sessions_.find(token);
   if (it == sessions_.end()) return std::nullopt;
   SessionInfo info = it->second.info;
-  sessions_.erase(it);
+  EraseLocked(it);
   return info;
+}
+
+void SessionRegistry::EraseLocked(absl::flat_hash_map<std::string, Entry>::iterator it) {
+  auto client = sessions_per_client_.find(it->second.info.client_name);
+  if (client != sessions_per_client_.end() && --client->second == 0) {
+    sessions_per_client_.erase(client);
+  }
+  sessions_.erase(it);
 }
 
 bool SessionRegistry::LeaseOpened(const std::string& token, Clock::time_point now) {
@@ -62,7 +88,7 @@ std::vector<SessionInfo> SessionRegistry::TakeExpired(Clock::time_point now) {
     bool idle = entry.open_leases == 0 && now - entry.last_active >= idle_timeout_;
     if (lease_gone || idle) {
       expired.push_back(entry.info);
-      sessions_.erase(it++);
+      EraseLocked(it++);
     } else {
       ++it;
     }

@@ -29,15 +29,25 @@ struct SessionInfo {
   std::string client_name;
 };
 
+struct SessionLimits {
+  uint32_t max_sessions = 4096;
+  uint32_t max_sessions_per_client = 1024;  // by client name
+  uint32_t max_client_name_bytes = 256;
+};
+
 class SessionRegistry {
  public:
   using Clock = std::chrono::steady_clock;
 
-  SessionRegistry(Clock::duration idle_timeout, Clock::duration lease_grace)
-      : idle_timeout_(idle_timeout), lease_grace_(lease_grace) {}
+  SessionRegistry(Clock::duration idle_timeout, Clock::duration lease_grace,
+                  SessionLimits limits = SessionLimits())
+      : idle_timeout_(idle_timeout), lease_grace_(lease_grace), limits_(limits) {}
 
-  // Registers a new session; returns its token.
-  std::string Open(uint32_t device, std::string client_name, Clock::time_point now);
+  // Registers a new session; returns its token. RESOURCE_EXHAUSTED naming the limit when
+  // the daemon or the client has as many sessions open as it may; INVALID_ARGUMENT for a
+  // client name past its limit.
+  absl::StatusOr<std::string> Open(uint32_t device, std::string client_name,
+                                   Clock::time_point now);
   // The session behind `token`, marking it active. NOT_FOUND for unknown tokens.
   absl::StatusOr<SessionInfo> Touch(const std::string& token, Clock::time_point now);
   // Removes the session; nullopt when unknown.
@@ -60,11 +70,17 @@ class SessionRegistry {
     std::optional<Clock::time_point> lease_lost;
   };
 
+  // Forgets `it`'s session.
+  void EraseLocked(absl::flat_hash_map<std::string, Entry>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   const Clock::duration idle_timeout_;
   const Clock::duration lease_grace_;
+  const SessionLimits limits_;
   mutable Mutex mutex_;
   SessionId next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<std::string, uint32_t> sessions_per_client_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace gpucmd

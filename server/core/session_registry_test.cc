@@ -1,5 +1,6 @@
 #include "server/core/session_registry.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
@@ -11,8 +12,8 @@ using std::chrono::seconds;
 TEST(SessionRegistryTest, TokensAreUnguessableAndScoped) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point now = Clock::now();
-  std::string a = registry.Open(0, "a", now);
-  std::string b = registry.Open(1, "b", now);
+  std::string a = *registry.Open(0, "a", now);
+  std::string b = *registry.Open(1, "b", now);
   EXPECT_EQ(a.size(), 32u);
   EXPECT_NE(a, b);
   EXPECT_EQ(registry.Touch(a, now)->client_name, "a");
@@ -27,8 +28,8 @@ TEST(SessionRegistryTest, TokensAreUnguessableAndScoped) {
 TEST(SessionRegistryTest, IdleSessionsExpire) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point start = Clock::now();
-  std::string idle = registry.Open(0, "idle", start);
-  std::string busy = registry.Open(0, "busy", start);
+  std::string idle = *registry.Open(0, "idle", start);
+  std::string busy = *registry.Open(0, "busy", start);
   ASSERT_TRUE(registry.Touch(busy, start + seconds(50)).ok());
   std::vector<SessionInfo> expired = registry.TakeExpired(start + seconds(61));
   ASSERT_EQ(expired.size(), 1u);
@@ -39,7 +40,7 @@ TEST(SessionRegistryTest, IdleSessionsExpire) {
 TEST(SessionRegistryTest, LeasedSessionsLiveUntilTheLeaseBreaksPlusGrace) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point start = Clock::now();
-  std::string token = registry.Open(0, "leased", start);
+  std::string token = *registry.Open(0, "leased", start);
   ASSERT_TRUE(registry.LeaseOpened(token, start));
   EXPECT_TRUE(registry.TakeExpired(start + seconds(3600)).empty()) << "a held lease keeps it";
   registry.LeaseClosed(token, start + seconds(3600));
@@ -51,12 +52,45 @@ TEST(SessionRegistryTest, LeasedSessionsLiveUntilTheLeaseBreaksPlusGrace) {
 TEST(SessionRegistryTest, ReopenedLeaseCancelsExpiry) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point start = Clock::now();
-  std::string token = registry.Open(0, "flaky", start);
+  std::string token = *registry.Open(0, "flaky", start);
   ASSERT_TRUE(registry.LeaseOpened(token, start));
   registry.LeaseClosed(token, start + seconds(1));
   ASSERT_TRUE(registry.LeaseOpened(token, start + seconds(2)));
   EXPECT_TRUE(registry.TakeExpired(start + seconds(30)).empty());
   EXPECT_FALSE(registry.LeaseOpened("unknown", start));
+}
+
+TEST(SessionRegistryTest, SessionLimitsInAllAndPerClientName) {
+  SessionRegistry registry(seconds(60), seconds(5),
+                           {.max_sessions = 5, .max_sessions_per_client = 3});
+  Clock::time_point now = Clock::now();
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 3; ++i) tokens.push_back(*registry.Open(0, "greedy", now));
+  absl::StatusOr<std::string> fourth = registry.Open(0, "greedy", now);
+  EXPECT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(fourth.status().message()),
+              ::testing::HasSubstr("limits.max_sessions_per_client"));
+  ASSERT_TRUE(registry.Open(0, "other", now).ok());
+  ASSERT_TRUE(registry.Open(0, "third", now).ok());
+  absl::StatusOr<std::string> sixth = registry.Open(0, "fourth", now);
+  EXPECT_EQ(sixth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(sixth.status().message()), ::testing::HasSubstr("limits.max_sessions"));
+
+  // Closed and expired sessions give their places back.
+  ASSERT_TRUE(registry.Close(tokens[0]).has_value());
+  EXPECT_TRUE(registry.Open(0, "greedy", now).ok());
+  EXPECT_EQ(registry.TakeExpired(now + seconds(61)).size(), 5u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(registry.Open(0, "greedy", now).ok()) << i;
+}
+
+TEST(SessionRegistryTest, ClientNamesHaveALengthLimit) {
+  SessionRegistry registry(seconds(60), seconds(5), {.max_client_name_bytes = 8});
+  EXPECT_TRUE(registry.Open(0, "12345678", Clock::now()).ok());
+  absl::StatusOr<std::string> long_name = registry.Open(0, std::string(1 << 20, 'n'), Clock::now());
+  EXPECT_EQ(long_name.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_name.status().message()),
+              ::testing::HasSubstr("limits.max_client_name_bytes"));
+  EXPECT_EQ(registry.size(), 1u);
 }
 
 }  // namespace

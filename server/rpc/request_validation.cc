@@ -1,7 +1,10 @@
 #include "server/rpc/request_validation.h"
 
-#include "absl/strings/string_view.h"
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "base/status_macros.h"
 
 namespace gpucmd {
@@ -16,7 +19,32 @@ absl::Status CheckNoOverflow(uint64_t offset, uint64_t size, absl::string_view w
   return absl::OkStatus();
 }
 
+// Session tokens are 32 hex digits (SessionRegistry); kernel ids 64 (CompileCache).
+constexpr size_t kMaxSessionTokenBytes = 64;
+constexpr size_t kKernelIdDigits = 64;
+constexpr size_t kMaxEntryPointBytes = 256;
+
+bool IsIdentifier(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 }  // namespace
+
+absl::Status ValidateKernelId(const std::string& kernel_id) {
+  if (kernel_id.empty()) return absl::InvalidArgumentError("kernel_id is required");
+  const bool hex = std::all_of(kernel_id.begin(), kernel_id.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+  });
+  if (kernel_id.size() > kKernelIdDigits || !hex) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel_id is not one Compile returns (", kKernelIdDigits, " hex digits); got ",
+        kernel_id.size(), " bytes"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateOpenSession(const v1::OpenSessionRequest& request, int device_count) {
   if (request.device() >= static_cast<uint32_t>(device_count)) {
@@ -29,6 +57,10 @@ absl::Status ValidateOpenSession(const v1::OpenSessionRequest& request, int devi
 
 absl::Status ValidateSessionToken(const std::string& session) {
   if (session.empty()) return absl::InvalidArgumentError("session is required");
+  if (session.size() > kMaxSessionTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "session is ", session.size(), " bytes: not a token OpenSession returns"));
+  }
   return absl::OkStatus();
 }
 
@@ -94,13 +126,17 @@ absl::Status ValidateCompile(const v1::CompileRequest& request) {
   if (request.entry_point().empty()) {
     return absl::InvalidArgumentError("entry_point is required");
   }
+  if (request.entry_point().size() > kMaxEntryPointBytes || !IsIdentifier(request.entry_point())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "entry_point must name an extern \"C\" function: an identifier of at most ",
+        kMaxEntryPointBytes, " bytes"));
+  }
   return absl::OkStatus();
 }
 
 absl::Status ValidateLaunch(const v1::LaunchRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));
-  if (request.kernel_id().empty()) return absl::InvalidArgumentError("kernel_id is required");
-  return absl::OkStatus();
+  return ValidateKernelId(request.kernel_id());
 }
 
 }  // namespace gpucmd

@@ -13,6 +13,7 @@ namespace gpucmd {
 
 absl::Status ValidateOpenSession(const v1::OpenSessionRequest& request, int device_count);
 absl::Status ValidateSessionToken(const std::string& session);
+absl::Status ValidateKernelId(const std::string& kernel_id);
 absl::Status ValidateAllocate(const v1::AllocateRequest& request);
 absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout);
 absl::Status ValidateWriteHeader(const v1::WriteHeader& header);

@@ -95,5 +95,36 @@ TEST(RequestValidationTest, LaunchNeedsSessionAndKernel) {
   EXPECT_TRUE(ValidateLaunch(request).ok());
 }
 
+// Names and ids are bounded before anything uses them, and never echoed back whole.
+TEST(RequestValidationTest, IdsAndNamesHaveLengthLimits) {
+  const std::string huge(8000, 'a');
+  EXPECT_EQ(ValidateSessionToken(huge).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(ValidateSessionToken(huge).message().size(), 200u);
+
+  v1::LaunchRequest launch;
+  launch.set_session("s");
+  for (const std::string& bad : {huge, std::string("not-hex"), std::string(65, 'a')}) {
+    launch.set_kernel_id(bad);
+    absl::Status status = ValidateLaunch(launch);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad.size();
+    EXPECT_LT(status.message().size(), 200u);
+  }
+  launch.set_kernel_id(std::string(64, 'f'));
+  EXPECT_TRUE(ValidateLaunch(launch).ok());
+
+  v1::CompileRequest compile;
+  compile.set_session("s");
+  compile.set_source("extern \"C\" __global__ void k() {}");
+  for (const std::string& bad : {huge, std::string("1k"), std::string("k(); int x"),
+                                 std::string("k k")}) {
+    compile.set_entry_point(bad);
+    absl::Status status = ValidateCompile(compile);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_LT(status.message().size(), 200u);
+  }
+  compile.set_entry_point("_kernel_2");
+  EXPECT_TRUE(ValidateCompile(compile).ok());
+}
+
 }  // namespace
 }  // namespace gpucmd

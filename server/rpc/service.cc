@@ -80,9 +80,10 @@ grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerCon
     return FinishUnary(context, absl::UnavailableError(absl::StrCat(
                                     "device ", request->device(), " is not ready")));
   }
-  response->set_session(core.sessions().Open(request->device(), request->client_name(),
-                                             SessionRegistry::Clock::now()));
-  return FinishUnary(context, absl::OkStatus());
+  absl::StatusOr<std::string> token =
+      core.sessions().Open(request->device(), request->client_name(), SessionRegistry::Clock::now());
+  if (token.ok()) response->set_session(*std::move(token));
+  return FinishUnary(context, token.status());
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
@@ -225,6 +226,23 @@ grpc::ServerUnaryReactor* GpuCommandService::Compile(grpc::CallbackServerContext
         reactor->Finish(ToGrpcStatus(result.status()));
       });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::GetCompileLog(
+    grpc::CallbackServerContext* context, const v1::GetCompileLogRequest* request,
+    v1::GetCompileLogResponse* response) {
+  absl::Status valid = ValidateSessionToken(request->session());
+  if (valid.ok()) valid = ValidateKernelId(request->kernel_id());
+  if (!valid.ok()) return FinishUnary(context, valid);
+  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  if (!session.ok()) return FinishUnary(context, session.status());
+  absl::StatusOr<CompileCache::CompileLog> log =
+      environment_.compiler->LogOf(KernelId{request->kernel_id()});
+  if (log.ok()) {
+    response->set_failed(log->failed);
+    response->set_log(std::move(log->log));
+  }
+  return FinishUnary(context, log.status());
 }
 
 grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext* context,

@@ -74,6 +74,9 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
   grpc::ServerUnaryReactor* UnregisterSharedMemory(
       grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
       v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetCompileLog(grpc::CallbackServerContext* context,
+                                          const v1::GetCompileLogRequest* request,
+                                          v1::GetCompileLogResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;

@@ -21,6 +21,8 @@
 #include "base/identity.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
+#include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
 
@@ -37,6 +39,7 @@ constexpr int kCompileTimeoutSeconds = 3;
 constexpr uint64_t kCompileMemoryBytes = 256 << 20;
 constexpr char kVictimBytes[] = "victim-bytes-16!";
 constexpr int kQueuedCommands = 8;
+constexpr int kSessionsPerClient = 16;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -49,7 +52,8 @@ class AdversarialTest : public ::testing::Test {
                           << "compile { cache_dir: \"" << directory << "/cache\""
                           << " timeout_seconds: " << kCompileTimeoutSeconds
                           << " max_memory_bytes: " << kCompileMemoryBytes << " }\n"
-                          << "limits { session_queued_commands: " << kQueuedCommands << " }\n";
+                          << "limits { session_queued_commands: " << kQueuedCommands
+                          << " max_sessions_per_client: " << kSessionsPerClient << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -433,6 +437,78 @@ TEST_F(AdversarialTest, ACompilerMemoryBombStopsAtTheLimit) {
       extern "C" __global__ void attack(long long* out) { out[0] = bomb[0]; })");
   EXPECT_EQ(compiled.code(), absl::StatusCode::kResourceExhausted) << compiled;
   EXPECT_THAT(std::string(compiled.message()), HasSubstr("memory limit"));
+}
+
+// Errors long enough to overflow a header (a compile log, a huge id echoed back) reach a
+// client with gRPC's default limits as what they are, the whole log in a body.
+TEST_F(AdversarialTest, LongErrorsFitAClientsDefaultLimits) {
+  std::string source = "extern \"C\" __global__ void noisy(int* out) {\n";
+  for (int i = 0; i < 400; ++i) {
+    source += "  out[" + std::to_string(i) + "] = undefined_" + std::to_string(i) + ";\n";
+  }
+  source += "}\n";
+  auto stub = v1::GpuCommand::NewStub(
+      grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials()));
+  v1::CompileRequest compile;
+  compile.set_session(attacker_->token());
+  compile.set_source(source);
+  compile.set_entry_point("noisy");
+  grpc::ClientContext context;
+  v1::CompileResponse compiled;
+  grpc::Status status = stub->Compile(&context, compile, &compiled);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_LE(status.error_message().size(), 2048u);
+  EXPECT_THAT(status.error_message(), HasSubstr("undefined_0"));
+  EXPECT_THAT(status.error_message(), HasSubstr("more bytes cut"));
+  auto id = context.GetServerTrailingMetadata().find("gpucmd-kernel-id");
+  ASSERT_NE(id, context.GetServerTrailingMetadata().end());
+
+  grpc::ClientContext log_context;
+  v1::GetCompileLogRequest log_request;
+  log_request.set_session(attacker_->token());
+  log_request.set_kernel_id(std::string(id->second.data(), id->second.size()));
+  v1::GetCompileLogResponse log;
+  ASSERT_TRUE(stub->GetCompileLog(&log_context, log_request, &log).ok());
+  EXPECT_TRUE(log.failed());
+  EXPECT_GT(log.log().size(), 8192u);
+  EXPECT_THAT(log.log(), HasSubstr("undefined_399"));
+  absl::StatusOr<v1::CompileResponse> through_client = attacker_->Compile(source, "noisy");
+  EXPECT_EQ(through_client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(through_client.status().message()), HasSubstr("undefined_399"))
+      << "the client library gives the whole log";
+
+  v1::LaunchRequest launch;
+  launch.set_session(attacker_->token());
+  launch.set_kernel_id(std::string(8000, 'k'));
+  grpc::ClientContext launch_context;
+  v1::LaunchResponse launched;
+  status = stub->Launch(&launch_context, launch, &launched);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_LT(status.error_message().size(), 200u);
+}
+
+TEST_F(AdversarialTest, SessionsAndClientNamesHaveLimits) {
+  std::vector<Session> sessions;
+  absl::Status refused;
+  for (int i = 0; i <= kSessionsPerClient && refused.ok(); ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, "greedy");
+    if (session.ok()) {
+      sessions.push_back(*std::move(session));
+    } else {
+      refused = session.status();
+    }
+  }
+  EXPECT_EQ(sessions.size(), static_cast<size_t>(kSessionsPerClient));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.max_sessions_per_client"));
+  EXPECT_TRUE(client_->OpenSession(0, "modest").ok()) << "another client still gets one";
+  ASSERT_TRUE(sessions.back().Close().ok());
+  EXPECT_TRUE(client_->OpenSession(0, "greedy").ok()) << "a closed session gives its place";
+
+  absl::StatusOr<Session> named = client_->OpenSession(0, std::string(1 << 20, 'n'));
+  EXPECT_EQ(named.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(named.status().message()), HasSubstr("limits.max_client_name_bytes"));
+  EXPECT_LT(named.status().message().size(), 200u);
 }
 
 }  // namespace
