@@ -21,6 +21,7 @@
 #include "server/driver_setup.h"
 #include "server/listen_address.h"
 #include "server/rpc/metrics_interceptor.h"
+#include "server/rpc/unparsed_request_interceptor.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
@@ -129,6 +130,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   builder.RegisterService(daemon->service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
+  // First: the metrics count the status it rewrites.
+  interceptors.push_back(std::make_unique<UnparsedRequestInterceptorFactory>());
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(daemon->metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 

@@ -12,20 +12,27 @@
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/session_registry.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/raw_messages.h"
 
 namespace gpucmd {
 
+// Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h).
 class KeepAliveReactor final
-    : public grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit KeepAliveReactor(SessionRegistry* sessions) : sessions_(sessions) {
-    StartRead(&request_);
+    StartRead(&incoming_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client half-closed or went away
       EndLease();
       Finish(grpc::Status::OK);
+      return;
+    }
+    if (absl::Status parsed = ParseRequest(&incoming_, &request_); !parsed.ok()) {
+      EndLease();
+      Finish(ToGrpcStatus(parsed));
       return;
     }
     if (token_.empty()) {
@@ -48,7 +55,7 @@ class KeepAliveReactor final
 
   void OnWriteDone(bool ok) override {
     if (ok) {
-      StartRead(&request_);
+      StartRead(&incoming_);
     } else {
       EndLease();
       Finish(grpc::Status::OK);
@@ -67,8 +74,10 @@ class KeepAliveReactor final
   }
 
   SessionRegistry* const sessions_;
+  grpc::ByteBuffer incoming_;
   v1::KeepAliveRequest request_;
-  v1::KeepAliveResponse response_;
+  // An empty KeepAliveResponse: its serialization has no bytes.
+  grpc::ByteBuffer response_ = SerializeResponse(v1::KeepAliveResponse());
   std::string token_;  // set while this stream holds the session's lease
 };
 

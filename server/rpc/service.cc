@@ -112,8 +112,8 @@ grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>*
-GpuCommandService::KeepAlive(grpc::CallbackServerContext*) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuCommandService::KeepAlive(
+    grpc::CallbackServerContext*) {
   return new KeepAliveReactor(&environment_.core->sessions());
 }
 
@@ -158,8 +158,8 @@ grpc::ServerUnaryReactor* GpuCommandService::Free(grpc::CallbackServerContext* c
       [](const OperationResult&) {});
 }
 
-grpc::ServerReadReactor<v1::WriteRequest>* GpuCommandService::Write(
-    grpc::CallbackServerContext* context, v1::WriteResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* GpuCommandService::Write(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return new WriteReactor(&environment_, context, response);
 }
 
@@ -269,7 +269,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerCon
       });
 }
 
-grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* GpuCommandService::Submit(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuCommandService::Submit(
     grpc::CallbackServerContext* context) {
   return new SubmitReactor(&environment_, context);
 }

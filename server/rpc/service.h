@@ -23,7 +23,35 @@
 
 namespace gpucmd {
 
-class GpuCommandService final : public v1::GpuCommand::CallbackService {
+namespace service_internal {
+using G = v1::GpuCommand;
+// Every method on the callback API (GpuCommand::CallbackService), but KeepAlive, Write
+// and Submit served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h).
+using GpuCommandServiceBase =
+    G::WithCallbackMethod_OpenSession<
+    G::WithCallbackMethod_CloseSession<
+    G::WithRawCallbackMethod_KeepAlive<
+    G::WithCallbackMethod_ListDevices<
+    G::WithCallbackMethod_Allocate<
+    G::WithCallbackMethod_Free<
+    G::WithRawCallbackMethod_Write<
+    G::WithCallbackMethod_Read<
+    G::WithCallbackMethod_Copy<
+    G::WithCallbackMethod_Defragment<
+    G::WithCallbackMethod_Compile<
+    G::WithCallbackMethod_GetCompileLog<
+    G::WithCallbackMethod_Launch<
+    G::WithCallbackMethod_Synchronize<
+    G::WithRawCallbackMethod_Submit<
+    G::WithCallbackMethod_RegisterSharedMemory<
+    G::WithCallbackMethod_UnregisterSharedMemory<
+    G::WithCallbackMethod_GetStats<
+    G::Service>>>>>>>>>>>>>>>>>>;
+}  // namespace service_internal
+
+using service_internal::GpuCommandServiceBase;
+
+class GpuCommandService final : public GpuCommandServiceBase {
  public:
   // The environment's pointees must outlive the service. Read replies are cut into
   // chunks of at most `max_message_bytes` (minus framing).
@@ -39,7 +67,7 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
   grpc::ServerUnaryReactor* CloseSession(grpc::CallbackServerContext* context,
                                          const v1::CloseSessionRequest* request,
                                          v1::CloseSessionResponse* response) override;
-  grpc::ServerBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse>* KeepAlive(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KeepAlive(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* context,
                                      const v1::AllocateRequest* request,
@@ -47,8 +75,8 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
   grpc::ServerUnaryReactor* Free(grpc::CallbackServerContext* context,
                                  const v1::FreeRequest* request,
                                  v1::FreeResponse* response) override;
-  grpc::ServerReadReactor<v1::WriteRequest>* Write(grpc::CallbackServerContext* context,
-                                                   v1::WriteResponse* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Write(grpc::CallbackServerContext* context,
+                                                   grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<v1::ReadResponse>* Read(grpc::CallbackServerContext* context,
                                                    const v1::ReadRequest* request) override;
   grpc::ServerUnaryReactor* Copy(grpc::CallbackServerContext* context,
@@ -66,7 +94,7 @@ class GpuCommandService final : public v1::GpuCommand::CallbackService {
   grpc::ServerUnaryReactor* Synchronize(grpc::CallbackServerContext* context,
                                         const v1::SynchronizeRequest* request,
                                         v1::SynchronizeResponse* response) override;
-  grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse>* Submit(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Submit(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterSharedMemory(
       grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,

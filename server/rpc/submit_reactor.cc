@@ -1,6 +1,7 @@
 #include "server/rpc/submit_reactor.h"
 
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/raw_messages.h"
 #include "server/rpc/request_conversion.h"
 
 namespace gpucmd {
@@ -13,16 +14,22 @@ SubmitReactor::SubmitReactor(const RpcEnvironment* environment,
 
 void SubmitReactor::OnReadDone(bool ok) {
   std::unique_ptr<InFlight> batch;
-  if (ok) batch = Convert(std::move(incoming_));
+  absl::Status parsed;
+  if (ok) {
+    v1::SubmitRequest request;
+    parsed = ParseRequest(&incoming_, &request);
+    if (parsed.ok()) batch = Convert(std::move(request));
+  }
   incoming_.Clear();
   Next next;
   {
     MutexLock lock(&mutex_);
     reading_ = false;
-    if (ok) {
+    if (batch != nullptr) {
       waiting_.push_back(std::move(batch));
     } else {
       reads_done_ = true;
+      unparsed_ = parsed;
     }
     next = Advance();
   }
@@ -66,7 +73,7 @@ SubmitReactor::Next SubmitReactor::Advance() {
     finished_ = true;
     next.finish = client_gone_ ? ToGrpcStatus(absl::CancelledError(
                                      "the client stopped reading replies"))
-                               : grpc::Status::OK;
+                               : ToGrpcStatus(unparsed_);
   }
   return next;
 }
@@ -219,7 +226,7 @@ void SubmitReactor::SendReplies(size_t end, bool batch_done) {
   Next next;
   {
     MutexLock lock(&mutex_);
-    if (!client_gone_) outgoing_.push_back(std::move(response));
+    if (!client_gone_) outgoing_.push_back(SerializeResponse(response));
     next = Advance();
   }
   Act(next);

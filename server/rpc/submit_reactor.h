@@ -30,8 +30,10 @@
 
 namespace gpucmd {
 
-class SubmitReactor final
-    : public grpc::ServerBidiReactor<v1::SubmitRequest, v1::SubmitResponse> {
+// Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h): a batch
+// that does not parse stops the reading, and once the batches before it are answered
+// the call ends INVALID_ARGUMENT.
+class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Batches read while one runs before the reactor waits for it.
   static constexpr size_t kMaxBatchesAhead = 4;
@@ -74,7 +76,7 @@ class SubmitReactor final
   // What the reactor should do once it let go of `mutex_`.
   struct Next {
     bool read = false;
-    const v1::SubmitResponse* write = nullptr;  // to start writing
+    const grpc::ByteBuffer* write = nullptr;  // to start writing
     bool run = false;                           // the batch just made running_
     std::optional<grpc::Status> finish;
   };
@@ -84,16 +86,17 @@ class SubmitReactor final
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
-  v1::SubmitRequest incoming_;        // the read in progress
+  grpc::ByteBuffer incoming_;          // the read in progress
   std::unique_ptr<InFlight> running_;  // the batch running, carried by one thread
 
   Mutex mutex_;
   std::deque<std::unique_ptr<InFlight>> waiting_ ABSL_GUARDED_BY(mutex_);
   bool batch_running_ ABSL_GUARDED_BY(mutex_) = false;
-  std::deque<v1::SubmitResponse> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
+  std::deque<grpc::ByteBuffer> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = true;
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status unparsed_ ABSL_GUARDED_BY(mutex_);  // a batch did not parse: the call's end
   bool client_gone_ ABSL_GUARDED_BY(mutex_) = false;  // it stopped reading replies
   bool finished_ ABSL_GUARDED_BY(mutex_) = false;
 };

@@ -3,17 +3,18 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/raw_messages.h"
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/request_validation.h"
 
 namespace gpucmd {
 
 WriteReactor::WriteReactor(const RpcEnvironment* environment,
-                           grpc::CallbackServerContext* context, v1::WriteResponse* response)
+                           grpc::CallbackServerContext* context, grpc::ByteBuffer* response)
     : environment_(environment), context_(context), response_(response) {
   // Messages parse into pooled memory (Note [Payload pool]).
   *request_.mutable_data() = environment_->core->payloads().Take();
-  StartRead(&request_);
+  StartRead(&incoming_);
 }
 
 void WriteReactor::OnDone() {
@@ -26,6 +27,10 @@ void WriteReactor::OnDone() {
 void WriteReactor::OnReadDone(bool ok) {
   if (!ok) {
     Run();
+    return;
+  }
+  if (absl::Status parsed = ParseRequest(&incoming_, &request_); !parsed.ok()) {
+    Finish(ToGrpcStatus(parsed));
     return;
   }
   if (!header_) {
@@ -53,7 +58,7 @@ void WriteReactor::OnReadDone(bool ok) {
   } else {
     data_.append(request_.data());
   }
-  StartRead(&request_);
+  StartRead(&incoming_);
 }
 
 absl::Status WriteReactor::AcceptHeader() {
@@ -87,7 +92,11 @@ void WriteReactor::Run() {
   }
   RunBatchOfOne(*environment_, context_, session_, "write", *std::move(write),
                 [this](OperationResult& result) {
-                  if (result.status.ok()) response_->set_bytes_written(result.bytes_written);
+                  if (result.status.ok()) {
+                    v1::WriteResponse response;
+                    response.set_bytes_written(result.bytes_written);
+                    *response_ = SerializeResponse(response);
+                  }
                   Finish(ToGrpcStatus(result.status));
                 });
 }

@@ -18,11 +18,12 @@
 
 namespace gpucmd {
 
-class WriteReactor final : public grpc::ServerReadReactor<v1::WriteRequest> {
+// Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h).
+class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  // `environment` must outlive the call.
+  // `environment` must outlive the call; `response` receives the WriteResponse.
   WriteReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context,
-               v1::WriteResponse* response);
+               grpc::ByteBuffer* response);
 
   void OnReadDone(bool ok) override;
   // Gives the call's payload memory back to the pool.
@@ -34,7 +35,8 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteRequest> {
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
-  v1::WriteResponse* const response_;
+  grpc::ByteBuffer* const response_;
+  grpc::ByteBuffer incoming_;
   v1::WriteRequest request_;
   std::optional<v1::WriteHeader> header_;
   SessionInfo session_;

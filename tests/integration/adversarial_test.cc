@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
@@ -509,6 +510,61 @@ TEST_F(AdversarialTest, SessionsAndClientNamesHaveLimits) {
   EXPECT_EQ(named.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(named.status().message()), HasSubstr("limits.max_client_name_bytes"));
   EXPECT_LT(named.status().message().size(), 200u);
+}
+
+// Sends `body` as the one request message of `method` ("/package.Service/Method") and
+// reads every reply; the call's status.
+grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& method, const std::string& body) {
+  grpc::CompletionQueue queue;
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&context, method, &queue);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(nullptr);
+  queue.Next(&tag, &ok);
+  grpc::Slice slice(body);
+  call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
+  queue.Next(&tag, &ok);
+  call->WritesDone(nullptr);
+  queue.Next(&tag, &ok);
+  grpc::ByteBuffer reply;
+  do {
+    call->Read(&reply, nullptr);
+    queue.Next(&tag, &ok);
+  } while (ok);
+  grpc::Status status;
+  call->Finish(&status, nullptr);
+  queue.Next(&tag, &ok);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+  return status;
+}
+
+// A body that is not a protobuf message gets INVALID_ARGUMENT saying so, from every RPC,
+// unary or streaming; an empty body is a valid (empty) message and is not.
+TEST_F(AdversarialTest, RequestsThatDoNotParseAreInvalidArgument) {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          "gpucmd.v1.GpuCommand");
+  ASSERT_NE(service, nullptr);
+  auto channel = grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials());
+  for (const std::string& garbage : {std::string("\xff\xff\xff\xff\x0f", 5),
+                                     std::string("\x0a\x05" "ab", 4)}) {
+    for (int m = 0; m < service->method_count(); ++m) {
+      const std::string method = "/gpucmd.v1.GpuCommand/" + service->method(m)->name();
+      grpc::Status status = CallWithRawBody(channel, method, garbage);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << method << ": " << status.error_message();
+      EXPECT_THAT(status.error_message(), HasSubstr("could not be parsed")) << method;
+    }
+  }
+  grpc::Status empty = CallWithRawBody(channel, "/gpucmd.v1.GpuCommand/ListDevices", "");
+  EXPECT_TRUE(empty.ok()) << empty.error_message();
 }
 
 }  // namespace
