@@ -48,7 +48,10 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HostPort
                                                                    Callbacks callbacks) {
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(std::move(callbacks)));
   std::string ports = absl::StrCat(address.host, ":", address.port);
-  const char* options[] = {"listening_ports", ports.c_str(), "num_threads", "2", nullptr};
+  // Connections that send nothing hold a worker only briefly, and there are workers to
+  // spare, so the health endpoints answer while other connections idle.
+  const char* options[] = {"listening_ports", ports.c_str(), "num_threads", "16",
+                           "request_timeout_ms", "1000", nullptr};
   mg_callbacks no_callbacks{};
   endpoint->context_ = mg_start(&no_callbacks, nullptr, options);
   if (endpoint->context_ == nullptr) {

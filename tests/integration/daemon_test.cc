@@ -1,8 +1,11 @@
 // Starts the real gpucmdd binary and talks to it the way users and operators do: the
 // C++ client library, gpucmdctl, gRPC health, and the HTTP endpoint.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <grp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,6 +183,28 @@ TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
   std::ofstream(path) << metrics->body;
   CommandResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
   EXPECT_EQ(check.exit_code, 0) << check.stdout_text << check.stderr_text;
+}
+
+// Connections that connect and send nothing do not keep the health endpoints from
+// answering (HttpGet gives up after 10 s without an answer).
+TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
+  std::vector<int> idle;
+  for (int i = 0; i < 24; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(daemon_->http_port()));
+    ASSERT_EQ(inet_pton(AF_INET, daemon_->http_host().c_str(), &address.sin_addr), 1);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    idle.push_back(fd);
+  }
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+    absl::StatusOr<testing::HttpResponse> answer =
+        HttpGet(daemon_->http_host(), daemon_->http_port(), path);
+    ASSERT_TRUE(answer.ok()) << path << ": " << answer.status();
+    EXPECT_EQ(answer->status, 200) << path;
+  }
+  for (int fd : idle) close(fd);
 }
 
 TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {

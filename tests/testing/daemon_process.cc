@@ -99,6 +99,8 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
     close(fd);
     return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
   }
+  const timeval patience{.tv_sec = 10, .tv_usec = 0};  // an answer that never comes fails
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
   std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host,
                                      "\r\nConnection: close\r\n\r\n");
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
