@@ -422,9 +422,16 @@ class Command final : public CommandInterface {
       if (drop_queues_[i].staged_entries() > 0) drop_queues_[i].Seal(backend_.stream(i));
     }
     ReclaimFinished();
+    // Launches still running are looked at again too: what GetStats reports of them
+    // follows as they end.
     return !deferred_.empty() ||
            std::any_of(drop_queues_.begin(), drop_queues_.end(),
-                       [](const DropQueue<Stream>& queue) { return queue.held_entries() > 0; });
+                       [](const DropQueue<Stream>& queue) { return queue.held_entries() > 0; }) ||
+           std::any_of(sessions_.begin(), sessions_.end(), [](const auto& session) {
+             return std::any_of(session.second.launches_in_flight.begin(),
+                                session.second.launches_in_flight.end(),
+                                [](const Event& launch) { return !launch.IsComplete(); });
+           });
   }
 
   bool WantsRelocation() const override { return !pool_.PagesToEvacuate().empty(); }
@@ -441,7 +448,10 @@ class Command final : public CommandInterface {
     usage.relocations = relocations_;
     usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
     for (const auto& [id, state] : sessions_) {
-      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size()};
+      const uint64_t launches = std::count_if(
+          state.launches_in_flight.begin(), state.launches_in_flight.end(),
+          [](const Event& launch) { return !launch.IsComplete(); });
+      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), launches};
     }
     return usage;
   }

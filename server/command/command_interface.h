@@ -77,6 +77,7 @@ struct RelocationReport {
 struct SessionUsage {
   uint64_t memory_used_bytes = 0;
   uint64_t buffers = 0;
+  uint64_t launches_in_flight = 0;  // queued on streams, not run to their end
 };
 
 struct DeviceUsage {
@@ -163,7 +164,7 @@ class CommandInterface {
   // Upkeep of an idle device: fences what was staged since the last fence and frees
   // what finished, so that nothing waits for a next command to be released. True while
   // it still holds memory that later upkeep will free (staged bytes and frees behind
-  // work the device has not finished).
+  // work the device has not finished), or launches are still running.
   virtual bool ReclaimWhenIdle() = 0;
   // True when relocation would move something (checked when the device is idle).
   virtual bool WantsRelocation() const = 0;

@@ -80,6 +80,13 @@ class DeviceQueue {
     return depth_ > 0 || !closed_;
   }
 
+  // Tasks `session` has queued.
+  size_t QueuedFor(SessionId session) const {
+    MutexLock lock(&mutex_);
+    auto it = sessions_.find(session);
+    return it == sessions_.end() ? 0 : it->second.size();
+  }
+
   // Wakes the consumer from AwaitWork without a task (true once, as if one had come).
   void Wake() {
     MutexLock lock(&mutex_);

@@ -100,6 +100,8 @@ class DeviceWorker {
   // Figures as of the last task the device thread finished.
   DeviceUsage usage() const;
   size_t queue_depth() const { return queue_.depth(); }
+  // Commands `session` has queued on this device.
+  size_t queued_for(SessionId session) const { return queue_.QueuedFor(session); }
   int ordinal() const { return options_.ordinal; }
 
   // Refuses new tasks, finishes queued ones and pending completions, joins.

@@ -340,6 +340,8 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_device(session->device);
     stats->set_memory_used_bytes(mine.memory_used_bytes);
     stats->set_buffers(mine.buffers);
+    stats->set_queued_commands(core.worker(session->device).queued_for(session->id) +
+                               mine.launches_in_flight);
     stats->set_shared_memory_regions(core.shared_memory().RegionsOf(session->id));
   }
   const SharedMemoryTable::Usage shared = core.shared_memory().usage();

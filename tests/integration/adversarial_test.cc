@@ -355,6 +355,10 @@ TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
   EXPECT_LE(accepted, kQueuedCommands);
+  absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats(attacker_->token());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GE(stats->session().queued_commands(), static_cast<uint64_t>(accepted - 1))
+      << "the launches waiting behind the long one are reported";
   ASSERT_TRUE(attacker_->Synchronize().ok());
   EXPECT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(0)}).ok())
       << "launches are accepted again once the queued ones ran";
