@@ -183,7 +183,7 @@ class Command final : public CommandInterface {
     }
     ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
     ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(target->location, target_id));
-    int index = StreamFor(session, logical);
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*source, index));
     RETURN_IF_ERROR(AwaitBeforeWrite(*target, index));
@@ -248,7 +248,7 @@ class Command final : public CommandInterface {
       spec.buffers.push_back(DeviceResource{address, buffer->size_bytes - arg.offset_bytes});
       touched.emplace_back(buffer, arg.access);
     }
-    int index = StreamFor(session, logical);
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
     Stream& stream = backend_.stream(index);
     for (const auto& [buffer, access] : touched) {
       RETURN_IF_ERROR(access == BufferAccess::kRead ? AwaitBeforeRead(*buffer, index)
@@ -279,7 +279,9 @@ class Command final : public CommandInterface {
   PendingWait Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
     std::vector<int> indices;
     if (logical.has_value()) {
-      indices.push_back(StreamFor(session, *logical));
+      // A stream the session never used holds nothing of it.
+      const auto& streams = sessions_[session].streams;
+      if (auto it = streams.find(*logical); it != streams.end()) indices.push_back(it->second);
     } else {
       for (const auto& [unused, index] : sessions_[session].streams) indices.push_back(index);
     }
@@ -566,7 +568,7 @@ class Command final : public CommandInterface {
     if (layout.host_bytes() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes staged, host());
-    int index = StreamFor(session, logical);
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
     if (staged.pinned() || access == HostAccess::kInPlace) {
@@ -645,7 +647,7 @@ class Command final : public CommandInterface {
     }
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes out, host());
-    int index = StreamFor(session, logical);
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
     std::vector<LandedChunk> landed;
@@ -711,10 +713,17 @@ class Command final : public CommandInterface {
   // The device stream of a session's logical stream. A new one gets the stream fewest
   // logical streams share (the first of those after the last one handed out), so that
   // sessions share a stream, and wait behind each other's work, only when there are more
-  // logical streams than device streams.
-  int StreamFor(SessionId session, LogicalStream logical) {
-    auto [it, inserted] = sessions_[session].streams.try_emplace(logical, 0);
-    if (!inserted) return it->second;
+  // logical streams than device streams. RESOURCE_EXHAUSTED past the session's limit
+  // of logical streams (stream 0 is always there).
+  absl::StatusOr<int> StreamFor(SessionId session, LogicalStream logical) {
+    auto& streams = sessions_[session].streams;
+    if (auto known = streams.find(logical); known != streams.end()) return known->second;
+    if (logical != 0 && streams.size() >= options_.session_max_streams) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the session uses ", streams.size(), " streams, its limit "
+          "(limits.max_streams_per_session)"));
+    }
+    auto it = streams.try_emplace(logical, 0).first;
     const int count = backend_.stream_count();
     int chosen = -1;
     for (int step = 1; step <= count; ++step) {
@@ -789,7 +798,7 @@ class Command final : public CommandInterface {
   // hands out read as zeros already, so there only reused slices pay for it.
   absl::Status ClearOldBytes(SessionId session, BufferId id, Buffer& buffer) {
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
-    const int index = StreamFor(session, 0);
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, 0));
     Stream& stream = backend_.stream(index);
     const uint64_t chunk = std::max<uint64_t>(options_.staging_threshold_bytes, 4096);
     for (uint64_t offset = 0; offset < resource.size_bytes; offset += chunk) {

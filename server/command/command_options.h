@@ -32,6 +32,8 @@ struct CommandOptions {
   // Launches one session may have on the device's streams, not yet run to their end;
   // one more is RESOURCE_EXHAUSTED until some finish. 0: no limit.
   uint32_t session_launches_in_flight = 1024;
+  // Logical streams one session may use.
+  uint32_t session_max_streams = 256;
   LaunchLimits launch;
   MemoryPool::Options memory;  // capacity_bytes is taken from the backend
   DropQueueThresholds drop_queue;

@@ -331,6 +331,29 @@ TEST_F(CommandTest, AnIdleDeviceReleasesWhatClosedSessionsStagedOnceTheirWorkFin
   EXPECT_TRUE(released.sessions.empty());
 }
 
+TEST_F(CommandTest, ASessionUsesAtMostItsLimitOfStreams) {
+  CommandOptions options;
+  options.session_max_streams = 8;
+  Reset(64 * kMiB, options);
+  BufferId id = MustAllocate(4096);
+  const std::string bytes(16, 'x');
+  for (LogicalStream stream = 0; stream < 8; ++stream) {
+    ASSERT_TRUE(command_->Write(kSession, stream, id, CopyLayout::Contiguous(0, 16), bytes).ok())
+        << stream;
+  }
+  absl::Status refused = command_->Write(kSession, 1000, id, CopyLayout::Contiguous(0, 16), bytes);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.max_streams_per_session"));
+  EXPECT_TRUE(command_->Write(kSession, 7, id, CopyLayout::Contiguous(0, 16), bytes).ok())
+      << "streams in use stay usable";
+  EXPECT_EQ(WaitFor(command_->Synchronize(kSession, 12345)), absl::OkStatus())
+      << "synchronizing a stream never used waits for nothing and takes no place";
+  BufferId other = MustAllocate(4096, kOtherSession);
+  EXPECT_TRUE(
+      command_->Write(kOtherSession, 1000, other, CopyLayout::Contiguous(0, 16), bytes).ok())
+      << "the limit is per session";
+}
+
 // Launch rules that hold before any kernel runs (this backend has no executor).
 class CommandLaunchTest : public CommandTest {
  protected:
