@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "grpcpp/create_channel.h"
 
 namespace gpucmd {
@@ -75,14 +76,58 @@ absl::StatusOr<v1::GetStatsResponse> Client::GetStats(const std::string& session
   return response;
 }
 
-struct Session::Lease {
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::KeepAliveRequest, v1::KeepAliveResponse>> stream;
-
-  ~Lease() {
-    context.TryCancel();
-    stream->Finish().IgnoreError();
+// The lease: a stream the daemon watches, which breaks when this process goes away. A
+// read always waits on it, so that when the daemon ends it (shutting down) this side
+// lets go at once rather than holding the connection open.
+class Session::Lease final
+    : public grpc::ClientBidiReactor<v1::KeepAliveRequest, v1::KeepAliveResponse> {
+ public:
+  // Opens the lease of the session `token`; the daemon's first answer confirms it.
+  static absl::StatusOr<std::unique_ptr<Lease>> Open(v1::GpuCommand::Stub* stub,
+                                                     const std::string& token) {
+    auto lease = std::unique_ptr<Lease>(new Lease());
+    lease->hello_.set_session(token);
+    stub->async()->KeepAlive(&lease->context_, lease.get());
+    lease->StartWrite(&lease->hello_);
+    lease->StartRead(&lease->ack_);
+    lease->StartCall();
+    lease->answered_.WaitForNotification();
+    if (!lease->confirmed_) {
+      lease->done_.WaitForNotification();
+      return FromGrpcStatus(lease->status_);
+    }
+    return lease;
   }
+
+  ~Lease() override {
+    context_.TryCancel();
+    done_.WaitForNotification();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!answered_.HasBeenNotified()) {
+      confirmed_ = ok;
+      answered_.Notify();
+    }
+    if (ok) StartRead(&ack_);  // else the call is ending: OnDone follows
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    status_ = status;
+    if (!answered_.HasBeenNotified()) answered_.Notify();
+    done_.Notify();
+  }
+
+ private:
+  Lease() = default;
+
+  grpc::ClientContext context_;
+  v1::KeepAliveRequest hello_;
+  v1::KeepAliveResponse ack_;
+  bool confirmed_ = false;  // written before answered_ is notified
+  absl::Notification answered_;
+  grpc::Status status_;  // written before done_ is notified
+  absl::Notification done_;
 };
 
 absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& client_name) {
@@ -94,16 +139,10 @@ absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& 
   v1::OpenSessionResponse response;
   grpc::Status status = stub_->OpenSession(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
-  // The lease: a stream the daemon watches; it breaks when this process goes away.
-  auto lease = std::make_unique<Session::Lease>();
-  lease->stream = stub_->KeepAlive(&lease->context);
-  v1::KeepAliveRequest hello;
-  hello.set_session(response.session());
-  v1::KeepAliveResponse ack;
-  if (!lease->stream->Write(hello) || !lease->stream->Read(&ack)) {
-    return FromGrpcStatus(lease->stream->Finish());
-  }
-  return Session(this, response.session(), std::move(lease));
+  absl::StatusOr<std::unique_ptr<Session::Lease>> lease =
+      Session::Lease::Open(stub_.get(), response.session());
+  if (!lease.ok()) return lease.status();
+  return Session(this, response.session(), *std::move(lease));
 }
 
 Session::Session(Client* client, std::string token, std::unique_ptr<Lease> lease)

@@ -189,7 +189,7 @@ class Session {
   friend class Client;
   friend class Buffer;
   friend class SharedMemoryRegion;
-  struct Lease;
+  class Lease;
   Session(Client* client, std::string token, std::unique_ptr<Lease> lease);
   absl::Status FreeBuffer(uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <vector>
 
 #include <fstream>
@@ -234,9 +235,21 @@ void Daemon::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
-  auto deadline = std::chrono::system_clock::now() +
-                  std::chrono::seconds(config_.drain_timeout_seconds());
-  server_->Shutdown(deadline);
+  // Lease streams carry no work: they end now, not at the drain's end.
+  const absl::Status shutting_down = absl::UnavailableError("daemon shutting down");
+  service_->EndLeases(shutting_down);
+  // gRPC refuses new calls at once and lets those in flight run until its deadline,
+  // then cancels the rest. At the drain's end the devices answer what is still queued
+  // UNAVAILABLE, so that those calls end with that, not CANCELLED, a moment later.
+  const auto drain_end = std::chrono::system_clock::now() +
+                         std::chrono::seconds(config_.drain_timeout_seconds());
+  std::future<void> drained = std::async(std::launch::async, [this, drain_end] {
+    server_->Shutdown(drain_end + std::chrono::milliseconds(500));
+  });
+  if (drained.wait_until(drain_end) == std::future_status::timeout) {
+    core_->FailQueuedWork(shutting_down);
+  }
+  drained.wait();
   server_->Wait();
   descriptor_sockets_.clear();
   core_->Stop();

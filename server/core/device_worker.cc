@@ -109,6 +109,11 @@ DeviceUsage DeviceWorker::usage() const {
   return usage_;
 }
 
+void DeviceWorker::FailQueuedWork(const absl::Status& status) {
+  MutexLock device(&device_mutex_);
+  failing_ = std::make_shared<UnavailableCommand>(status);
+}
+
 void DeviceWorker::Stop() {
   queue_.Close();
   if (device_thread_.joinable()) device_thread_.join();
@@ -226,7 +231,7 @@ void DeviceWorker::AwaitCompletions() {
 }
 
 void DeviceWorker::RunTask(Task task) {
-  CommandInterface& command = *command_;
+  CommandInterface& command = failing_ != nullptr ? *failing_ : *command_;
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   command.ReclaimFinished();

@@ -104,6 +104,10 @@ class DeviceWorker {
   size_t queued_for(SessionId session) const { return queue_.QueuedFor(session); }
   int ordinal() const { return options_.ordinal; }
 
+  // From now on, queued and new tasks are answered `status` (they run against an
+  // UnavailableCommand) without touching the device: a daemon past its drain time.
+  void FailQueuedWork(const absl::Status& status);
+
   // Refuses new tasks, finishes queued ones and pending completions, joins.
   void Stop();
 
@@ -132,6 +136,8 @@ class DeviceWorker {
   Mutex device_mutex_;
   Factory factory_ ABSL_GUARDED_BY(device_mutex_);
   std::shared_ptr<CommandInterface> command_ ABSL_GUARDED_BY(device_mutex_);
+  // Set by FailQueuedWork: what tasks run against instead of command_.
+  std::shared_ptr<CommandInterface> failing_ ABSL_GUARDED_BY(device_mutex_);
   // Actions of the running task, run after it.
   std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(device_mutex_);
 

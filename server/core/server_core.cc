@@ -28,6 +28,10 @@ void ServerCore::Stop() {
   for (auto& worker : workers_) worker->Stop();
 }
 
+void ServerCore::FailQueuedWork(const absl::Status& status) {
+  for (auto& worker : workers_) worker->FailQueuedWork(status);
+}
+
 absl::Status ServerCore::SubmitReclaim(const SessionInfo& session) {
   shared_memory_.DropSession(session.id);
   return workers_[session.device]->Submit(session.id, [session](CommandInterface& command) {

@@ -60,6 +60,9 @@ class ServerCore {
   // Empty when every device is ready; otherwise what is not.
   std::string NotReadyReason() const;
 
+  // Every device answers its queued and new work `status` without running it.
+  void FailQueuedWork(const absl::Status& status);
+
   void Stop();
 
  private:

@@ -114,8 +114,10 @@ grpc::ServerUnaryReactor* GpuCommandService::CloseSession(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GpuCommandService::KeepAlive(
     grpc::CallbackServerContext*) {
-  return new KeepAliveReactor(&environment_.core->sessions());
+  return new KeepAliveReactor(&environment_.core->sessions(), &lease_streams_);
 }
+
+void GpuCommandService::EndLeases(const absl::Status& status) { lease_streams_.EndAll(status); }
 
 // Devices -------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/rpc/lease_streams.h"
 #include "server/rpc/rpc_environment.h"
 
 namespace gpucmd {
@@ -109,6 +110,10 @@ class GpuCommandService final : public GpuCommandServiceBase {
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
 
+ // Ends every lease stream (KeepAlive) with `status`, and every one opened later: a
+  // daemon shutting down does not wait for clients that hold them while they live.
+  void EndLeases(const absl::Status& status);
+
  private:
   // Checks the shape (`valid`), resolves `token`, converts with `convert` and runs the
   // operation as a batch of one; `reply` fills the response from a successful result.
@@ -119,6 +124,7 @@ class GpuCommandService final : public GpuCommandServiceBase {
       absl::AnyInvocable<void(const OperationResult&)> reply);
 
   const RpcEnvironment environment_;
+  LeaseStreams lease_streams_;
 };
 
 }  // namespace gpucmd

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
@@ -270,6 +271,37 @@ TEST_F(DaemonTest, SigtermExitsZeroAndRemovesTheSocket) {
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
   EXPECT_NE(access(socket_path_.c_str(), F_OK), 0) << "socket file left behind";
   EXPECT_NE(access((socket_path_ + ".fds").c_str(), F_OK), 0) << "descriptor socket left behind";
+}
+
+// A lease stream holds no work: SIGTERM ends it at once, UNAVAILABLE, instead of the
+// drain waiting its whole time (10 s by default) for the client to let go.
+TEST_F(DaemonTest, SigtermEndsLeaseStreamsAtOnce) {
+  absl::StatusOr<Session> session = client_->OpenSession(0, "leased");  // the library's lease
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto stub = v1::GpuCommand::NewStub(
+      grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto lease = stub->KeepAlive(&context);  // and one held by hand
+  v1::KeepAliveRequest request;
+  request.set_session(session->token());
+  v1::KeepAliveResponse response;
+  ASSERT_TRUE(lease->Write(request));
+  ASSERT_TRUE(lease->Read(&response)) << "the lease is held";
+  // As a client holds a lease: reading until the daemon ends it.
+  grpc::Status ended;
+  std::thread holder([&] {
+    while (lease->Read(&response)) {
+    }
+    ended = lease->Finish();
+  });
+
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(30)), 0);
+  const auto exited = std::chrono::steady_clock::now();
+  holder.join();
+  EXPECT_LT(exited - signalled, std::chrono::seconds(8)) << "the drain waited for the lease";
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE) << ended.error_message();
+  EXPECT_THAT(ended.error_message(), HasSubstr("shutting down"));
 }
 
 TEST(DaemonStartupTest, StaleSocketIsReplaced) {
