@@ -22,14 +22,15 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/raw_call.h"
 
 namespace gpucmd {
 namespace {
 
+using ::gpucmd::testing::CallWithRawBody;
 using ::gpucmd::testing::DaemonProcess;
 using ::gpucmd::testing::RunCommand;
 using ::gpucmd::testing::ShortTempDir;
@@ -514,39 +515,6 @@ TEST_F(AdversarialTest, SessionsAndClientNamesHaveLimits) {
   EXPECT_EQ(named.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(named.status().message()), HasSubstr("limits.max_client_name_bytes"));
   EXPECT_LT(named.status().message().size(), 200u);
-}
-
-// Sends `body` as the one request message of `method` ("/package.Service/Method") and
-// reads every reply; the call's status.
-grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
-                             const std::string& method, const std::string& body) {
-  grpc::CompletionQueue queue;
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
-      stub.PrepareCall(&context, method, &queue);
-  void* tag = nullptr;
-  bool ok = false;
-  call->StartCall(nullptr);
-  queue.Next(&tag, &ok);
-  grpc::Slice slice(body);
-  call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
-  queue.Next(&tag, &ok);
-  call->WritesDone(nullptr);
-  queue.Next(&tag, &ok);
-  grpc::ByteBuffer reply;
-  do {
-    call->Read(&reply, nullptr);
-    queue.Next(&tag, &ok);
-  } while (ok);
-  grpc::Status status;
-  call->Finish(&status, nullptr);
-  queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
-  return status;
 }
 
 // A body that is not a protobuf message gets INVALID_ARGUMENT saying so, from every RPC,

@@ -1,0 +1,21 @@
+#ifndef GPUCMDD_TESTS_TESTING_RAW_CALL_H_
+#define GPUCMDD_TESTS_TESTING_RAW_CALL_H_
+
+// Calls any gRPC method with a request body of arbitrary bytes, as a hostile client
+// would: no stub, no serialization.
+
+#include <memory>
+#include <string>
+
+#include "grpcpp/grpcpp.h"
+
+namespace gpucmd::testing {
+
+// Sends `body` as the one request message of `method` ("/package.Service/Method") over
+// `channel`, half-closes, reads every reply; the call's status. Gives up after 20 s.
+grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& method, const std::string& body);
+
+}  // namespace gpucmd::testing
+
+#endif  // GPUCMDD_TESTS_TESTING_RAW_CALL_H_
