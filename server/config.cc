@@ -75,15 +75,17 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   }
   std::stringstream text;
   text << file.rdbuf();
+  return ParseConfigText(text.str(), absl::StrCat("config file ", path));
+}
 
-  const std::string contents = text.str();
+absl::StatusOr<v1::DaemonConfig> ParseConfigText(const std::string& contents,
+                                                 absl::string_view source) {
   v1::DaemonConfig config;
   google::protobuf::TextFormat::Parser parser;
   ParseErrorCollector errors(absl::StrSplit(contents, '\n'));
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(contents, &config)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config file ", path, ": ", errors.Joined()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", errors.Joined()));
   }
   return config;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gpucmd/v1/config.pb.h"
 
 namespace gpucmd {
@@ -16,6 +17,11 @@ namespace gpucmd {
 // Reads and parses `path`. NOT_FOUND / PERMISSION_DENIED when it cannot be read,
 // INVALID_ARGUMENT (naming the file, line and field) when it does not parse.
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
+
+// Parses `contents` (text format); INVALID_ARGUMENT naming `source`, the line and the
+// field when it does not parse.
+absl::StatusOr<v1::DaemonConfig> ParseConfigText(const std::string& contents,
+                                                 absl::string_view source);
 
 // Fills every absent field with its documented default (see config.proto).
 void ApplyConfigDefaults(v1::DaemonConfig* config);

@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libboost-context-dev
   prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Command 2: install what the build needs, then run every test: the whole tree in the
-# default configuration and under AddressSanitizer+UBSan, and the concurrency tests
-# under ThreadSanitizer. Ends with one summary line; exits non-zero if anything failed.
+# default configuration and under AddressSanitizer+UBSan, the concurrency tests under
+# ThreadSanitizer, and the fuzz harnesses with libFuzzer for 30 s each. Ends with one summary line; exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
@@ -43,6 +43,14 @@ else
 fi
 run_config asan --config=asan --nocache_test_results //...
 run_config tsan --config=tsan --nocache_test_results --test_tag_filters=-no_tsan //...
+# The fuzz harnesses with libFuzzer, a bounded time each (Note [Fuzzing] in
+# tests/fuzz/fuzz_input.h).
+echo "=== fuzz ===" >&2
+if bash tools/fuzz.sh --seconds=30 >&2; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); failures+=("fuzz: tools/fuzz.sh found a crash (see its output)")
+fi
 # run_double_tests DRIVER: the tests over DRIVER's test double (tag DRIVER_double) under
 # both sanitizers; the doubles make the GPU drivers' threads run on this machine.
 run_double_tests() {
