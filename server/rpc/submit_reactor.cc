@@ -162,6 +162,7 @@ void SubmitReactor::RunCompile(size_t index) {
   KernelSource kernel{request.source(), request.entry_point(),
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
+  Ref();  // the compile cache calls back exactly once
   environment_->compiler->Compile(
       running_->sessions[index]->id, std::move(kernel),
       [this, index, id](absl::StatusOr<CompileCache::Result> result) {
@@ -171,6 +172,7 @@ void SubmitReactor::RunCompile(size_t index) {
         if (running_->request.stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
         running_->next = index + 1;
         RunNext();
+        Unref();
       });
 }
 
@@ -184,6 +186,7 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
     }
   }
   const SessionInfo& session = *running_->sessions[begin];
+  Ref();  // for the device's callback
   absl::Status queued = batch.Run(
       environment_->core->worker(session.device), session.id, begin, end,
       [context = context_] { return CallAbandoned(context); },
@@ -191,6 +194,7 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
         Answer(begin, end);
         running_->next = end;
         RunNext();
+        Unref();
       });
   if (!queued.ok()) {
     for (size_t i = begin; i < end; ++i) {
@@ -199,6 +203,7 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
     Answer(begin, end);
     running_->next = end;
     RunNext();
+    Unref();  // the device's callback will not run
   }
 }
 

@@ -18,6 +18,7 @@
 // on by one thread at a time (device, completion or compile thread); what both touch is
 // guarded by `mutex_`.
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -43,7 +44,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
-  void OnDone() override { delete this; }
+  void OnDone() override { Unref(); }
 
  private:
   // One batch: its commands, their sessions, its answers, how far it ran.
@@ -73,6 +74,14 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     return running_->request.commands(static_cast<int>(index)).has_compile();
   }
 
+  // gRPC holds a reference until OnDone, and so does every callback of the device or
+  // the compile cache still to run: another thread may end the call (and gRPC run
+  // OnDone) while one of those is still on its way out.
+  void Ref() { references_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
   // What the reactor should do once it let go of `mutex_`.
   struct Next {
     bool read = false;
@@ -86,6 +95,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
+  std::atomic<int> references_{1};
   grpc::ByteBuffer incoming_;          // the read in progress
   std::unique_ptr<InFlight> running_;  // the batch running, carried by one thread
 
