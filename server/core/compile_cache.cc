@@ -80,6 +80,10 @@ void CompileCache::Compile(uint64_t client, KernelSource kernel,
   }
   if (!answer) {
     MutexLock lock(&mutex_);
+    if (auto same = joined_.find(id.hex); same != joined_.end()) {
+      same->second.push_back(std::move(done));  // the same kernel is on its way
+      return;
+    }
     ClientJobs& jobs = clients_[client];
     if (pending_ >= options_.max_pending) {
       answer = absl::ResourceExhaustedError(
@@ -90,6 +94,7 @@ void CompileCache::Compile(uint64_t client, KernelSource kernel,
           options_.max_pending_per_client));
     } else {
       if (jobs.pending.empty()) ready_.push_back(client);
+      joined_[id.hex];
       jobs.pending.push_back(Job{std::move(kernel), std::move(id), std::move(done)});
       ++pending_;
       work_ready_.NotifyAll();
@@ -173,26 +178,34 @@ void CompileCache::Work() {
 }
 
 void CompileCache::Run(Job job) {
-  absl::StatusOr<CompileOutput> output = compiler_(job.kernel, modules_.ArtifactPath(job.id));
-  if (!output.ok()) {
-    if (absl::IsInvalidArgument(output.status())) {  // the source's fault: remember it
-      MutexLock lock(&mutex_);
-      failed_[job.id.hex] = output.status();
-    }
-    job.done(output.status());
-    return;
-  }
-  if (absl::Status stored = modules_.Commit(job.id, job.kernel.entry_point, output->params);
-      !stored.ok()) {
-    job.done(stored);
-    return;
-  }
-  CompiledKernel kernel{job.id, std::move(output->params), std::move(output->log)};
+  absl::StatusOr<Result> result = Build(job);
+  std::vector<Done> joined;
   {
     MutexLock lock(&mutex_);
-    compiled_[job.id.hex] = kernel;
+    if (result.ok()) {
+      compiled_[job.id.hex] = result->kernel;
+    } else if (absl::IsInvalidArgument(result.status())) {  // the source's fault: remember it
+      failed_[job.id.hex] = result.status();
+    }
+    if (auto it = joined_.find(job.id.hex); it != joined_.end()) {
+      joined = std::move(it->second);
+      joined_.erase(it);
+    }
   }
-  job.done(Result{std::move(kernel), false});
+  for (Done& done : joined) {
+    if (result.ok()) {
+      done(Result{result->kernel, /*cache_hit=*/true});
+    } else {
+      done(result.status());
+    }
+  }
+  job.done(std::move(result));
+}
+
+absl::StatusOr<CompileCache::Result> CompileCache::Build(const Job& job) {
+  ASSIGN_OR_RETURN(CompileOutput output, compiler_(job.kernel, modules_.ArtifactPath(job.id)));
+  RETURN_IF_ERROR(modules_.Commit(job.id, job.kernel.entry_point, output.params));
+  return Result{CompiledKernel{job.id, std::move(output.params), std::move(output.log)}, false};
 }
 
 uint64_t CompileCache::memory_hits() const {

@@ -77,8 +77,9 @@ class CompileCache {
 
   KernelId IdFor(const KernelSource& kernel) const;
 
-  // Compiles `kernel` or finds it compiled. A compile error is INVALID_ARGUMENT with
-  // the compiler's log; a full pool is RESOURCE_EXHAUSTED.
+  // Compiles `kernel` or finds it compiled. A request for a kernel already being
+  // compiled joins that compile and gets its result (cache_hit). A compile error is
+  // INVALID_ARGUMENT with the compiler's log; a full pool is RESOURCE_EXHAUSTED.
   // `client` names who asks (a session; any number), for the pool's fair share.
   void Compile(uint64_t client, KernelSource kernel,
                absl::AnyInvocable<void(absl::StatusOr<Result>)> done);
@@ -99,10 +100,12 @@ class CompileCache {
   uint64_t misses() const;
 
  private:
+  using Done = absl::AnyInvocable<void(absl::StatusOr<Result>)>;
+
   struct Job {
     KernelSource kernel;
     KernelId id;
-    absl::AnyInvocable<void(absl::StatusOr<Result>)> done;
+    Done done;
   };
 
   // One client's share of the pool.
@@ -116,8 +119,11 @@ class CompileCache {
   // The client whose job a free worker takes next (round-robin among those under their
   // share; anyone's while stopping); nullopt when there is none.
   std::optional<uint64_t> NextClient() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Compiles and stores one job, then answers it (no lock held).
+  // Compiles and stores one job, then answers it and the requests that joined it (no
+  // lock held).
   void Run(Job job);
+  // Compiles and stores `job`'s kernel.
+  absl::StatusOr<Result> Build(const Job& job);
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
@@ -134,6 +140,9 @@ class CompileCache {
   const int client_share_;  // compiles one client may run at once
   absl::flat_hash_map<std::string, CompiledKernel> compiled_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mutex_);
+  // By kernel id, the jobs queued or running, each with the requests for the same
+  // kernel that came meanwhile: they wait for its result instead of compiling again.
+  absl::flat_hash_map<std::string, std::vector<Done>> joined_ ABSL_GUARDED_BY(mutex_);
   uint64_t memory_hits_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t disk_hits_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t misses_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -113,6 +113,56 @@ TEST(CompileCacheTest, FailuresAreRememberedWithTheirLog) {
   EXPECT_EQ(cache->Lookup(KernelId{"00"}).status().code(), absl::StatusCode::kNotFound);
 }
 
+// Many clients starting the same program at once compile its kernel once.
+TEST(CompileCacheTest, RequestsForAKernelBeingCompiledJoinThatCompile) {
+  std::mutex mutex;
+  std::condition_variable released_changed;
+  bool released = false;
+  std::atomic<int> calls{0};
+  absl::StatusOr<ModuleStore> modules =
+      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/joined", ".so");
+  ASSERT_TRUE(modules.ok());
+  std::unique_ptr<CompileCache> cache = CompileCache::Create(
+      {.driver = "cpu", .architecture = "x86_64", .workers = 2}, *modules,
+      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+        ++calls;
+        std::unique_lock<std::mutex> lock(mutex);
+        released_changed.wait(lock, [&] { return released; });
+        if (kernel.source == "error") return absl::InvalidArgumentError("kernel.cu:1: error");
+        std::ofstream(artifact) << kernel.source;
+        return CompileOutput{{KernelParam{ParamKind::kBuffer, ScalarKind::kNone, "float* x"}}, ""};
+      });
+  std::vector<std::future<absl::StatusOr<CompileCache::Result>>> results;
+  for (const char* source : {"good", "error"}) {
+    for (uint64_t client = 0; client < 20; ++client) {
+      auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
+      results.push_back(promise->get_future());
+      cache->Compile(client, {source, "k", {}},
+                     [promise](absl::StatusOr<CompileCache::Result> result) {
+                       promise->set_value(std::move(result));
+                     });
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  released_changed.notify_all();
+  int hits = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    absl::StatusOr<CompileCache::Result> result = results[i].get();
+    if (i < 20) {
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(result->kernel.params.size(), 1u);
+      hits += result->cache_hit;
+    } else {
+      EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+  EXPECT_EQ(calls.load(), 2) << "one compile per distinct kernel";
+  EXPECT_EQ(hits, 19);
+}
+
 TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
   // Client 1's compiles block until released; client 2's return at once.
   std::mutex mutex;
