@@ -122,6 +122,7 @@ concept Driver =
       { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
       { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
       { D::DeviceHealth(context) } -> std::same_as<absl::Status>;
+      { D::AbortKernels(context) } -> std::same_as<void>;
     };
 
 // Wraps pinned memory handed out by a pool: `size` bytes of `resource`, given back to
@@ -146,6 +147,10 @@ struct DriverDefaults {
   static absl::Status DeviceHealth(Context&) {
     return absl::OkStatus();
   }
+  // Ends the kernels running now, from any thread, for a daemon that stops past its
+  // drain time. A device that cannot stop a running kernel lets it run to its end.
+  template <typename Context>
+  static void AbortKernels(Context&) {}
 };
 
 }  // namespace gpucmd

@@ -132,6 +132,11 @@ struct CpuDriver : DriverDefaults {
   using LaunchArgs = CpuLaunchArgs;
 
   static Bytes PinnedBytes(PinnedBinding binding, HostResource resource, uint64_t size);
+  // Kills the executors: their kernels end, the launches waiting on them fail
+  // UNAVAILABLE (the executors are created with the backend, so any thread may).
+  static void AbortKernels(CpuContext& context) {
+    for (const std::unique_ptr<KernelExecutor>& executor : context.executors) executor->Kill();
+  }
   static absl::Status CopyToHost(const DeviceResource& resource, const CopyLayout& layout,
                                  Bytes& bytes, Stream& stream);
   static absl::Status CopyToDevice(const DeviceResource& resource, const CopyLayout& layout,

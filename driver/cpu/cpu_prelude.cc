@@ -475,10 +475,13 @@ inline void gpucmd_run_threads(void (*)(P...), void** args, std::index_sequence<
       *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
   gpucmd_rt::ThreadContext* const context = gpucmd_ctx;
   const gpucmd_rt::Dim3 block = context->block_dim;
+  // Each index is stored where it changes: the innermost loop stores one word a thread.
   for (unsigned z = 0; z < block.z; ++z) {
+    context->thread_idx.z = z;
     for (unsigned y = 0; y < block.y; ++y) {
+      context->thread_idx.y = y;
       for (unsigned x = 0; x < block.x; ++x) {
-        context->thread_idx = gpucmd_rt::Dim3{x, y, z};
+        context->thread_idx.x = x;
         call(std::get<I>(values)...);
       }
     }

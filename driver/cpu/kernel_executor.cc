@@ -70,9 +70,16 @@ absl::Status KernelExecutor::StartLocked() {
                                                options_.executor_path, ": ", strerror(error)));
   }
   pid_ = pid;
+  live_pid_.store(pid);
   socket_ = sockets[0];
   ++starts_;
   return absl::OkStatus();
+}
+
+void KernelExecutor::Kill() {
+  // The process group: what its kernels started goes with it. A launch waiting on it
+  // sees it die and fails UNAVAILABLE; it is reaped by whoever holds the lock.
+  if (const pid_t pid = live_pid_.load(); pid > 0) kill(-pid, SIGKILL);
 }
 
 std::string KernelExecutor::StopLocked(bool kill_now) {
@@ -88,6 +95,7 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
     waitpid(pid_, &status, 0);
   }
   kill(-pid_, SIGKILL);  // what its kernels started goes with it
+  live_pid_.store(-1);
   pid_ = -1;
   if (WIFSIGNALED(status)) {
     return absl::StrCat("signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -93,6 +94,10 @@ class KernelExecutor {
   // Executors started so far (1 after the first launch; more after deaths).
   int starts() const;
 
+  // Kills the running executor, if any, ending its kernels: the launches waiting on it
+  // fail UNAVAILABLE. May be called from any thread, while a launch runs.
+  void Kill();
+
  private:
   absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // LaunchAll of at most kMaxPipelined requests: one message.
@@ -109,6 +114,7 @@ class KernelExecutor {
   const Options options_;
   mutable Mutex mutex_;
   pid_t pid_ ABSL_GUARDED_BY(mutex_) = -1;
+  std::atomic<pid_t> live_pid_{-1};  // pid_, for Kill without the lock
   int socket_ ABSL_GUARDED_BY(mutex_) = -1;
   int starts_ ABSL_GUARDED_BY(mutex_) = 0;
   // Where reply datagrams are received (kMaxReplyDatagramBytes).

@@ -16,6 +16,7 @@ namespace gpucmd {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ExecutorPath() {
   return std::string(getenv("TEST_SRCDIR")) + "/gpucmdd/driver/cpu/gpucmd-kernel-executor";
@@ -262,6 +263,28 @@ TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
                   .ok());
   EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
   EXPECT_EQ(executor_->starts(), 3);
+}
+
+// Kill ends a running kernel from another thread: the launch fails UNAVAILABLE well
+// before the time limit, and the next launch gets a fresh executor.
+TEST_F(KernelExecutorTest, KillEndsTheRunningKernelFromAnotherThread) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  const std::string hang =
+      Build("hang_killed", "extern \"C\" __global__ void hang_killed(int* p) { volatile int f = 1; while (f) {} }");
+  const std::string fill = Build("fill", kFill);
+  ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
+  absl::Status hung;
+  std::thread launcher([&] {
+    hung = executor_->Launch(hang, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the kernel is spinning
+  executor_->Kill();
+  launcher.join();
+  EXPECT_EQ(hung.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(hung.message()), Not(HasSubstr("time limit"))) << hung;
+  ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 5}, {buffer}).ok());
+  EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
+  EXPECT_EQ(executor_->starts(), 2);
 }
 
 TEST_F(KernelExecutorTest, ALaunchTouchesOnlyItsBuffers) {

@@ -366,8 +366,10 @@ class GpuBackend {
   std::vector<std::unique_ptr<Stream>> streams_;
 };
 
+// A GPU's running kernels cannot be stopped from the host: AbortKernels is the default
+// (they run to their end).
 template <GpuVendor V>
-struct GpuDriver {
+struct GpuDriver : DriverDefaults {
   using Backend = GpuBackend<V>;
   using Stream = GpuStream<V>;
   using Context = GpuContext<V>;

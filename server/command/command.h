@@ -459,6 +459,7 @@ class Command final : public CommandInterface {
   }
 
   absl::Status DeviceHealth() override { return D::DeviceHealth(backend_.context()); }
+  void AbortKernels() override { D::AbortKernels(backend_.context()); }
 
   DeviceLoss Abandon(const absl::Status& cause) override {
     DeviceLoss loss = std::move(lost_);

@@ -172,6 +172,9 @@ class CommandInterface {
 
   // OK while the device can serve; otherwise the sticky error that lost it.
   virtual absl::Status DeviceHealth() = 0;
+  // Ends the kernels running now where the driver can (Driver::AbortKernels). May be
+  // called from any thread.
+  virtual void AbortKernels() = 0;
   // The device is lost with `cause`: every buffer and session becomes part of the
   // returned record. Called once, just before the Command and its backend are dropped.
   virtual DeviceLoss Abandon(const absl::Status& cause) = 0;

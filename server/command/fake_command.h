@@ -133,6 +133,7 @@ class FakeCommand final : public CommandInterface {
   absl::StatusOr<RelocationReport> Relocate() override { return RelocationReport(); }
   void ReclaimFinished() override {}
   bool ReclaimWhenIdle() override { return false; }
+  void AbortKernels() override {}
   bool WantsRelocation() const override { return false; }
   DeviceUsage Usage() const override {
     DeviceUsage usage;

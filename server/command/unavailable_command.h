@@ -50,6 +50,7 @@ class UnavailableCommand final : public CommandInterface {
   absl::StatusOr<RelocationReport> Relocate() override { return reason_; }
   void ReclaimFinished() override {}
   bool ReclaimWhenIdle() override { return false; }
+  void AbortKernels() override {}
   bool WantsRelocation() const override { return false; }
   DeviceUsage Usage() const override { return DeviceUsage(); }
   // Already down: nothing more to lose.

@@ -110,8 +110,19 @@ DeviceUsage DeviceWorker::usage() const {
 }
 
 void DeviceWorker::FailQueuedWork(const absl::Status& status) {
-  MutexLock device(&device_mutex_);
-  failing_ = std::make_shared<UnavailableCommand>(status);
+  std::shared_ptr<CommandInterface> serving;
+  {
+    MutexLock lock(&mutex_);
+    failing_ = std::make_shared<UnavailableCommand>(status);
+    serving = serving_;
+  }
+  if (serving != nullptr) serving->AbortKernels();
+}
+
+void DeviceWorker::SetCommand(std::shared_ptr<CommandInterface> command) {
+  command_ = std::move(command);  // the one assignment of command_
+  MutexLock lock(&mutex_);
+  serving_ = command_;
 }
 
 void DeviceWorker::Stop() {
@@ -135,7 +146,7 @@ void DeviceWorker::RunDevice() {
     absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
     created_status = created.status();
     if (created.ok()) {
-      command_ = *std::move(created);
+      SetCommand(*std::move(created));
       PublishUsage(*command_);
       metrics_->DeviceReady(options_.ordinal).Set(1);
       spdlog::info("device {} ready", options_.ordinal);
@@ -143,8 +154,8 @@ void DeviceWorker::RunDevice() {
       spdlog::error("device {} failed to initialise: {}", options_.ordinal,
                     created.status().ToString());
       // Work queued before this point still gets an answer.
-      command_ = std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
-          "device ", options_.ordinal, " is unavailable: ", created.status().message())));
+      SetCommand(std::make_shared<UnavailableCommand>(absl::UnavailableError(absl::StrCat(
+          "device ", options_.ordinal, " is unavailable: ", created.status().message()))));
     }
   }
   {
@@ -187,7 +198,7 @@ void DeviceWorker::RunDevice() {
   metrics_->DeviceReady(options_.ordinal).Set(0);
   // Pending reads hold the command's staging memory: finish them before it goes.
   AwaitCompletions();
-  command_.reset();
+  SetCommand(nullptr);
 }
 
 void DeviceWorker::KeepHealthy() {
@@ -204,23 +215,25 @@ void DeviceWorker::KeepHealthy() {
   AwaitCompletions();
   DeviceLoss loss = command_->Abandon(cause);
   const size_t lost_buffers = loss.buffers.size();
-  command_.reset();  // the old backend, and with it the failed context, goes first
+  SetCommand(nullptr);  // the old backend, and with it the failed context, goes first
   absl::StatusOr<std::shared_ptr<CommandInterface>> created = factory_();
   if (!created.ok()) {
     absl::Status down = absl::UnavailableError(absl::StrCat(
         "device ", device, " is down: ", health.message(),
         "; recreating its context failed: ", created.status().message()));
     spdlog::error("{}", std::string(down.message()));
-    MutexLock lock(&mutex_);
-    init_status_ = down;
-    command_ = std::make_shared<UnavailableCommand>(down);
+    {
+      MutexLock lock(&mutex_);
+      init_status_ = down;
+    }
+    SetCommand(std::make_shared<UnavailableCommand>(down));  // takes mutex_ itself
     return;
   }
   (*created)->Inherit(std::move(loss));
   metrics_->DeviceReady(device).Set(1);
   spdlog::warn("device {} serves again on a new context; {} buffer handle(s) are lost",
                device, lost_buffers);
-  command_ = *std::move(created);
+  SetCommand(*std::move(created));
 }
 
 void DeviceWorker::AwaitCompletions() {
@@ -231,7 +244,12 @@ void DeviceWorker::AwaitCompletions() {
 }
 
 void DeviceWorker::RunTask(Task task) {
-  CommandInterface& command = failing_ != nullptr ? *failing_ : *command_;
+  std::shared_ptr<CommandInterface> failing;
+  {
+    MutexLock lock(&mutex_);
+    failing = failing_;
+  }
+  CommandInterface& command = failing != nullptr ? *failing : *command_;
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   command.ReclaimFinished();

@@ -105,7 +105,9 @@ class DeviceWorker {
   int ordinal() const { return options_.ordinal; }
 
   // From now on, queued and new tasks are answered `status` (they run against an
-  // UnavailableCommand) without touching the device: a daemon past its drain time.
+  // UnavailableCommand) without touching the device, and the kernels running now end
+  // where the driver can stop them: a daemon past its drain time. Does not wait for
+  // the device thread.
   void FailQueuedWork(const absl::Status& status);
 
   // Refuses new tasks, finishes queued ones and pending completions, joins.
@@ -120,6 +122,9 @@ class DeviceWorker {
   void RunDevice();
   // Runs `task` on this thread if the device is idle and healthy (see Placement).
   bool RunHereWhenIdle(Task& task);
+  // Makes `command` the device's Command (command_ and serving_).
+  void SetCommand(std::shared_ptr<CommandInterface> command)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_) ABSL_LOCKS_EXCLUDED(mutex_);
   // Replaces command_ when the device it drives was lost.
   void KeepHealthy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
   // Blocks until no completion is queued or running.
@@ -137,7 +142,9 @@ class DeviceWorker {
   Factory factory_ ABSL_GUARDED_BY(device_mutex_);
   std::shared_ptr<CommandInterface> command_ ABSL_GUARDED_BY(device_mutex_);
   // Set by FailQueuedWork: what tasks run against instead of command_.
-  std::shared_ptr<CommandInterface> failing_ ABSL_GUARDED_BY(device_mutex_);
+  std::shared_ptr<CommandInterface> failing_ ABSL_GUARDED_BY(mutex_);
+  // command_, for threads that must reach it without the device lock (AbortKernels).
+  std::shared_ptr<CommandInterface> serving_ ABSL_GUARDED_BY(mutex_);
   // Actions of the running task, run after it.
   std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(device_mutex_);
 

@@ -304,6 +304,45 @@ TEST_F(DaemonTest, SigtermEndsLeaseStreamsAtOnce) {
   EXPECT_THAT(ended.error_message(), HasSubstr("shutting down"));
 }
 
+// Past the drain time a running kernel is stopped: the call waiting for it ends
+// UNAVAILABLE (not CANCELLED) and the daemon exits soon after the drain time.
+TEST(DaemonShutdownTest, ADrainBoundsShutdownPastARunningKernel) {
+  const std::string directory = ShortTempDir();
+  const std::string config = directory + "/gpucmdd.textproto";
+  std::ofstream(config) << "drain_timeout_seconds: 1\n"
+                        << "cpu { kernel_timeout_seconds: 120 }\n"
+                        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+      {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
+       "--config=" + config});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Session> session = (*client)->OpenSession(0, "long");
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<v1::CompileResponse> spin = session->Compile(R"(
+      extern "C" __global__ void spin(long long ticks) {
+        long long start = clock64();
+        while (clock64() - start < ticks) {}
+      })",
+                                                              "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  ASSERT_TRUE(session
+                  ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                           {Int64Argument(60'000'000'000LL)})  // a minute
+                  .ok());
+  absl::Status synchronized;
+  std::thread waiter([&] { synchronized = session->Synchronize(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the Synchronize is in flight
+
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon->Stop(SIGTERM, std::chrono::seconds(60)), 0);
+  const auto exited = std::chrono::steady_clock::now();
+  waiter.join();
+  EXPECT_LT(exited - signalled, std::chrono::seconds(10)) << "the kernel held the exit";
+  EXPECT_EQ(synchronized.code(), absl::StatusCode::kUnavailable) << synchronized;
+}
+
 TEST(DaemonStartupTest, StaleSocketIsReplaced) {
   std::string socket_path = ShortTempDir() + "/stale.sock";
   {
