@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr int kLeaseGraceSeconds = 1;
-constexpr int kQueueCapacity = 64;
+constexpr int kSessionQueuedCommands = 16;
 
 int Scale() {
   int scale = 1;
@@ -70,8 +70,8 @@ class SoakTest : public ::testing::Test {
                           << " executor_workers: 2 }\n"
                           << "compile { cache_dir: \"" << directory << "/cache\" }\n"
                           << "limits { session_lease_grace_seconds: " << kLeaseGraceSeconds
-                          << " device_queue_capacity: " << kQueueCapacity
-                          << " session_queued_commands: 16 max_sessions_per_client: 4096 }\n";
+                          << " session_queued_commands: " << kSessionQueuedCommands
+                          << " max_sessions_per_client: 4096 }\n";
     absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
         {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
          "--config=" + config});
@@ -152,12 +152,12 @@ TEST_F(SoakTest, ClientsKilledMidWriteLeaveNothingBehind) {
   EXPECT_GE(recovered, 0) << "sessions, memory or staged bytes were still held";
 }
 
-// Launches of a kernel that spins, from many sessions at once, ten times what the device
-// queue holds: the excess is RESOURCE_EXHAUSTED, nothing else fails, memory stays
-// bounded, and everything is released afterwards.
+// Launches of a kernel that spins, from many sessions at once, each ten times what a
+// session may have queued: the excess is RESOURCE_EXHAUSTED, nothing else fails, memory
+// stays bounded, and everything is released afterwards.
 TEST_F(SoakTest, AFloodIsAnsweredResourceExhausted) {
   const int sessions = 8 * Scale();
-  const int launches_each = 10 * kQueueCapacity / 8;
+  const int launches_each = 10 * kSessionQueuedCommands;
   std::atomic<int> accepted{0}, refused{0}, other{0};
   std::vector<std::thread> threads;
   for (int s = 0; s < sessions; ++s) {
