@@ -125,6 +125,9 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!limits->has_max_sessions_per_client()) limits->set_max_sessions_per_client(1024);
   if (!limits->has_max_client_name_bytes()) limits->set_max_client_name_bytes(256);
   if (!limits->has_max_streams_per_session()) limits->set_max_streams_per_session(256);
+  if (!limits->has_max_inline_bytes_per_session()) {
+    limits->set_max_inline_bytes_per_session(uint64_t{1} << 30);
+  }
   if (!limits->has_max_shared_memory_bytes()) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }

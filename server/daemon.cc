@@ -101,6 +101,7 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
           .session_limits = {.max_sessions = limits.max_sessions(),
                              .max_sessions_per_client = limits.max_sessions_per_client(),
                              .max_client_name_bytes = limits.max_client_name_bytes()},
+          .inline_bytes_per_session = limits.max_inline_bytes_per_session(),
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
                             .max_mapped_bytes = limits.max_shared_memory_bytes(),
                             .max_registered_bytes = limits.max_registered_shared_memory_bytes()},

@@ -17,6 +17,7 @@
 #include "base/mutex.h"
 #include "server/core/descriptor_handoffs.h"
 #include "server/core/device_worker.h"
+#include "server/core/inline_budget.h"
 #include "server/core/session_registry.h"
 #include "server/command/payload_pool.h"
 #include "server/core/shared_memory.h"
@@ -30,6 +31,9 @@ class ServerCore {
     std::chrono::milliseconds lease_grace{5'000};
     std::chrono::milliseconds reap_interval{200};
     SessionLimits session_limits;
+    // Inline payload bytes one session's writes may hold (Note [Inline payload
+    // budget]); 0: no limit.
+    uint64_t inline_bytes_per_session = uint64_t{1} << 30;
     SharedMemoryTable::Limits shared_memory;
     // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
     // core's own, keeping up to 64 MiB.
@@ -51,6 +55,7 @@ class ServerCore {
   DescriptorHandoffs& handoffs() { return handoffs_; }
   // Where write payloads are parsed into.
   PayloadPool& payloads() { return *payloads_; }
+  InlineBudget& inline_budget() { return inline_budget_; }
 
   // Frees everything `session` holds: its shared-memory regions at once, its device
   // memory on its device. Never lost: when the device's queue is full, the reaper
@@ -72,6 +77,7 @@ class ServerCore {
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
   const Options options_;
   SessionRegistry sessions_;
+  InlineBudget inline_budget_;
   SharedMemoryTable shared_memory_;
   DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256};
   const std::shared_ptr<PayloadPool> payloads_;

@@ -1,5 +1,6 @@
 #include "server/rpc/submit_reactor.h"
 
+#include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_messages.h"
 #include "server/rpc/request_conversion.h"
@@ -88,6 +89,16 @@ void SubmitReactor::Act(const Next& next) {
   if (next.run) RunNext();
 }
 
+absl::Status SubmitReactor::ReserveInline(const v1::Command& command, SessionId session,
+                                          InFlight& in_flight) const {
+  if (!command.has_write()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
+                   environment_->core->inline_budget().Reserve(
+                       session, command.write().data().size()));
+  in_flight.reservations.push_back(std::move(reservation));
+  return absl::OkStatus();
+}
+
 std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
     v1::SubmitRequest request) const {
   auto in_flight = std::make_unique<InFlight>();
@@ -113,6 +124,10 @@ std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
     } else if (command.has_compile()) {
       in_flight->sessions[i] = *session;
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
+    } else if (absl::Status reserved = ReserveInline(command, session->id, *in_flight);
+               !reserved.ok()) {
+      in_flight->sessions[i] = *session;
+      operation = reserved;
     } else {
       in_flight->sessions[i] = *session;
       operation = ToOperation(command, environment_->devices[session->device], earlier,

@@ -27,6 +27,7 @@
 #include "base/mutex.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/batch.h"
+#include "server/core/inline_budget.h"
 #include "server/rpc/rpc_environment.h"
 
 namespace gpucmd {
@@ -55,10 +56,16 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     v1::SubmitResponse response;  // a reply per command, in order
     size_t next = 0;              // the first command not run yet
     size_t unsent = 0;            // the first reply not sent yet (stream_replies)
+    // Its writes' share of their sessions' inline budgets, until the batch is done.
+    std::vector<InlineBudget::Reservation> reservations;
   };
 
   // Checks and converts every command of `request`.
   std::unique_ptr<InFlight> Convert(v1::SubmitRequest request) const;
+  // Counts a write's payload against its session's inline budget for the batch's life
+  // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it.
+  absl::Status ReserveInline(const v1::Command& command, SessionId session,
+                             InFlight& in_flight) const;
   // Runs the running batch from its next command; finishes it after the last.
   void RunNext();
   void RunCompile(size_t index);

@@ -69,6 +69,11 @@ absl::Status WriteReactor::AcceptHeader() {
   RETURN_IF_ERROR(ValidateWriteHeader(*header_));
   ASSIGN_OR_RETURN(session_, environment_->Touch(header_->session()));
   RETURN_IF_ERROR(CheckWriteHeader(*header_, environment_->devices[session_.device]));
+  // Before any payload is kept (Note [Inline payload budget]).
+  ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
+                   environment_->core->inline_budget().Reserve(
+                       session_.id, header_->inline_size_bytes()));
+  reservation_.emplace(std::move(reservation));
   return absl::OkStatus();
 }
 

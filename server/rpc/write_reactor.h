@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
+#include "server/core/inline_budget.h"
 #include "server/rpc/rpc_environment.h"
 
 namespace gpucmd {
@@ -39,6 +40,9 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer incoming_;
   v1::WriteRequest request_;
   std::optional<v1::WriteHeader> header_;
+  // The payload's share of the session's inline budget, from the header until the call
+  // ends.
+  std::optional<InlineBudget::Reservation> reservation_;
   SessionInfo session_;
   std::string data_;
 };

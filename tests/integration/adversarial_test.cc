@@ -42,6 +42,7 @@ constexpr uint64_t kCompileMemoryBytes = 256 << 20;
 constexpr char kVictimBytes[] = "victim-bytes-16!";
 constexpr int kQueuedCommands = 8;
 constexpr int kSessionsPerClient = 16;
+constexpr uint64_t kInlineBytesPerSession = 8 << 20;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -55,7 +56,8 @@ class AdversarialTest : public ::testing::Test {
                           << " timeout_seconds: " << kCompileTimeoutSeconds
                           << " max_memory_bytes: " << kCompileMemoryBytes << " }\n"
                           << "limits { session_queued_commands: " << kQueuedCommands
-                          << " max_sessions_per_client: " << kSessionsPerClient << " }\n";
+                          << " max_sessions_per_client: " << kSessionsPerClient
+                          << " max_inline_bytes_per_session: " << kInlineBytesPerSession << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -537,6 +539,53 @@ TEST_F(AdversarialTest, RequestsThatDoNotParseAreInvalidArgument) {
   }
   grpc::Status empty = CallWithRawBody(channel, "/gpucmd.v1.GpuCommand/ListDevices", "");
   EXPECT_TRUE(empty.ok()) << empty.error_message();
+}
+
+// Streamed writes that declare their size and then hold back the bytes cannot make the
+// daemon keep more than the session's inline budget: one past it is refused at its header.
+TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
+  absl::StatusOr<Buffer> buffer = attacker_->Allocate(4 << 20);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  auto stub = v1::GpuCommand::NewStub(
+      grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials()));
+  struct OpenWrite {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> stream;
+  };
+  auto open_write = [&](OpenWrite& write) {
+    write.stream = stub->Write(&write.context, &write.response);
+    v1::WriteRequest first;
+    first.mutable_header()->set_session(attacker_->token());
+    first.mutable_header()->set_buffer(buffer->id());
+    first.mutable_header()->set_inline_size_bytes(4 << 20);
+    first.set_data(std::string(1 << 20, 'x'));  // a quarter, then nothing more for now
+    return write.stream->Write(first);
+  };
+  OpenWrite writes[3];
+  ASSERT_TRUE(open_write(writes[0]));
+  ASSERT_TRUE(open_write(writes[1]));
+  open_write(writes[2]);  // the daemon may refuse it before or after this message
+  writes[2].stream->WritesDone();
+  grpc::Status refused = writes[2].stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("limits.max_inline_bytes_per_session"));
+
+  // A write that completes gives its share back: another fits again.
+  auto complete = [](OpenWrite& write) {
+    v1::WriteRequest rest;
+    rest.set_data(std::string(3 << 20, 'y'));
+    write.stream->Write(rest);
+    write.stream->WritesDone();
+    return write.stream->Finish();
+  };
+  grpc::Status first = complete(writes[0]);
+  EXPECT_TRUE(first.ok()) << first.error_message();
+  OpenWrite again;
+  open_write(again);
+  grpc::Status later = complete(again);
+  EXPECT_TRUE(later.ok()) << later.error_message();
+  writes[1].context.TryCancel();
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+#ifndef GPUCMDD_SERVER_CORE_INLINE_BUDGET_H_
+#define GPUCMDD_SERVER_CORE_INLINE_BUDGET_H_
+
+// Note [Inline payload budget]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A write's inline payload is held by the daemon from the moment its bytes arrive until
+// the write has run (then the drop queue, with its own thresholds, holds what is still
+// being copied). Without a bound, a session could keep any number of streamed Writes
+// and Submit batches open and hold their bytes: the inline bytes one session's writes
+// hold at once are bounded by limits.max_inline_bytes_per_session. A streamed Write
+// reserves its declared size when its header arrives, before any payload is kept; a
+// Submit batch reserves each write's bytes when it is read. One past the limit is
+// RESOURCE_EXHAUSTED naming it; the reservation ends with the write's call or batch.
+//
+// Thread-safety: all methods may be called from any thread.
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "base/mutex.h"
+#include "server/command/ids.h"
+
+namespace gpucmd {
+
+class InlineBudget {
+ public:
+  // Bytes held for one session until it ends; releases them when it goes.
+  class Reservation {
+   public:
+    Reservation(Reservation&& other) noexcept
+        : budget_(std::exchange(other.budget_, nullptr)),
+          session_(other.session_),
+          bytes_(other.bytes_) {}
+    Reservation& operator=(Reservation&& other) noexcept {
+      std::swap(budget_, other.budget_);
+      std::swap(session_, other.session_);
+      std::swap(bytes_, other.bytes_);
+      return *this;
+    }
+    ~Reservation() {
+      if (budget_ != nullptr) budget_->Release(session_, bytes_);
+    }
+
+   private:
+    friend class InlineBudget;
+    Reservation(InlineBudget* budget, SessionId session, uint64_t bytes)
+        : budget_(budget), session_(session), bytes_(bytes) {}
+    InlineBudget* budget_;
+    SessionId session_;
+    uint64_t bytes_;
+  };
+
+  // `per_session`: the most bytes a session may hold; 0: no limit.
+  explicit InlineBudget(uint64_t per_session) : per_session_(per_session) {}
+
+  absl::StatusOr<Reservation> Reserve(SessionId session, uint64_t bytes) {
+    MutexLock lock(&mutex_);
+    uint64_t& held = held_[session];
+    if (per_session_ != 0 && bytes > per_session_ - std::min(held, per_session_)) {
+      const uint64_t already = held;
+      if (held == 0) held_.erase(session);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the session's writes hold ", already, " inline bytes; ", bytes,
+          " more would pass its limit (limits.max_inline_bytes_per_session)"));
+    }
+    held += bytes;
+    return Reservation(this, session, bytes);
+  }
+
+  // Inline bytes `session`'s writes hold now.
+  uint64_t HeldBy(SessionId session) const {
+    MutexLock lock(&mutex_);
+    auto it = held_.find(session);
+    return it == held_.end() ? 0 : it->second;
+  }
+
+ private:
+  void Release(SessionId session, uint64_t bytes) {
+    MutexLock lock(&mutex_);
+    auto it = held_.find(session);
+    if (it == held_.end()) return;
+    it->second -= std::min(bytes, it->second);
+    if (it->second == 0) held_.erase(it);
+  }
+
+  const uint64_t per_session_;
+  mutable Mutex mutex_;
+  absl::flat_hash_map<SessionId, uint64_t> held_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace gpucmd
+
+#endif  // GPUCMDD_SERVER_CORE_INLINE_BUDGET_H_
