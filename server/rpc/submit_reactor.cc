@@ -253,6 +253,8 @@ void SubmitReactor::SendReplies(size_t end, bool batch_done) {
 }
 
 void SubmitReactor::FinishBatch() {
+  // Its writes have run: their budget is given back before the client hears so.
+  running_->reservations.clear();
   SendReplies(running_->batch->size(), /*batch_done=*/true);
   std::unique_ptr<InFlight> done = std::move(running_);
   Next next;

@@ -24,27 +24,34 @@ void WriteReactor::OnDone() {
   delete this;
 }
 
+void WriteReactor::End(const absl::Status& status) {
+  // The budget is given back before the client hears the outcome: a write it sends
+  // next may count on it.
+  reservation_.reset();
+  Finish(ToGrpcStatus(status));
+}
+
 void WriteReactor::OnReadDone(bool ok) {
   if (!ok) {
     Run();
     return;
   }
   if (absl::Status parsed = ParseRequest(&incoming_, &request_); !parsed.ok()) {
-    Finish(ToGrpcStatus(parsed));
+    End(parsed);
     return;
   }
   if (!header_) {
     if (absl::Status accepted = AcceptHeader(); !accepted.ok()) {
-      Finish(ToGrpcStatus(accepted));
+      End(accepted);
       return;
     }
   } else if (request_.has_header()) {
-    Finish(ToGrpcStatus(absl::InvalidArgumentError("only the first message has a header")));
+    End(absl::InvalidArgumentError("only the first message has a header"));
     return;
   }
   if (data_.size() + request_.data().size() > header_->inline_size_bytes()) {
-    Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-        "write sends more than the ", header_->inline_size_bytes(), " bytes it declared"))));
+    End(absl::InvalidArgumentError(absl::StrCat(
+        "write sends more than the ", header_->inline_size_bytes(), " bytes it declared")));
     return;
   }
   if (data_.empty()) {
@@ -79,20 +86,20 @@ absl::Status WriteReactor::AcceptHeader() {
 
 void WriteReactor::Run() {
   if (!header_) {
-    Finish(ToGrpcStatus(absl::InvalidArgumentError("write stream carried no header")));
+    End(absl::InvalidArgumentError("write stream carried no header"));
     return;
   }
   if (data_.size() != header_->inline_size_bytes()) {
-    Finish(ToGrpcStatus(absl::InvalidArgumentError(
+    End(absl::InvalidArgumentError(
         absl::StrCat("write declared ", header_->inline_size_bytes(), " bytes but sent ",
-                     data_.size(), " (client went away?)"))));
+                     data_.size(), " (client went away?)")));
     return;
   }
   absl::StatusOr<Operation> write = ToOperation(
       *header_, std::move(data_), environment_->devices[session_.device], BatchAllocations(),
       SessionRegions{&environment_->core->shared_memory(), session_.id});
   if (!write.ok()) {
-    Finish(ToGrpcStatus(write.status()));
+    End(write.status());
     return;
   }
   RunBatchOfOne(*environment_, context_, session_, "write", *std::move(write),
@@ -102,7 +109,7 @@ void WriteReactor::Run() {
                     response.set_bytes_written(result.bytes_written);
                     *response_ = SerializeResponse(response);
                   }
-                  Finish(ToGrpcStatus(result.status));
+                  End(result.status);
                 });
 }
 

@@ -32,6 +32,8 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 
  private:
   absl::Status AcceptHeader();
+  // Ends the call with `status`, its inline budget given back first.
+  void End(const absl::Status& status);
   void Run();
 
   const RpcEnvironment* const environment_;

@@ -542,7 +542,8 @@ TEST_F(AdversarialTest, RequestsThatDoNotParseAreInvalidArgument) {
 }
 
 // Streamed writes that declare their size and then hold back the bytes cannot make the
-// daemon keep more than the session's inline budget: one past it is refused at its header.
+// daemon keep more than the session's inline budget: of three such writes of 4 MiB with
+// a budget of 8 MiB, one is refused at its header, whichever the daemon read last.
 TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   absl::StatusOr<Buffer> buffer = attacker_->Allocate(4 << 20);
   ASSERT_TRUE(buffer.ok()) << buffer.status();
@@ -553,39 +554,51 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
     v1::WriteResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> stream;
   };
-  auto open_write = [&](OpenWrite& write) {
+  // A quarter of a 4 MiB write, then nothing more until `deadline`.
+  auto open_write = [&](OpenWrite& write, std::chrono::seconds deadline) {
+    write.context.set_deadline(std::chrono::system_clock::now() + deadline);
     write.stream = stub->Write(&write.context, &write.response);
     v1::WriteRequest first;
     first.mutable_header()->set_session(attacker_->token());
     first.mutable_header()->set_buffer(buffer->id());
     first.mutable_header()->set_inline_size_bytes(4 << 20);
-    first.set_data(std::string(1 << 20, 'x'));  // a quarter, then nothing more for now
-    return write.stream->Write(first);
+    first.set_data(std::string(1 << 20, 'x'));
+    write.stream->Write(first);
   };
-  OpenWrite writes[3];
-  ASSERT_TRUE(open_write(writes[0]));
-  ASSERT_TRUE(open_write(writes[1]));
-  open_write(writes[2]);  // the daemon may refuse it before or after this message
-  writes[2].stream->WritesDone();
-  grpc::Status refused = writes[2].stream->Finish();
-  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
-  EXPECT_THAT(refused.error_message(), HasSubstr("limits.max_inline_bytes_per_session"));
+  OpenWrite held[3];
+  for (OpenWrite& write : held) open_write(write, std::chrono::seconds(3));
+  int refused = 0, waited = 0;
+  for (OpenWrite& write : held) {
+    grpc::Status status = write.stream->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_THAT(status.error_message(), HasSubstr("limits.max_inline_bytes_per_session"));
+    } else {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+      ++waited;
+    }
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(waited, 2);
 
-  // A write that completes gives its share back: another fits again.
-  auto complete = [](OpenWrite& write) {
+  // The abandoned writes give their share back: two whole writes fit again.
+  auto write_whole = [&] {
+    OpenWrite write;
+    open_write(write, std::chrono::seconds(10));
     v1::WriteRequest rest;
     rest.set_data(std::string(3 << 20, 'y'));
     write.stream->Write(rest);
     write.stream->WritesDone();
     return write.stream->Finish();
   };
-  grpc::Status first = complete(writes[0]);
-  EXPECT_TRUE(first.ok()) << first.error_message();
-  OpenWrite again;
-  open_write(again);
-  grpc::Status later = complete(again);
-  EXPECT_TRUE(later.ok()) << later.error_message();
-  writes[1].context.TryCancel();
+  grpc::Status whole = write_whole();
+  for (int attempt = 0; attempt < 50 && !whole.ok(); ++attempt) {  // cancellations land
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    whole = write_whole();
+  }
+  EXPECT_TRUE(whole.ok()) << whole.error_message();
+  grpc::Status again = write_whole();
+  EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
 }
 
 }  // namespace
