@@ -24,6 +24,7 @@
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/raw_call.h"
 
@@ -340,12 +341,7 @@ TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
 // Launches return once queued: a session that floods its stream behind a long kernel is
 // held to its queued-command limit instead of piling up work without end.
 TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
-  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(R"(
-      extern "C" __global__ void attack(long long ticks) {
-        long long start = clock64();
-        while (clock64() - start < ticks) {}
-      })",
-                                                              "attack");
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
   ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(1'000'000'000)}).ok());

@@ -18,6 +18,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
@@ -307,25 +308,16 @@ TEST_F(DaemonTest, SigtermEndsLeaseStreamsAtOnce) {
 // Past the drain time a running kernel is stopped: the call waiting for it ends
 // UNAVAILABLE (not CANCELLED) and the daemon exits soon after the drain time.
 TEST(DaemonShutdownTest, ADrainBoundsShutdownPastARunningKernel) {
-  const std::string directory = ShortTempDir();
-  const std::string config = directory + "/gpucmdd.textproto";
-  std::ofstream(config) << "drain_timeout_seconds: 1\n"
-                        << "cpu { kernel_timeout_seconds: 120 }\n"
-                        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
-  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
-      {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
-       "--config=" + config});
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+      "drain_timeout_seconds: 1\n"
+      "cpu { kernel_timeout_seconds: 120 }\n"
+      "compile { cache_dir: \"{dir}/cache\" }\n");
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<Session> session = (*client)->OpenSession(0, "long");
   ASSERT_TRUE(session.ok()) << session.status();
-  absl::StatusOr<v1::CompileResponse> spin = session->Compile(R"(
-      extern "C" __global__ void spin(long long ticks) {
-        long long start = clock64();
-        while (clock64() - start < ticks) {}
-      })",
-                                                              "spin");
+  absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
   ASSERT_TRUE(session
                   ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},

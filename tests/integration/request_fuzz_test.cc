@@ -9,7 +9,6 @@
 //       --test_env=FUZZ_ITERATIONS=100000 --test_env=FUZZ_SEED=7
 
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -32,7 +31,6 @@ namespace {
 
 using ::gpucmd::testing::CallWithRawBody;
 using ::gpucmd::testing::DaemonProcess;
-using ::gpucmd::testing::ShortTempDir;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
@@ -188,14 +186,10 @@ class RequestMaker {
 };
 
 TEST(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
-  const std::string directory = ShortTempDir();
-  const std::string config = directory + "/gpucmdd.textproto";
-  std::ofstream(config) << "cpu { memory_bytes_per_device: " << (64 << 20)
-                        << " kernel_timeout_seconds: 2 executor_workers: 2 }\n"
-                        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
-  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
-      {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
-       "--config=" + config});
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(absl::StrCat(
+      "cpu { memory_bytes_per_device: ", 64 << 20,
+      " kernel_timeout_seconds: 2 executor_workers: 2 }\n"
+      "compile { cache_dir: \"{dir}/cache\" }\n"));
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
   ASSERT_TRUE(client.ok()) << client.status();

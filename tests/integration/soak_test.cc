@@ -25,13 +25,13 @@
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
 namespace {
 
 using ::gpucmd::testing::DaemonProcess;
-using ::gpucmd::testing::ShortTempDir;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -64,17 +64,12 @@ uint64_t PeakRssMiB(pid_t pid) {
 class SoakTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string directory = ShortTempDir();
-    const std::string config = directory + "/gpucmdd.textproto";
-    std::ofstream(config) << "cpu { memory_bytes_per_device: " << (2048 * kMiB)
-                          << " executor_workers: 2 }\n"
-                          << "compile { cache_dir: \"" << directory << "/cache\" }\n"
-                          << "limits { session_lease_grace_seconds: " << kLeaseGraceSeconds
-                          << " session_queued_commands: " << kSessionQueuedCommands
-                          << " max_sessions_per_client: 4096 }\n";
-    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
-        {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
-         "--config=" + config});
+    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(absl::StrCat(
+        "cpu { memory_bytes_per_device: ", 2048 * kMiB, " executor_workers: 2 }\n",
+        "compile { cache_dir: \"{dir}/cache\" }\n",
+        "limits { session_lease_grace_seconds: ", kLeaseGraceSeconds,
+        " session_queued_commands: ", kSessionQueuedCommands,
+        " max_sessions_per_client: 4096 }\n"));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_.emplace(*std::move(daemon));
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
@@ -164,12 +159,7 @@ TEST_F(SoakTest, AFloodIsAnsweredResourceExhausted) {
     threads.emplace_back([&, s] {
       absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat("flood-", s));
       if (!session.ok()) return ++other, void();
-      absl::StatusOr<v1::CompileResponse> spin = session->Compile(R"(
-          extern "C" __global__ void spin(long long ticks) {
-            long long start = clock64();
-            while (clock64() - start < ticks) {}
-          })",
-                                                                  "spin");
+      absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
       if (!spin.ok()) return ++other, void();
       for (int i = 0; i < launches_each; ++i) {
         absl::Status launched = session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},

@@ -17,6 +17,13 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* c, 
 }
 )CUDA";
 
+// Spins for `ticks` of clock64() (nanoseconds on the CPU driver): a long kernel on demand.
+inline constexpr char kSpin[] = R"CUDA(
+    extern "C" __global__ void spin(long long ticks) {
+      long long start = clock64();
+      while (clock64() - start < ticks) {}
+    })CUDA";
+
 inline constexpr char kSaxpy[] = R"CUDA(
     extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y) {
       for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)

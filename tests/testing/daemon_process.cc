@@ -11,12 +11,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string_view>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "base/file.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -120,6 +122,17 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
   }
   response.body = raw.substr(header_end + 4);
   return response;
+}
+
+absl::StatusOr<DaemonProcess> DaemonProcess::StartWithConfig(
+    const std::string& config, const std::vector<std::string>& args) {
+  const std::string directory = ShortTempDir();
+  const std::string path = directory + "/gpucmdd.textproto";
+  std::ofstream(path) << absl::StrReplaceAll(config, {{"{dir}", directory}});
+  std::vector<std::string> argv = {"--listen=unix:" + directory + "/gpucmdd.sock",
+                                   "--http_listen=127.0.0.1:0", "--config=" + path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Start(argv);
 }
 
 absl::StatusOr<DaemonProcess> DaemonProcess::Start(const std::vector<std::string>& args,

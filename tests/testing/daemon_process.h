@@ -53,6 +53,12 @@ class DaemonProcess {
       const std::vector<std::string>& args,
       std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+  // Starts gpucmdd on a Unix socket and an HTTP port of its own, with the config
+  // `config` (text format; "{dir}" stands for a fresh directory, e.g. for the compile
+  // cache) and further `args`.
+  static absl::StatusOr<DaemonProcess> StartWithConfig(const std::string& config,
+                                                       const std::vector<std::string>& args = {});
+
   DaemonProcess(DaemonProcess&& other) noexcept;
   DaemonProcess& operator=(DaemonProcess&&) = delete;
   // Kills the daemon if it is still running.
