@@ -9,6 +9,19 @@ bash tools/setup.sh || exit 1
 passed=0
 failed=0
 failures=()
+failure_details=$(mktemp)  # what each failed test said, printed before the summary
+
+# note_failure_details NAME TARGET: keeps the lines of TARGET's log that say why it failed.
+note_failure_details() {
+  local name=$1 target=$2
+  local log="bazel-testlogs/${target#//}"
+  log="${log/://}/test.log"
+  {
+    echo "--- $name: $target ---"
+    grep -a -A4 -E 'Failure|FAILED|Check failed|ERROR: AddressSanitizer|runtime error|WARNING: ThreadSanitizer|TIMEOUT' \
+      "$log" 2>/dev/null | head -60
+  } >>"$failure_details"
+}
 
 # run_config NAME BAZEL_ARGS...: runs `bazel test`, counts its per-target results.
 run_config() {
@@ -26,7 +39,10 @@ run_config() {
     f=1  # the build itself failed
     failures+=("$name: build failed")
   fi
-  while read -r target; do failures+=("$name: $target"); done < <(
+  while read -r target; do
+    failures+=("$name: $target")
+    note_failure_details "$name" "$target"
+  done < <(
     grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" |
       awk '{print $1}')
   passed=$((passed + p))
@@ -107,6 +123,8 @@ run_double_tests hip
 check_gpu_daemon hip "no HIP device"
 bazel build //server:gpucmdd >&2  # leave the default daemon in bazel-bin
 
+cat "$failure_details"
+rm -f "$failure_details"
 for failure in "${failures[@]}"; do echo "FAILED $failure"; done
 echo "SUMMARY: $passed passed, $failed failed (configs: default, asan, tsan, cuda, cuda-asan, cuda-tsan, hip, hip-asan, hip-tsan)"
 ((failed == 0))

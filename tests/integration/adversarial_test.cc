@@ -38,7 +38,9 @@ using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr int kCompileTimeoutSeconds = 3;
+// Long enough for an ordinary compile on a loaded machine (the limit is wall-clock time
+// as well as CPU time), short enough for the time bomb below to reach it quickly.
+constexpr int kCompileTimeoutSeconds = 8;
 constexpr uint64_t kCompileMemoryBytes = 256 << 20;
 constexpr char kVictimBytes[] = "victim-bytes-16!";
 constexpr int kQueuedCommands = 8;
@@ -301,11 +303,11 @@ TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
   ASSERT_TRUE(increment.ok()) << increment.status();
   absl::StatusOr<Buffer> out = attacker_->Allocate(sizeof(long long));
   ASSERT_TRUE(out.ok()) << out.status();
+  const absl::Time launched = absl::Now();  // before the kernel can start
   ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
                                 {BufferArgument(*out, v1::ACCESS_WRITE),
                                  Int64Argument(kSpinNanoseconds)})
                   .ok());
-  const absl::Time launched = absl::Now();
   std::atomic<bool> attacker_synchronized{false};
   std::thread attacker_waits([&] {
     EXPECT_TRUE(attacker_->Synchronize().ok());
@@ -344,7 +346,8 @@ TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
   absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(1'000'000'000)}).ok());
+  // Long enough that the flood below ends while it still runs, on a loaded machine too.
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(3'000'000'000)}).ok());
   absl::Status refused;
   int accepted = 1;
   for (int i = 0; i < 4 * kQueuedCommands && refused.ok(); ++i) {
