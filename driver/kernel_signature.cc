@@ -29,7 +29,7 @@ std::string SerializeSignature(const std::vector<KernelParam>& params) {
   std::string out;
   for (const KernelParam& param : params) {
     absl::StrAppend(&out, static_cast<int>(param.kind), " ", static_cast<int>(param.scalar), " ",
-                    absl::StrReplaceAll(param.declared_type, {{"\n", " "}}), "\n");
+                    param.read_only ? 1 : 0, " ", absl::StrReplaceAll(param.declared_type, {{"\n", " "}}), "\n");
   }
   return out;
 }
@@ -37,14 +37,14 @@ std::string SerializeSignature(const std::vector<KernelParam>& params) {
 absl::StatusOr<std::vector<KernelParam>> DeserializeSignature(absl::string_view text) {
   std::vector<KernelParam> params;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(' ', 2));
+    std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(' ', 3));
     int kind = 0, scalar = 0;
-    if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &kind) ||
-        !absl::SimpleAtoi(fields[1], &scalar)) {
+    if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &kind) ||
+        !absl::SimpleAtoi(fields[1], &scalar) || (fields[2] != "0" && fields[2] != "1")) {
       return absl::DataLossError(absl::StrCat("corrupt signature line \"", line, "\""));
     }
     params.push_back(KernelParam{static_cast<ParamKind>(kind), static_cast<ScalarKind>(scalar),
-                                 std::string(fields[2])});
+                                 std::string(fields[3]), fields[2] == "1"});
   }
   return params;
 }

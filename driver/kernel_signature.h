@@ -22,6 +22,7 @@ struct KernelParam {
   ParamKind kind = ParamKind::kScalar;
   ScalarKind scalar = ScalarKind::kNone;  // for kScalar
   std::string declared_type;              // as written, for messages
+  bool read_only = false;                 // kBuffer: the pointee is const
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
 
@@ -60,7 +61,8 @@ struct ParsedKernel {
 // Bytes a scalar occupies in a launch's argument slot.
 size_t ScalarSize(ScalarKind kind);
 
-// One line per parameter, "kind scalar declared_type", for the on-disk compile cache.
+// One line per parameter, "kind scalar read_only declared_type", for the on-disk compile
+// cache.
 std::string SerializeSignature(const std::vector<KernelParam>& params);
 absl::StatusOr<std::vector<KernelParam>> DeserializeSignature(absl::string_view text);
 

@@ -9,7 +9,8 @@ namespace {
 ParsedKernel SampleKernel() {
   return ParsedKernel{
       .params = {{ParamKind::kScalar, ScalarKind::kI32, "int n"},
-                 {ParamKind::kBuffer, ScalarKind::kNone, "const float *__restrict x"},
+                 {ParamKind::kBuffer, ScalarKind::kNone, "const float *__restrict x", true},
+                 {ParamKind::kBuffer, ScalarKind::kNone, "float *y"},
                  {ParamKind::kTensorMap, ScalarKind::kNone, "const CUtensorMap map"}},
       .dynamic_shared = {{.begin = 10, .end = 42, .name = "tile", .element_type = "unsigned int"},
                          {.begin = 50, .end = 70, .in_function = true, .name = "staged",

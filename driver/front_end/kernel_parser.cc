@@ -424,6 +424,7 @@ absl::StatusOr<std::vector<KernelParam>> Parse::ReadParams(CXCursor entry) const
     const std::string canonical_name = Take(clang_getTypeSpelling(canonical));
     if (canonical.kind == CXType_Pointer) {
       kernel_param.kind = ParamKind::kBuffer;
+      kernel_param.read_only = clang_isConstQualifiedType(clang_getPointeeType(canonical)) != 0;
     } else if (canonical.kind == CXType_Record &&
                Take(clang_getCursorSpelling(clang_getTypeDeclaration(canonical))) ==
                    "CUtensorMap_st") {

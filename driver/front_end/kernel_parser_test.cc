@@ -46,6 +46,8 @@ TEST(KernelParserTest, ClassifiesParametersByCanonicalType) {
                                      ScalarKind::kU32, ScalarKind::kI64, ScalarKind::kU64,
                                      ScalarKind::kI64, ScalarKind::kNone));
   EXPECT_THAT(parsed->params[1].declared_type, HasSubstr("real a"));
+  EXPECT_TRUE(parsed->params[2].read_only) << "const float*";
+  EXPECT_FALSE(parsed->params[3].read_only) << "uchar4*";
   EXPECT_FALSE(parsed->threads_meet);
   EXPECT_TRUE(parsed->dynamic_shared.empty());
   EXPECT_TRUE(parsed->unsupported.empty());

@@ -551,6 +551,7 @@ void FillCompileResponse(const KernelId& id, const absl::StatusOr<CompileCache::
     out->set_kind(ToProto(param.kind));
     out->set_scalar_type(ToProto(param.scalar));
     out->set_declared_type(param.declared_type);
+    out->set_read_only(param.read_only);
   }
 }
 

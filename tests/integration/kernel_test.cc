@@ -1143,7 +1143,10 @@ TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
     EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
   }
   EXPECT_EQ(replies.replies(0).compile().kernel_id(), *kernel);
-  EXPECT_EQ(replies.replies(0).compile().params_size(), 4);
+  const auto& params = replies.replies(0).compile().params();
+  ASSERT_EQ(params.size(), 4);
+  EXPECT_TRUE(params[0].read_only() && params[1].read_only()) << "const float* a, b";
+  EXPECT_FALSE(params[2].read_only()) << "float* c";
   EXPECT_EQ(FromBytes<float>(replies.replies(7).read().data()),
             (std::vector<float>{11, 22, 33, 44}));
   stream->WritesDone();
