@@ -10,6 +10,8 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libboost-context-dev
   prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
   clang-14 libclang-rt-14-dev
+  python3-grpcio python3-protobuf python3-numpy python3-pytest python3-pip python3-venv
+  python3-setuptools python3-wheel tmux
 )
 
 missing=()

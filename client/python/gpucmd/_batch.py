@@ -1,0 +1,204 @@
+"""Batches: writes, launches, copies and reads collected in a ``with`` block and sent as
+``Submit`` batches when it ends, a round trip for all of them instead of one each."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Union
+
+import grpc
+import numpy
+
+from gpucmd._array import DeviceArray
+from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
+from gpucmd._kernel import DimLike, Kernel, RawKernel
+from gpucmd._session import _MESSAGE_OVERHEAD, Session
+from gpucmd.v1 import gpucmd_pb2 as pb
+
+
+class BatchRead:
+    """The result of a read in a batch: :meth:`get` returns it once the batch ran."""
+
+    def __init__(self, array: DeviceArray) -> None:
+        self._array = array
+        self._bytes = numpy.empty(array.nbytes, dtype=numpy.uint8)
+        self._error: Optional[GpucmdError] = None
+        self._done = False
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "pending"
+        return f"<gpucmd.BatchRead of {self._array!r} ({state})>"
+
+    def get(self) -> numpy.ndarray:
+        """The bytes read, as an array of the device array's shape and dtype. Raises
+        RuntimeError before the batch ran, and the read's error if it failed."""
+        if not self._done:
+            raise RuntimeError("a batch's reads have results once its `with` block ended")
+        if self._error is not None:
+            raise self._error
+        return self._bytes.view(self._array.dtype).reshape(self._array.shape)
+
+
+class Batch:
+    """Commands of one session and stream, sent when the ``with`` block ends. Commands
+    run in order; one that fails fails those that depend on it (FAILED_PRECONDITION
+    naming it), and the first failure is raised after every reply arrived.
+
+    >>> with session.batch() as batch:
+    ...     batch.write(x, numpy.arange(1024, dtype=numpy.float32))
+    ...     batch.launch(scale, 4, 256, (x, numpy.float32(2), 1024))
+    ...     doubled = batch.read(x)
+    >>> doubled.get()[:3]
+    array([0., 2., 4.], dtype=float32)
+    """
+
+    def __init__(self, session: Session, stream: int) -> None:
+        self.session = session
+        self.stream = stream
+        self._commands: List[pb.Command] = []
+        self._payload_bytes: List[int] = []  # bytes each command carries or brings back
+        self._reads: dict = {}  # sequence -> (BatchRead, offset into its result)
+        self._sent = False
+
+    def __repr__(self) -> str:
+        return f"<gpucmd.Batch of {len(self._commands)} commands, session {self.session.name!r}>"
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.submit()
+
+    def _chunk_bytes(self) -> int:
+        return self.session.client.max_message_bytes - _MESSAGE_OVERHEAD
+
+    def _add(self, payload_bytes: int, **command: Any) -> int:
+        if self._sent:
+            raise RuntimeError("this batch was sent already")
+        sequence = len(self._commands)
+        self._commands.append(pb.Command(sequence=sequence, **command))
+        self._payload_bytes.append(payload_bytes)
+        return sequence
+
+    def _check_array(self, array: DeviceArray) -> None:
+        if not isinstance(array, DeviceArray) or array.session is not self.session:
+            raise ValueError("a batch takes device arrays of its own session")
+        if not array.contiguous:
+            raise ValueError("a batch moves whole arrays or 1D slices, not 2D views")
+        array._check_live()
+
+    def write(self, array: DeviceArray, values) -> None:
+        """Copies ``values`` (broadcast and converted to the array's dtype) into ``array``."""
+        self._check_array(array)
+        host = numpy.ascontiguousarray(numpy.broadcast_to(numpy.asarray(values), array.shape),
+                                       dtype=array.dtype).reshape(-1).view(numpy.uint8)
+        chunk = self._chunk_bytes()
+        for start in range(0, host.size, chunk):
+            data = host[start:start + chunk].tobytes()
+            header = pb.WriteHeader(session=self.session.token, stream=self.stream,
+                                    buffer=array.buffer, offset_bytes=array.offset + start,
+                                    inline_size_bytes=len(data))
+            self._add(len(data), write=pb.WriteRequest(header=header, data=data))
+
+    def read(self, array: DeviceArray) -> BatchRead:
+        """Reads ``array`` after the commands before it; the result is there after the batch."""
+        self._check_array(array)
+        result = BatchRead(array)
+        chunk = self._chunk_bytes()
+        for start in range(0, array.nbytes, chunk):
+            size = min(chunk, array.nbytes - start)
+            sequence = self._add(size, read=pb.ReadRequest(
+                session=self.session.token, stream=self.stream, buffer=array.buffer,
+                offset_bytes=array.offset + start, size_bytes=size))
+            self._reads[sequence] = (result, start)
+        if array.nbytes == 0:
+            result._done = True
+        return result
+
+    def copy(self, source: DeviceArray, target: DeviceArray) -> None:
+        """Device-to-device copy of ``source`` into ``target`` (same number of bytes)."""
+        self._check_array(source)
+        self._check_array(target)
+        if source.nbytes != target.nbytes:
+            raise ValueError(f"cannot copy {source.nbytes} bytes into {target.nbytes}")
+        self._add(0, copy=pb.CopyRequest(
+            session=self.session.token, stream=self.stream, source_buffer=source.buffer,
+            source_offset_bytes=source.offset, target_buffer=target.buffer,
+            target_offset_bytes=target.offset, size_bytes=source.nbytes))
+
+    def launch(self, kernel: Union[Kernel, RawKernel], grid: DimLike, block: DimLike,
+               args: Sequence[Any], shared_mem: int = 0) -> None:
+        """Launches ``kernel`` (arguments checked now, as a direct call checks them)."""
+        if isinstance(kernel, RawKernel):
+            kernel = kernel.compile(self.session)
+        if not isinstance(kernel, Kernel) or kernel.session is not self.session:
+            raise ValueError("a batch launches kernels compiled for its own session")
+        request = kernel.launch_request(grid, block, args, shared_mem, self.stream)
+        self._add(0, launch=request)
+
+    def synchronize(self) -> None:
+        """Waits, inside the batch, for the stream's work before the commands after it."""
+        self._add(0, synchronize=pb.SynchronizeRequest(session=self.session.token,
+                                                       stream=self.stream))
+
+    def _requests(self) -> List[pb.SubmitRequest]:
+        """The commands in SubmitRequests whose payloads each fit a message."""
+        requests: List[pb.SubmitRequest] = []
+        limit = self._chunk_bytes()
+        current, current_bytes = pb.SubmitRequest(), 0
+        for command, payload in zip(self._commands, self._payload_bytes):
+            if current.commands and current_bytes + payload > limit:
+                requests.append(current)
+                current, current_bytes = pb.SubmitRequest(), 0
+            current.commands.append(command)
+            current_bytes += payload
+        if current.commands:
+            requests.append(current)
+        return requests
+
+    def submit(self) -> None:
+        """Sends the batch and waits for every reply (the ``with`` block does this)."""
+        if self._sent:
+            raise RuntimeError("this batch was sent already")
+        self._sent = True
+        requests = self._requests()
+        if not requests:
+            return
+        failures: List[GpucmdError] = []
+        batches_done = 0
+        responses = call(self.session.client._stub.Submit, iter(requests),
+                         timeout=self.session.client.timeout)
+        try:
+            for response in responses:
+                for reply in response.replies:
+                    failure = self._take_reply(reply)
+                    if failure is not None:
+                        failures.append(failure)
+                if response.batch_done:
+                    batches_done += 1
+                    if batches_done == len(requests):
+                        break
+        except grpc.RpcError as error:  # the stream broke
+            raise from_rpc_error(error) from None
+        finally:
+            responses.cancel()
+        for result, _ in self._reads.values():
+            result._done = True
+        if failures:
+            raise failures[0]
+
+    def _take_reply(self, reply: pb.CommandReply) -> Optional[GpucmdError]:
+        command = self._commands[reply.sequence]
+        kind = command.WhichOneof("command")
+        read = self._reads.get(reply.sequence)
+        if reply.status.code != 0:
+            error = error_for_number(reply.status.code,
+                                     f"batch command {reply.sequence} ({kind}): {reply.status.message}")
+            if read is not None and read[0]._error is None:
+                read[0]._error = error
+            return error
+        if read is not None:
+            result, start = read
+            data = numpy.frombuffer(reply.read.data, dtype=numpy.uint8)
+            result._bytes[start:start + data.size] = data
+        return None

@@ -1,0 +1,377 @@
+"""Sessions: the lease that keeps one alive, streams, and the byte transfers arrays use."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import weakref
+from typing import Iterator, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy
+
+from gpucmd import _progress
+from gpucmd._client import Client
+from gpucmd._errors import GpucmdError, call
+from gpucmd._shm import SharedRegion, hand_over_descriptor
+from gpucmd.v1 import gpucmd_pb2 as pb
+
+#: Transfers of at least this many bytes go through a shared-memory region when the
+#: daemon offers one (smaller ones are cheaper inline).
+SHARED_MEMORY_THRESHOLD = 1 << 20
+#: The largest shared-memory region a session maps; larger transfers go in pieces.
+SHARED_MEMORY_REGION_BYTES = 64 << 20
+#: Room left in each gRPC message for the fields around an inline chunk.
+_MESSAGE_OVERHEAD = 1024
+
+StreamLike = Union[None, int, "Stream"]
+
+
+class Stream:
+    """A logical stream of a session: work on one stream runs in order, streams run
+    beside each other. ``session.stream(n)`` names stream ``n`` (0 is the default)."""
+
+    def __init__(self, session: "Session", number: int) -> None:
+        if not isinstance(number, int) or number < 0:
+            raise ValueError(f"a stream is a non-negative int, not {number!r}")
+        self.session = session
+        self.number = number
+
+    def __repr__(self) -> str:
+        return f"<gpucmd.Stream {self.number} of session {self.session.name!r}>"
+
+    def synchronize(self) -> str:
+        """Waits for this stream's work; returns what its kernels printed."""
+        return self.session.synchronize(self)
+
+
+def stream_number(stream: StreamLike) -> int:
+    """The stream id a request names for ``stream`` (None: the default stream 0)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, Stream):
+        return stream.number
+    if isinstance(stream, int) and not isinstance(stream, bool) and stream >= 0:
+        return stream
+    raise TypeError(f"stream must be a gpucmd.Stream, a non-negative int or None, not {stream!r}")
+
+
+class _Lease:
+    """Holds the session's KeepAlive stream open on a background thread: when this
+    process dies, the stream breaks and the daemon reclaims the session after its grace."""
+
+    def __init__(self, client: Client, token: str) -> None:
+        self._done = threading.Event()
+        self._call = client._stub.KeepAlive(self._requests(token))
+        self._thread = threading.Thread(target=self._drain, name="gpucmd-lease", daemon=True)
+        self._thread.start()
+
+    def _requests(self, token: str) -> Iterator[pb.KeepAliveRequest]:
+        yield pb.KeepAliveRequest(session=token)
+        self._done.wait()
+
+    def _drain(self) -> None:
+        try:
+            for _ in self._call:
+                pass
+        except grpc.RpcError:
+            pass  # cancelled at close, or the daemon went away
+
+    def end(self) -> None:
+        self._done.set()
+        self._call.cancel()
+        self._thread.join(timeout=5)
+
+
+# Sessions still open at interpreter exit are closed then (a lease would only end them
+# after the daemon's grace).
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions() -> None:
+    for session in list(_open_sessions):
+        try:
+            session.close()
+        except GpucmdError:
+            pass
+
+
+class Session:
+    """A session on one device: its buffers, kernels and streams, reclaimed together
+    when it closes. Made by :meth:`Client.session`.
+
+    >>> with client.session(device=0, name="trainer") as session:
+    ...     x = session.asarray(numpy.ones(1024, dtype=numpy.float32))
+    ...     y = session.zeros(1024, numpy.float32)
+    ...     axpy = session.compile(SOURCE, "axpy")
+    ...     axpy(4, 256, (numpy.int32(1024), numpy.float32(2), x, y))
+    ...     print(y.get()[:4])
+    """
+
+    def __init__(self, client: Client, device: int, name: str, token: str,
+                 idle_timeout_ms: int) -> None:
+        self.client = client
+        self.device = device
+        self.name = name
+        self.token = token
+        self.idle_timeout_ms = idle_timeout_ms
+        self.closed = False
+        self._lease: Optional[_Lease] = None
+        self._region: Optional[SharedRegion] = None
+        self._shared_memory_refused = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def _open(cls, client: Client, device: int, name: str) -> "Session":
+        response = call(client._stub.OpenSession,
+                        pb.OpenSessionRequest(client_name=name, device=device),
+                        timeout=client.timeout)
+        session = cls(client, device, name, response.session, response.idle_timeout_ms)
+        session._lease = _Lease(client, response.session)
+        _open_sessions.add(session)
+        return session
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<gpucmd.Session {self.name!r} on device {self.device} ({state})>"
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing can be raised from a finaliser
+            pass
+
+    def close(self) -> int:
+        """Closes the session: the daemon frees everything it holds. Returns the bytes
+        of device memory given back. Closing twice does nothing the second time."""
+        with self._lock:
+            if self.closed:
+                return 0
+            self.closed = True
+        _open_sessions.discard(self)
+        self.client._forget(self)
+        if self._lease is not None:
+            self._lease.end()
+        try:
+            response = call(self.client._stub.CloseSession,
+                            pb.CloseSessionRequest(session=self.token), timeout=self.client.timeout)
+        finally:
+            if self._region is not None:
+                self._region.close()
+                self._region = None
+        return response.reclaimed_bytes
+
+    # Streams, ordering, figures --------------------------------------------------
+
+    def stream(self, number: int) -> Stream:
+        """Logical stream ``number`` of this session."""
+        return Stream(self, number)
+
+    def synchronize(self, stream: StreamLike = None) -> str:
+        """Waits for the work on ``stream`` (every stream when None) and reports its first
+        asynchronous error; returns what the session's kernels printed since."""
+        request = pb.SynchronizeRequest(session=self.token)
+        if stream is not None:
+            request.stream = stream_number(stream)
+        return call(self.client._stub.Synchronize, request,
+                    timeout=self.client.timeout).kernel_output
+
+    def stats(self) -> pb.SessionStats:
+        """This session's memory, buffers and queued commands."""
+        return call(self.client._stub.GetStats, pb.GetStatsRequest(session=self.token),
+                    timeout=self.client.timeout).session
+
+    # Arrays and kernels (defined in their modules) -----------------------------------
+
+    def asarray(self, array, dtype=None) -> "DeviceArray":
+        """A device copy of ``array`` (any numpy array or sequence; Fortran-ordered and
+        strided inputs are made contiguous)."""
+        from gpucmd._array import DeviceArray
+        return DeviceArray.from_host(self, array, dtype)
+
+    def empty(self, shape, dtype=numpy.float32) -> "DeviceArray":
+        """An uninitialised device array (its bytes are zero: the daemon never hands out
+        another session's data, but do not count on it)."""
+        from gpucmd._array import DeviceArray
+        return DeviceArray.allocate(self, shape, dtype)
+
+    def zeros(self, shape, dtype=numpy.float32) -> "DeviceArray":
+        """A device array of zeros."""
+        from gpucmd._array import DeviceArray
+        array = DeviceArray.allocate(self, shape, dtype)
+        array.set(numpy.zeros(array.shape, array.dtype))
+        return array
+
+    def compile(self, source: str, name: str, options: Sequence[str] = ()) -> "Kernel":
+        """Compiles entry point ``name`` (``extern "C" __global__``) of CUDA C++ ``source``.
+        Raises :class:`CompileError` with the compiler's log when it does not compile."""
+        from gpucmd._kernel import Kernel
+        return Kernel.compile(self, source, name, tuple(options))
+
+    def batch(self, stream: StreamLike = None) -> "Batch":
+        """Collects writes, launches and reads into ``Submit`` batches sent when the
+        ``with`` block ends; read results are available after it."""
+        from gpucmd._batch import Batch
+        return Batch(self, stream_number(stream))
+
+    # Buffers and transfers (used by DeviceArray) ------------------------------------
+
+    def _allocate(self, nbytes: int) -> int:
+        return call(self.client._stub.Allocate,
+                    pb.AllocateRequest(session=self.token, size_bytes=nbytes),
+                    timeout=self.client.timeout).buffer
+
+    def _free(self, buffer: int) -> None:
+        call(self.client._stub.Free, pb.FreeRequest(session=self.token, buffer=buffer),
+             timeout=self.client.timeout)
+
+    def _copy(self, source: int, source_offset: int, target: int, target_offset: int,
+              nbytes: int, stream: StreamLike) -> None:
+        call(self.client._stub.Copy,
+             pb.CopyRequest(session=self.token, stream=stream_number(stream),
+                            source_buffer=source, source_offset_bytes=source_offset,
+                            target_buffer=target, target_offset_bytes=target_offset,
+                            size_bytes=nbytes),
+             timeout=self.client.timeout)
+
+    def _shared_region(self, nbytes: int) -> Optional[SharedRegion]:
+        """A registered region of at least min(nbytes, the region cap) bytes, or None
+        when the daemon offers none (not a Unix socket, refused): transfers go inline."""
+        if self._shared_memory_refused or not self.client.target.startswith("unix:"):
+            return None
+        wanted = min(max(nbytes, SHARED_MEMORY_THRESHOLD), SHARED_MEMORY_REGION_BYTES)
+        if self._region is not None and self._region.size >= wanted:
+            return self._region
+        if self._region is not None:
+            self._drop_region()
+        try:
+            region = SharedRegion(wanted)
+        except OSError:
+            self._shared_memory_refused = True
+            return None
+        try:
+            token = hand_over_descriptor(self.client.target, region.fd)
+            region.region = call(self.client._stub.RegisterSharedMemory,
+                                 pb.RegisterSharedMemoryRequest(session=self.token, handoff=token,
+                                                                size_bytes=region.size),
+                                 timeout=self.client.timeout).region
+        except GpucmdError:
+            region.close()
+            self._shared_memory_refused = True
+            return None
+        self._region = region
+        return region
+
+    def _drop_region(self) -> None:
+        region, self._region = self._region, None
+        try:
+            call(self.client._stub.UnregisterSharedMemory,
+                 pb.UnregisterSharedMemoryRequest(session=self.token, region=region.region),
+                 timeout=self.client.timeout)
+        finally:
+            region.close()
+
+    def _write(self, buffer: int, offset: int, data: numpy.ndarray, stream: StreamLike,
+               rows: Optional[Tuple[int, int]] = None, shared_memory: Optional[bool] = None) -> None:
+        """Host -> device: ``data`` (C-contiguous) lands at ``offset``; with ``rows`` =
+        (row_bytes, stride_bytes) it is packed rows landing ``stride_bytes`` apart."""
+        raw = data.reshape(-1).view(numpy.uint8)
+        row_bytes, stride = rows if rows else (raw.size, raw.size)
+        for piece_start, piece_rows, region in self._pieces(raw.size, row_bytes, shared_memory):
+            piece = raw[piece_start * row_bytes:(piece_start + piece_rows) * row_bytes]
+            header = pb.WriteHeader(session=self.token, stream=stream_number(stream),
+                                    buffer=buffer, offset_bytes=offset + piece_start * stride)
+            if rows:
+                header.pitched.CopyFrom(pb.PitchedLayout(width_bytes=row_bytes, height=piece_rows,
+                                                         stride_bytes=stride))
+            if region is not None:
+                view = region.view(piece.size)
+                view[:] = piece
+                del view
+                header.shared_memory.CopyFrom(pb.SharedMemorySlice(
+                    region=region.region, offset_bytes=0, size_bytes=piece.size))
+                requests: Iterator[pb.WriteRequest] = iter([pb.WriteRequest(header=header)])
+            else:
+                header.inline_size_bytes = piece.size
+                requests = self._inline_chunks(header, piece)
+            call(self.client._stub.Write, requests, timeout=self.client.timeout)
+
+    def _inline_chunks(self, header: pb.WriteHeader,
+                       piece: numpy.ndarray) -> Iterator[pb.WriteRequest]:
+        chunk = self.client.max_message_bytes - _MESSAGE_OVERHEAD
+        progress = _progress.Bar(piece.size, "write")
+        yield pb.WriteRequest(header=header, data=piece[:chunk].tobytes())
+        progress.advance(min(chunk, piece.size))
+        for start in range(chunk, piece.size, chunk):
+            yield pb.WriteRequest(data=piece[start:start + chunk].tobytes())
+            progress.advance(min(chunk, piece.size - start))
+        progress.close()
+
+    def _read(self, buffer: int, offset: int, nbytes: int, stream: StreamLike,
+              rows: Optional[Tuple[int, int]] = None,
+              shared_memory: Optional[bool] = None) -> numpy.ndarray:
+        """Device -> host: ``nbytes`` from ``offset`` as a uint8 array; with ``rows`` =
+        (row_bytes, stride_bytes), rows read ``stride_bytes`` apart, packed here."""
+        out = numpy.empty(nbytes, dtype=numpy.uint8)
+        row_bytes, stride = rows if rows else (nbytes, nbytes)
+        for piece_start, piece_rows, region in self._pieces(nbytes, row_bytes, shared_memory):
+            size = piece_rows * row_bytes
+            request = pb.ReadRequest(session=self.token, stream=stream_number(stream),
+                                     buffer=buffer, offset_bytes=offset + piece_start * stride)
+            if rows:
+                request.pitched.CopyFrom(pb.PitchedLayout(width_bytes=row_bytes, height=piece_rows,
+                                                          stride_bytes=stride))
+            else:
+                request.size_bytes = size
+            target = out[piece_start * row_bytes:piece_start * row_bytes + size]
+            if region is not None:
+                request.shared_memory.CopyFrom(pb.SharedMemorySlice(
+                    region=region.region, offset_bytes=0, size_bytes=size))
+                for _ in call(self.client._stub.Read, request, timeout=self.client.timeout):
+                    pass
+                view = region.view(size)
+                target[:] = view
+                del view
+            else:
+                self._read_inline(request, target)
+        return out
+
+    def _read_inline(self, request: pb.ReadRequest, target: numpy.ndarray) -> None:
+        progress = _progress.Bar(target.size, "read")
+        position = 0
+        try:
+            for response in self.client._stub.Read(request, timeout=self.client.timeout):
+                chunk = numpy.frombuffer(response.data, dtype=numpy.uint8)
+                target[position:position + chunk.size] = chunk
+                position += chunk.size
+                progress.advance(chunk.size)
+        except grpc.RpcError as error:
+            from gpucmd._errors import from_rpc_error
+            raise from_rpc_error(error) from None
+        finally:
+            progress.close()
+        if position != target.size:
+            raise GpucmdError(f"the daemon sent {position} of {target.size} bytes")
+
+    def _pieces(self, nbytes: int, row_bytes: int,
+                shared_memory: Optional[bool]) -> Iterator[Tuple[int, int, Optional[SharedRegion]]]:
+        """Splits a transfer of ``nbytes`` (whole rows of ``row_bytes``) into (first row,
+        rows, region) pieces: one inline piece, or region-sized pieces through shared
+        memory. ``shared_memory``: None decides by size, True/False forces."""
+        rows_total = nbytes // row_bytes if row_bytes else 0
+        use_region = (nbytes >= SHARED_MEMORY_THRESHOLD if shared_memory is None
+                      else shared_memory) and nbytes > 0
+        region = self._shared_region(nbytes) if use_region else None
+        if region is None or row_bytes > region.size:
+            yield 0, rows_total, None
+            return
+        rows_per_piece = region.size // row_bytes
+        for first in range(0, rows_total, rows_per_piece):
+            yield first, min(rows_per_piece, rows_total - first), region

@@ -1,0 +1,84 @@
+"""Batches through the daemon: one Submit stream for writes, launches, copies and reads."""
+
+import numpy
+import pytest
+
+import gpucmd
+
+SCALE = r"""
+extern "C" __global__ void scale(float* x, float factor, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= factor;
+}
+"""
+
+CHECKED = r"""
+#include <cassert>
+extern "C" __global__ void checked(const int* in, int* out) {
+  assert(in[0] >= 0);
+  out[0] = in[0];
+}
+"""
+
+
+def test_writes_launches_and_reads_run_in_order(session):
+    n = 1000
+    x = session.empty(n, numpy.float32)
+    y = session.empty(n, numpy.float32)
+    scale = session.compile(SCALE, "scale")
+    with session.batch() as batch:
+        batch.write(x, numpy.arange(n, dtype=numpy.float32))
+        before = batch.read(x)
+        batch.launch(scale, (n + 255) // 256, 256, (x, 2.0, n))
+        batch.copy(x, y)
+        batch.launch(scale, (n + 255) // 256, 256, (y, numpy.float32(0.5), n))
+        batch.synchronize()
+        after = batch.read(x)
+        copied = batch.read(y)
+        with pytest.raises(RuntimeError, match="block ended"):
+            after.get()
+    numpy.testing.assert_array_equal(before.get(), numpy.arange(n))
+    numpy.testing.assert_array_equal(after.get(), 2 * numpy.arange(n))
+    numpy.testing.assert_array_equal(copied.get(), numpy.arange(n))
+    with pytest.raises(RuntimeError, match="sent already"):
+        batch.read(x)
+
+
+def test_batches_larger_than_a_message_are_split(session):
+    data = numpy.random.default_rng(0).integers(0, 1 << 62, size=5 << 20, dtype=numpy.int64)
+    device = session.empty(data.shape, numpy.int64)  # 40 MiB: several commands and requests
+    with session.batch(stream=session.stream(2)) as batch:
+        batch.write(device, data)
+        result = batch.read(device)
+    numpy.testing.assert_array_equal(result.get(), data)
+
+
+def test_a_failed_command_fails_what_depends_on_it(session):
+    checked = session.compile(CHECKED, "checked")
+    bad = session.asarray(numpy.array([-1], numpy.int32))
+    out = session.zeros(1, numpy.int32)
+    untouched = session.asarray(numpy.array([5], numpy.int32))
+    with pytest.raises(gpucmd.GpucmdError) as raised:
+        with session.batch() as batch:
+            batch.launch(checked, 1, 1, (bad, out))
+            tainted = batch.read(out)
+            independent = batch.read(untouched)
+    assert "assert" in str(raised.value)
+    with pytest.raises(gpucmd.FailedPrecondition, match="assert"):
+        tainted.get()
+    assert independent.get().tolist() == [5]
+
+
+def test_batches_check_their_arguments_before_sending(session):
+    scale = session.compile(SCALE, "scale")
+    x = session.zeros(4, numpy.float32)
+    with session.batch() as batch:
+        with pytest.raises(TypeError, match="takes an int"):
+            batch.launch(scale, 1, 4, (x, 2.0, 4.5))
+        with pytest.raises(ValueError, match="2D views"):
+            batch.read(session.zeros((2, 2), numpy.float32)[0:1, 0:1])
+        with pytest.raises(ValueError, match="own session"):
+            with session.client.session(name="other") as other:
+                batch.read(other.zeros(1, numpy.float32))
+        read = batch.read(x)
+    assert read.get().tolist() == [0.0] * 4
