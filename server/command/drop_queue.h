@@ -20,8 +20,9 @@
 // staged so far.
 //
 // Waiting blocks the device thread, and so every session, while the stream is behind
-// (a long kernel). Synchronize therefore never waits, and a queue past its thresholds
-// waits only when it holds four times their amount: until then both Seal instead,
+// (a long kernel). Synchronize therefore never waits, and a queue waits only when it
+// holds four times its thresholds, sealed or not (that bound holds the stream's backlog
+// of copies, and the memory they read, to about 1 GiB): until then both Seal instead,
 // `staged` joining `pending` under a new fence without waiting for the previous one
 // (a later fence on the same stream covers both); ReleaseCompleted, run as upkeep
 // between commands, frees `pending` once its fence completed. An idle device seals what
@@ -62,15 +63,17 @@ class DropQueue {
     return staged_.size() >= thresholds_.max_entries || staged_bytes_ >= thresholds_.max_bytes;
   }
 
-  // After a Push: nothing while the queue is under its thresholds; a Seal while it holds
-  // less than four times their amount; else a Flush, which may wait.
+  // After a Push: a Flush, which may wait, once the queue holds four times its
+  // thresholds, however it got there (idle upkeep seals what is staged between
+  // commands, so `staged` alone may never pass them); else a Seal when `staged` passed
+  // them; else nothing.
   absl::Status FlushIfDue(Stream& stream) {
-    if (!ShouldFlush()) return absl::OkStatus();
-    if (held_entries() < 4 * thresholds_.max_entries && held_bytes() < 4 * thresholds_.max_bytes) {
-      Seal(stream);
-      return absl::OkStatus();
+    if (held_entries() >= 4 * thresholds_.max_entries ||
+        held_bytes() >= 4 * thresholds_.max_bytes) {
+      return Flush(stream);
     }
-    return Flush(stream);
+    if (ShouldFlush()) Seal(stream);
+    return absl::OkStatus();
   }
 
   absl::Status Flush(Stream& stream) {

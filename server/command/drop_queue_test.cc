@@ -85,6 +85,34 @@ TEST(DropQueueTest, ADueQueueWaitsOnlyWhenItHoldsFourTimesItsThresholds) {
   EXPECT_EQ(released, 6) << "all but the two staged after the last fence";
 }
 
+// Idle upkeep seals each write's bytes before the next arrives, so `staged` never passes
+// the thresholds: the bound on what is held must hold all the same.
+TEST(DropQueueTest, SealsBetweenPushesDoNotLiftTheBound) {
+  CpuStream stream(0);
+  DropQueue<CpuStream> queue({.max_entries = 1000, .max_bytes = 100});
+  std::atomic<int> released{0};
+  StreamGate gate;
+  gate.Block(stream);
+  for (int i = 0; i < 9; ++i) {  // 360 bytes held, under 400; never 100 staged
+    queue.Push(Tracked(&released, 40));
+    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+    queue.Seal(stream);  // what ReclaimWhenIdle does between commands
+  }
+  EXPECT_EQ(queue.held_bytes(), 360u);
+  std::atomic<bool> flushed{false};
+  std::thread pusher([&] {
+    queue.Push(Tracked(&released, 40));  // 400 held: four times max_bytes
+    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+    flushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(flushed) << "a stream behind its copies let the queue grow past its bound";
+  gate.Open();
+  pusher.join();
+  EXPECT_EQ(released, 9);
+  EXPECT_EQ(queue.held_bytes(), 40u);
+}
+
 TEST(DropQueueTest, ThresholdsUseCountAndBytes) {
   DropQueue<CpuStream> by_count({.max_entries = 3, .max_bytes = 1 << 30});
   std::atomic<int> released{0};
