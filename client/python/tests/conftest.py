@@ -1,7 +1,7 @@
 """pytest fixtures: the real gpucmdd binary, started on a socket of a temporary directory.
 
-The daemon is the one Bazel built for the test (``server/gpucmdd`` in the runfiles), or
-``$GPUCMDD_BINARY`` when the tests run outside Bazel.
+The daemon is the one Bazel built for the test or benchmark (``server/gpucmdd`` in the
+runfiles), or ``$GPUCMDD_BINARY`` when they run outside Bazel.
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ IDLE_TIMEOUT_SECONDS = 2
 def daemon_binary() -> str:
     if "GPUCMDD_BINARY" in os.environ:
         return os.environ["GPUCMDD_BINARY"]
-    return os.path.join(os.environ["TEST_SRCDIR"], "gpucmdd", "server", "gpucmdd")
+    # This file is client/python/tests/conftest.py of the workspace in the runfiles.
+    workspace = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    return os.path.join(workspace, "server", "gpucmdd")
 
 
 class Daemon:

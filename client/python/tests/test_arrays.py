@@ -154,3 +154,23 @@ def test_devices_health_and_stats(client, session):
     assert client.stats().sessions_open >= 1
     with pytest.raises(TypeError):
         session.asarray(numpy.array([object()]))
+
+
+def test_writes_queued_behind_a_kernel_hold_bounded_memory(session):
+    # The stream is busy for 3 s; writes queued behind it keep their bytes until their
+    # copies ran. The daemon holds at most four times its drop-queue threshold (256 MiB)
+    # for them, then makes further writes wait, however the writes are spaced.
+    spin = session.compile(r"""
+        extern "C" __global__ void spin(long long ticks) {
+          long long start = clock64();
+          while (clock64() - start < ticks) {}
+        }""", "spin")
+    array = session.empty(48 << 20, numpy.uint8)
+    data = numpy.ones(array.shape, numpy.uint8)
+    spin(1, 1, (3_000_000_000,))
+    for _ in range(30):  # 1.4 GiB of writes
+        array.set(data, shared_memory=True)
+    held = session.client.stats().devices[0].drop_queue_bytes
+    assert held <= (1 << 30) + array.nbytes, f"{held} bytes held for queued writes"
+    session.synchronize()
+    numpy.testing.assert_array_equal(array.get(), data)

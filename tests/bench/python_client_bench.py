@@ -1,0 +1,99 @@
+"""The Python client's cost over the C++ client's, as ratios measured in one run on one
+daemon: the unary empty-kernel launch rate, and 64 MiB writes and reads, inline and
+through shared memory. The C++ figures are `gpucmdctl bench --json` (client/ctl_bench.cc);
+the Python ones repeat its loops: launches for `--seconds` then one synchronize; writes
+each followed by a synchronize; reads. The Python shared-memory figures include copying
+the numpy array into (or out of) the region, as every `set`/`get` does.
+
+    bazel run -c opt //tests/bench:python_client_bench -- --seconds=2
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import time
+
+import numpy
+
+import gpucmd
+from conftest import Daemon
+
+SIZE = 64 << 20
+EMPTY = r'extern "C" __global__ void empty(int n) {}'
+
+
+def rate(seconds, round_, finish=lambda: None):
+    """Items per second: `round_` (returning its items) repeated for `seconds`, then
+    `finish`, all timed."""
+    start = time.monotonic()
+    items = 0.0
+    while True:
+        items += round_()
+        if time.monotonic() - start >= seconds:
+            break
+    finish()
+    return items / (time.monotonic() - start)
+
+
+def python_figures(target, seconds):
+    figures = {}
+    with gpucmd.connect(target) as client, client.session(name="python-bench") as session:
+        empty = session.compile(EMPTY, "empty")
+
+        def launch():
+            try:
+                empty(1, 1, (0,))
+                return 1
+            except gpucmd.ResourceExhausted:  # backpressure: wait for the queued ones
+                session.synchronize()
+                return 0
+        figures["launch"] = rate(seconds, launch, session.synchronize)
+        gigabytes = SIZE / 1e9
+        data = numpy.full(SIZE, ord("w"), numpy.uint8)
+        array = session.empty(SIZE, numpy.uint8)
+        for name, shared in (("inline", False), ("shared memory", True)):
+            def write():
+                array.set(data, shared_memory=shared)
+                session.synchronize()
+                return gigabytes
+            figures[f"{name} write"] = rate(seconds, write)
+            figures[f"{name} read"] = rate(
+                seconds, lambda: array.get(shared_memory=shared).nbytes / 1e9)
+    return figures
+
+
+def cpp_figures(target, seconds):
+    # This file is tests/bench/python_client_bench.py of the workspace in the runfiles.
+    workspace = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    output = subprocess.check_output([
+        os.path.join(workspace, "client", "gpucmdctl"), f"--target={target}", "--json",
+        "bench", f"--bench_bytes={SIZE}", f"--bench_seconds={seconds}"])
+    rows = {row["what"]: row["value"] for row in json.loads(output)}
+    pick = lambda prefix: next(value for what, value in rows.items() if what.startswith(prefix))
+    return {"launch": pick("empty launches + Synchronize, unary"),
+            "inline write": pick("inline write"), "inline read": pick("inline read"),
+            "shared memory write": pick("shared-memory write"),
+            "shared memory read": pick("shared-memory read")}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0)
+    options = parser.parse_args()
+    daemon = Daemon()
+    try:
+        cpp = cpp_figures(daemon.target, options.seconds)
+        python = python_figures(daemon.target, options.seconds)
+    finally:
+        daemon.stop()
+    units = {"launch": "launches/s"}
+    print(f"{'figure':<28} {'Python':>12} {'C++':>12} {'Python/C++':>11}")
+    for name in cpp:
+        unit = units.get(name, "GB/s")
+        print(f"{name + ' (' + unit + ')':<28} {python[name]:>12.4g} {cpp[name]:>12.4g} "
+              f"{python[name] / cpp[name]:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()
