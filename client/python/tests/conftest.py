@@ -13,7 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional, Sequence
 
 import pytest
 
@@ -37,7 +37,7 @@ def daemon_binary() -> str:
 class Daemon:
     """A gpucmdd child process serving on ``target`` until :meth:`stop`."""
 
-    def __init__(self, config: str = "") -> None:
+    def __init__(self, config: str = "", listen: Sequence[str] = ()) -> None:
         self.directory = tempfile.mkdtemp(prefix="gpucmd-py-", dir="/tmp")
         socket_path = os.path.join(self.directory, "gpucmdd.sock")
         config_path = os.path.join(self.directory, "gpucmdd.textproto")
@@ -49,11 +49,13 @@ class Daemon:
                        + config)
         self.process = subprocess.Popen(
             [daemon_binary(), f"--listen=unix:{socket_path}", "--http_listen=127.0.0.1:0",
-             f"--config={config_path}"],
+             f"--config={config_path}"] + [f"--listen={address}" for address in listen],
             stdout=subprocess.PIPE, stderr=open(os.path.join(self.directory, "stderr"), "w"))
-        self.target = self._wait_ready(timeout=30)
+        #: Every gRPC address of the ready line; `target` is the Unix socket.
+        self.targets = self._wait_ready(timeout=30)
+        self.target = self.targets[0]
 
-    def _wait_ready(self, timeout: float) -> str:
+    def _wait_ready(self, timeout: float) -> List[str]:
         deadline = time.monotonic() + timeout
         line = b""
         while time.monotonic() < deadline and not line.endswith(b"\n"):
@@ -69,7 +71,7 @@ class Daemon:
             raise RuntimeError(f"gpucmdd did not start: {line!r}, stderr: {stderr}")
         line = line.split(b"\n")[0]
         fields = dict(field.split("=", 1) for field in line.decode().split()[2:])
-        return fields["grpc"]
+        return fields["grpc"].split(",")
 
     def stderr(self) -> str:
         with open(os.path.join(self.directory, "stderr")) as file:

@@ -111,6 +111,17 @@ def test_large_transfers_inline_and_through_shared_memory(session, shared_memory
     assert (session.stats().shared_memory_regions == 1) == shared_memory
 
 
+def test_writes_through_one_region_keep_their_own_bytes(session):
+    # Each write returns once queued and is copied out of the region later: the region is
+    # not refilled for the next write before that copy ran.
+    hosts = [numpy.full(2 << 20, value, numpy.float32) for value in range(1, 6)]
+    devices = [session.empty(host.shape, host.dtype) for host in hosts]
+    for device, host in zip(devices, hosts):
+        device.set(host, shared_memory=True, stream=session.stream(device.buffer % 3))
+    for device, host in zip(devices, hosts):
+        numpy.testing.assert_array_equal(device.get(), host)
+
+
 def test_transfers_larger_than_a_shared_region_go_in_pieces(session):
     rows = numpy.random.default_rng(2).integers(0, 1 << 30, size=(3000, 6000), dtype=numpy.int32)
     device = session.asarray(rows)  # 72 MiB: two pieces of a 64 MiB region
