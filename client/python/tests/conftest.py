@@ -77,7 +77,9 @@ class Daemon:
         with open(os.path.join(self.directory, "stderr")) as file:
             return file.read()
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stops the daemon (SIGTERM: it drains); returns "" when it exited cleanly, else
+        what went wrong with its standard error (a sanitizer's report, say)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -85,7 +87,11 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        problem = ""
+        if self.process.returncode != 0:
+            problem = f"gpucmdd exited with {self.process.returncode}: {self.stderr()[-4000:]}"
         shutil.rmtree(self.directory, ignore_errors=True)
+        return problem
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +99,8 @@ def daemon() -> Iterator[Daemon]:
     """One daemon for the tests of a module."""
     running = Daemon()
     yield running
-    running.stop()
+    problem = running.stop()
+    assert not problem, problem
 
 
 @pytest.fixture

@@ -42,7 +42,8 @@ def tls_daemon(certificates):
                             f'client_ca_file: "{path("ca.pem")}" }}\n',
                      listen=["tcp:127.0.0.1:0"])
     yield running
-    running.stop()
+    problem = running.stop()
+    assert not problem, problem
 
 
 def read(certificates, name):
