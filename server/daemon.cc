@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include <fstream>
@@ -29,6 +30,9 @@ namespace gpucmd {
 namespace {
 
 constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
+// How long new calls still get their UNAVAILABLE answer once the devices are quiet,
+// before gRPC's shutdown starts (Note [Draining]).
+constexpr std::chrono::milliseconds kRefusalLinger{100};
 
 // Gives the Unix socket at `path` its configured mode and group (a name; empty keeps the
 // daemon's). FAILED_PRECONDITION naming what failed.
@@ -239,11 +243,30 @@ void Daemon::Shutdown() {
   // Lease streams carry no work: they end now, not at the drain's end.
   const absl::Status shutting_down = absl::UnavailableError("daemon shutting down");
   service_->EndLeases(shutting_down);
+  const auto drain_end = std::chrono::system_clock::now() +
+                         std::chrono::seconds(config_.drain_timeout_seconds());
+  // Note [Draining]
+  // ~~~~~~~~~~~~~~~~
+  // gRPC ends calls that arrive during its own shutdown, before a handler took them,
+  // CANCELLED (grpc/grpc#41785), which a client cannot tell from its own cancellation.
+  // So the daemon first refuses: while the server still runs, new calls of sessions
+  // (and new sessions) are answered UNAVAILABLE "daemon shutting down", until the
+  // devices are quiet or half the drain time passed, and a moment longer; clients see
+  // UNAVAILABLE and stop sending. Then gRPC's shutdown lets the calls in flight finish
+  // until the drain's end, when queued work is answered UNAVAILABLE and running
+  // kernels are stopped. soak_test's SigtermUnderMixedLoadKeepsAcknowledgedWrites
+  // checks that every call ends OK or UNAVAILABLE.
+  core_->sessions().RefuseNewWork(shutting_down);
+  const auto refusing_until =
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(500 * config_.drain_timeout_seconds());
+  while (!core_->Quiet() && std::chrono::system_clock::now() < refusing_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(kRefusalLinger);
   // gRPC refuses new calls at once and lets those in flight run until its deadline,
   // then cancels the rest. At the drain's end the devices answer what is still queued
   // UNAVAILABLE, so that those calls end with that, not CANCELLED, a moment later.
-  const auto drain_end = std::chrono::system_clock::now() +
-                         std::chrono::seconds(config_.drain_timeout_seconds());
   std::future<void> drained = std::async(std::launch::async, [this, drain_end] {
     server_->Shutdown(drain_end + std::chrono::milliseconds(500));
   });

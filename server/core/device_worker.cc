@@ -109,6 +109,12 @@ DeviceUsage DeviceWorker::usage() const {
   return usage_;
 }
 
+bool DeviceWorker::Quiet() const {
+  if (queue_.depth() != 0) return false;
+  MutexLock lock(&completion_mutex_);
+  return completions_left_ == 0;
+}
+
 void DeviceWorker::FailQueuedWork(const absl::Status& status) {
   std::shared_ptr<CommandInterface> serving;
   {

@@ -110,6 +110,10 @@ class DeviceWorker {
   // the device thread.
   void FailQueuedWork(const absl::Status& status);
 
+  // True when no task is queued and no completion is pending (a snapshot; a task the
+  // device thread took may still be running).
+  bool Quiet() const;
+
   // Refuses new tasks, finishes queued ones and pending completions, joins.
   void Stop();
 
@@ -154,7 +158,7 @@ class DeviceWorker {
   absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
   DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
 
-  Mutex completion_mutex_;
+  mutable Mutex completion_mutex_;
   // A session became ready (or the completions closed): for the completion threads.
   CondVar completion_ready_;
   // completions_left_ reached 0: for AwaitCompletions.

@@ -1,5 +1,7 @@
 #include "server/core/server_core.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -31,6 +33,11 @@ void ServerCore::Stop() {
 
 void ServerCore::FailQueuedWork(const absl::Status& status) {
   for (auto& worker : workers_) worker->FailQueuedWork(status);
+}
+
+bool ServerCore::Quiet() const {
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [](const auto& worker) { return worker->Quiet(); });
 }
 
 absl::Status ServerCore::SubmitReclaim(const SessionInfo& session) {

@@ -68,6 +68,9 @@ class ServerCore {
   // Every device answers its queued and new work `status` without running it.
   void FailQueuedWork(const absl::Status& status);
 
+  // True when no device has work queued, running or completing.
+  bool Quiet() const;
+
   void Stop();
 
  private:

@@ -13,6 +13,7 @@ absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string c
         limits_.max_client_name_bytes, " (limits.max_client_name_bytes)"));
   }
   MutexLock lock(&mutex_);
+  if (!refusal_.ok()) return refusal_;
   if (sessions_.size() >= limits_.max_sessions) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the daemon has ", sessions_.size(), " sessions open, its limit "
@@ -36,12 +37,18 @@ absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string c
 absl::StatusOr<SessionInfo> SessionRegistry::Touch(const std::string& token,
                                                    Clock::time_point now) {
   MutexLock lock(&mutex_);
+  if (!refusal_.ok()) return refusal_;
   auto it = sessions_.find(token);
   if (it == sessions_.end()) {
     return absl::NotFoundError("unknown session (closed, expired, or never opened)");
   }
   it->second.last_active = now;
   return it->second.info;
+}
+
+void SessionRegistry::RefuseNewWork(absl::Status status) {
+  MutexLock lock(&mutex_);
+  refusal_ = std::move(status);
 }
 
 std::optional<SessionInfo> SessionRegistry::Close(const std::string& token) {

@@ -57,6 +57,10 @@ class SessionRegistry {
   bool LeaseOpened(const std::string& token, Clock::time_point now);
   void LeaseClosed(const std::string& token, Clock::time_point now);
 
+  // From now on Open and Touch answer `status` (the daemon is draining): calls that
+  // passed Touch before finish, new ones end at once with it.
+  void RefuseNewWork(absl::Status status);
+
   // Removes and returns the sessions that expired by `now`.
   std::vector<SessionInfo> TakeExpired(Clock::time_point now);
 
@@ -81,6 +85,7 @@ class SessionRegistry {
   SessionId next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, uint32_t> sessions_per_client_ ABSL_GUARDED_BY(mutex_);
+  absl::Status refusal_ ABSL_GUARDED_BY(mutex_);  // not OK once the daemon drains
 };
 
 }  // namespace gpucmd

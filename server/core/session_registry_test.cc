@@ -25,6 +25,17 @@ TEST(SessionRegistryTest, TokensAreUnguessableAndScoped) {
   EXPECT_EQ(registry.Touch(a, now).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(SessionRegistryTest, ADrainingRegistryRefusesNewWorkButStillCloses) {
+  SessionRegistry registry(seconds(60), seconds(5));
+  Clock::time_point now = Clock::now();
+  std::string token = *registry.Open(0, "a", now);
+  registry.RefuseNewWork(absl::UnavailableError("daemon shutting down"));
+  EXPECT_EQ(registry.Touch(token, now).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.Open(0, "b", now).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(registry.Close(token).has_value());
+  EXPECT_EQ(registry.size(), 0u);
+}
+
 TEST(SessionRegistryTest, IdleSessionsExpire) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point start = Clock::now();

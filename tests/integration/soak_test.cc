@@ -3,7 +3,11 @@
 //   - clients that die mid-write leave nothing behind once their leases' grace passed;
 //   - a flood far past the queues' capacity is answered RESOURCE_EXHAUSTED, with the
 //     daemon's memory bounded;
-//   - many sessions working at once all make progress, and end with nothing held.
+//   - many sessions working at once all make progress, and end with nothing held;
+//   - kernel executors killed again and again under load: launches running then fail,
+//     nothing else does, and every session's other data stays intact;
+//   - SIGTERM under a mixed load: every call ends OK or UNAVAILABLE, every read after an
+//     acknowledged write returns that write's bytes, and the exit is within the drain.
 // Each prints what it measured (recovery time, peak RSS, throughput spread, latency
 // percentiles) as a "SOAK" line. Timing is reported, not asserted, but for generous
 // bounds that only a hang would cross. SOAK_SCALE multiplies the client counts.
@@ -11,15 +15,20 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/mutex.h"
+#include "base/status_macros.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
@@ -59,6 +68,44 @@ uint64_t PeakRssMiB(pid_t pid) {
     }
   }
   return 0;
+}
+
+constexpr char kAddOne[] = R"(
+    extern "C" __global__ void add_one(int* x, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) x[i] += 1;
+    })";
+
+// One round of a working client: zeros into `buffer` (4 KiB), add_one over it, read the
+// first int back; DATA_LOSS when it is not 1.
+absl::Status AddOneRound(Session& session, const std::string& add_one, const Buffer& buffer) {
+  RETURN_IF_ERROR(session.Write(buffer, 0, std::string(4096, '\0')));
+  RETURN_IF_ERROR(session.Launch(add_one, {MakeDim3(4), MakeDim3(256)},
+                                 {BufferArgument(buffer, v1::ACCESS_READ_WRITE),
+                                  Int32Argument(1024)}));
+  ASSIGN_OR_RETURN(std::string back, session.Read(buffer, 0, 4));
+  if (back[0] != 1) return absl::DataLossError("the kernel's sum is wrong");
+  return absl::OkStatus();
+}
+
+// Pids of the daemon's kernel executors (its children named gpucmd-kernel-executor).
+std::vector<pid_t> ExecutorsOf(pid_t daemon) {
+  std::vector<pid_t> executors;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    // "pid (comm) state ppid ...": comm is cut to 15 characters.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || stat.find("(gpucmd-kernel-e") == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    pid_t parent = 0;
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &parent) && parent == daemon) {
+      executors.push_back(pid);
+    }
+  }
+  return executors;
 }
 
 class SoakTest : public ::testing::Test {
@@ -208,29 +255,16 @@ TEST_F(SoakTest, ManySessionsAllProgress) {
     threads.emplace_back([&, s] {
       absl::StatusOr<Session> session = client_->OpenSession(0, "many");
       if (!session.ok()) return fail("open", session.status());
-      absl::StatusOr<v1::CompileResponse> add = session->Compile(R"(
-          extern "C" __global__ void add_one(int* x, int n) {
-            int i = blockIdx.x * blockDim.x + threadIdx.x;
-            if (i < n) x[i] += 1;
-          })",
-                                                                 "add_one");
+      absl::StatusOr<v1::CompileResponse> add = session->Compile(kAddOne, "add_one");
       if (!add.ok()) return fail("compile", add.status());
       absl::StatusOr<Buffer> buffer = session->Allocate(4096);
       if (!buffer.ok()) return fail("allocate", buffer.status());
-      const std::string zeros(4096, '\0');
       const auto end = Clock::now() + duration;
       while (Clock::now() < end) {
         const auto start = Clock::now();
-        absl::Status status = session->Write(*buffer, 0, zeros);
-        if (status.ok()) {
-          status = session->Launch(add->kernel_id(), {MakeDim3(4), MakeDim3(256)},
-                                   {BufferArgument(*buffer, v1::ACCESS_READ_WRITE),
-                                    Int32Argument(1024)});
+        if (absl::Status round = AddOneRound(*session, add->kernel_id(), *buffer); !round.ok()) {
+          return fail("round", round);
         }
-        absl::StatusOr<std::string> back =
-            status.ok() ? session->Read(*buffer, 0, 4) : absl::StatusOr<std::string>(status);
-        if (!back.ok()) return fail("round", back.status());
-        if ((*back)[0] != 1) return fail("round", absl::DataLossError("the kernel's sum is wrong"));
         latencies[s].push_back(SecondsSince(start));
         ++rounds[s];
       }
@@ -250,6 +284,151 @@ TEST_F(SoakTest, ManySessionsAllProgress) {
             << " peak_rss_mib=" << PeakRssMiB(daemon_->pid()) << "\n";
   EXPECT_GT(*fewest, 0) << "a session made no progress";
   EXPECT_GE(SecondsUntilNothingHeld(std::chrono::seconds(30)), 0);
+}
+
+// While sessions loop write + launch + read, their device's kernel executor is killed
+// every 150 ms. A launch running then fails (UNAVAILABLE or ABORTED; a read of what it
+// was to write, FAILED_PRECONDITION); nothing else does; bytes no kernel touched stay
+// intact; launches run again once the killing stops.
+TEST_F(SoakTest, KilledExecutorsLoseOnlyTheLaunchesTheyRan) {
+  const int sessions = 6 * Scale();
+  const auto duration = std::chrono::seconds(3);
+  std::atomic<int> rounds{0}, lost_rounds{0}, wrong{0}, kills{0};
+  Mutex first_wrong_mutex;
+  std::string first_wrong;
+  std::atomic<bool> killing{true};
+  std::thread killer([&] {
+    while (killing) {
+      for (pid_t executor : ExecutorsOf(daemon_->pid())) {
+        if (kill(executor, SIGKILL) == 0) ++kills;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int s = 0; s < sessions; ++s) {
+    threads.emplace_back([&, s] {
+      auto note_wrong = [&](const std::string& what) {
+        if (++wrong == 1) {
+          MutexLock lock(&first_wrong_mutex);
+          first_wrong = what;
+        }
+      };
+      absl::StatusOr<Session> session = client_->OpenSession(0, "beside-killed-executors");
+      if (!session.ok()) return note_wrong(session.status().ToString());
+      absl::StatusOr<v1::CompileResponse> add = session->Compile(kAddOne, "add_one");
+      absl::StatusOr<Buffer> kept = session->Allocate(4096);
+      absl::StatusOr<Buffer> work = session->Allocate(4096);
+      if (!add.ok() || !kept.ok() || !work.ok()) return note_wrong("set-up failed");
+      const std::string pattern(4096, static_cast<char>('a' + s % 26));
+      if (!session->Write(*kept, 0, pattern).ok()) return note_wrong("kept write failed");
+      const auto end = Clock::now() + duration;
+      while (Clock::now() < end) {
+        absl::Status round = AddOneRound(*session, add->kernel_id(), *work);
+        if (round.ok()) {
+          ++rounds;
+        } else if (absl::IsUnavailable(round) || absl::IsAborted(round) ||
+                   absl::IsFailedPrecondition(round)) {
+          ++lost_rounds;
+          session->Synchronize().IgnoreError();  // the launch's error, reported once
+        } else {
+          return note_wrong(round.ToString());
+        }
+      }
+      absl::StatusOr<std::string> back = session->Read(*kept, 0, pattern.size());
+      if (!back.ok() || *back != pattern) note_wrong("the kept buffer changed");
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  killing = false;
+  killer.join();
+  EXPECT_EQ(wrong.load(), 0) << first_wrong;
+  EXPECT_GT(kills.load(), 0) << "no executor was found to kill";
+  std::cout << "SOAK killed_executors sessions=" << sessions << " kills=" << kills
+            << " rounds=" << rounds << " lost_rounds=" << lost_rounds
+            << " peak_rss_mib=" << PeakRssMiB(daemon_->pid()) << "\n";
+  absl::StatusOr<Session> after = client_->OpenSession(0, "after-the-killing");
+  ASSERT_TRUE(after.ok()) << after.status();
+  absl::StatusOr<v1::CompileResponse> add = after->Compile(kAddOne, "add_one");
+  absl::StatusOr<Buffer> buffer = after->Allocate(4096);
+  ASSERT_TRUE(add.ok() && buffer.ok());
+  EXPECT_TRUE(AddOneRound(*after, add->kernel_id(), *buffer).ok()) << "kernels run again";
+}
+
+// Clients write, read back, launch and synchronize in a loop while the daemon is told to
+// stop. Every call ends OK or UNAVAILABLE (never CANCELLED or a transport error), every
+// read that follows an acknowledged write returns that write's bytes, and the daemon
+// exits 0 within its drain time and a second.
+TEST(SoakShutdownTest, SigtermUnderMixedLoadKeepsAcknowledgedWrites) {
+  constexpr int kDrainSeconds = 2;
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(absl::StrCat(
+      "drain_timeout_seconds: ", kDrainSeconds, "\n",
+      "cpu { executor_workers: 2 }\n", "compile { cache_dir: \"{dir}/cache\" }\n"));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  const int sessions = 8 * Scale();
+  std::atomic<int> acknowledged{0}, wrong{0};
+  Mutex codes_mutex;
+  std::map<std::pair<absl::StatusCode, std::string>, int> codes;  // by code and call
+  std::string first_wrong;
+  std::atomic<bool> running{true};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < sessions; ++s) {
+    threads.emplace_back([&, s] {
+      auto record = [&](const char* call, const absl::Status& status) {
+        MutexLock lock(&codes_mutex);
+        ++codes[{status.code(), call}];
+        return status.ok();
+      };
+      absl::StatusOr<Session> session = (*client)->OpenSession(0, "until-sigterm");
+      if (!record("OpenSession", session.status())) return;
+      absl::StatusOr<v1::CompileResponse> add = session->Compile(kAddOne, "add_one");
+      absl::StatusOr<Buffer> buffer = session->Allocate(64 << 10);
+      if (!record("Compile", add.status()) || !record("Allocate", buffer.status())) return;
+      for (int k = 0; running; ++k) {
+        const std::string pattern(64 << 10, static_cast<char>('A' + (s + k) % 26));
+        if (!record("Write", session->Write(*buffer, 0, pattern))) return;
+        ++acknowledged;
+        absl::StatusOr<std::string> back = session->Read(*buffer, 0, pattern.size());
+        if (!record("Read", back.status())) return;
+        if (*back != pattern && ++wrong == 1) {
+          MutexLock lock(&codes_mutex);
+          first_wrong = absl::StrCat("session ", s, " round ", k, " read other bytes");
+        }
+        if (!record("Launch", session->Launch(add->kernel_id(), {MakeDim3(1), MakeDim3(64)},
+                                    {BufferArgument(*buffer, v1::ACCESS_READ_WRITE),
+                                     Int32Argument(64)}))) {
+          return;
+        }
+        if (k % 4 == 0 && !record("Synchronize", session->Synchronize())) return;
+      }
+    });
+  }
+  // Signal once every session is under way (compiles take a while on a loaded machine).
+  const auto loaded_by = Clock::now() + std::chrono::seconds(30);
+  while (acknowledged < 4 * sessions && Clock::now() < loaded_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto signalled = Clock::now();
+  const int exit_code = daemon->Stop(SIGTERM, std::chrono::seconds(30));
+  const double exit_seconds = SecondsSince(signalled);
+  running = false;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_LT(exit_seconds, kDrainSeconds + 1) << "the drain did not bound the exit";
+  EXPECT_EQ(wrong.load(), 0) << first_wrong;
+  std::string seen;
+  for (const auto& [code_and_call, count] : codes) {
+    const auto& [code, call] = code_and_call;
+    absl::StrAppend(&seen, " ", call, ":", absl::StatusCodeToString(code), "=", count);
+    EXPECT_TRUE(code == absl::StatusCode::kOk || code == absl::StatusCode::kUnavailable)
+        << count << " " << call << " call(s) ended " << absl::StatusCodeToString(code);
+  }
+  EXPECT_GT(acknowledged.load(), 0);
+  std::cout << "SOAK sigterm_mixed_load sessions=" << sessions << " acknowledged_writes="
+            << acknowledged << " exit_s=" << exit_seconds << " codes:" << seen << "\n";
 }
 
 }  // namespace
