@@ -6,6 +6,7 @@ import math
 from typing import Optional, Tuple, Union
 
 import numpy
+import numpy.typing
 
 from gpucmd._errors import GpucmdError
 from gpucmd._session import Session, StreamLike
@@ -57,7 +58,8 @@ class DeviceArray:
     # Construction -------------------------------------------------------------------
 
     @classmethod
-    def allocate(cls, session: Session, shape: ShapeLike, dtype) -> "DeviceArray":
+    def allocate(cls, session: Session, shape: ShapeLike,
+                 dtype: numpy.typing.DTypeLike) -> "DeviceArray":
         shape = _normalize_shape(shape)
         dtype = _host_dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
@@ -65,7 +67,8 @@ class DeviceArray:
         return cls(session, session._allocate(max(nbytes, 1)), shape, dtype)
 
     @classmethod
-    def from_host(cls, session: Session, array, dtype=None) -> "DeviceArray":
+    def from_host(cls, session: Session, array: numpy.typing.ArrayLike,
+                  dtype: numpy.typing.DTypeLike = None) -> "DeviceArray":
         host = numpy.require(numpy.asarray(array, dtype=dtype), requirements=["C_CONTIGUOUS"])
         device = cls.allocate(session, host.shape, host.dtype)
         try:
@@ -135,7 +138,8 @@ class DeviceArray:
                                  shared_memory)
         return raw.view(self.dtype).reshape(self.shape)
 
-    def set(self, values, stream: StreamLike = None, *, shared_memory: Optional[bool] = None) -> None:
+    def set(self, values: numpy.typing.ArrayLike, stream: StreamLike = None, *,
+            shared_memory: Optional[bool] = None) -> None:
         """Copies ``values`` (an array of this shape, or anything that broadcasts to it,
         converted to this dtype) into the array."""
         self._check_live()

@@ -7,6 +7,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 import grpc
 import numpy
+import numpy.typing
 
 from gpucmd._array import DeviceArray
 from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
@@ -87,7 +88,7 @@ class Batch:
             raise ValueError("a batch moves whole arrays or 1D slices, not 2D views")
         array._check_live()
 
-    def write(self, array: DeviceArray, values) -> None:
+    def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:
         """Copies ``values`` (broadcast and converted to the array's dtype) into ``array``."""
         self._check_array(array)
         host = numpy.ascontiguousarray(numpy.broadcast_to(numpy.asarray(values), array.shape),

@@ -9,6 +9,7 @@ from typing import Iterator, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy
+import numpy.typing
 
 from gpucmd import _progress
 from gpucmd._client import Client
@@ -193,19 +194,22 @@ class Session:
 
     # Arrays and kernels (defined in their modules) -----------------------------------
 
-    def asarray(self, array, dtype=None) -> "DeviceArray":
+    def asarray(self, array: "numpy.typing.ArrayLike",
+                dtype: "numpy.typing.DTypeLike" = None) -> "DeviceArray":
         """A device copy of ``array`` (any numpy array or sequence; Fortran-ordered and
         strided inputs are made contiguous)."""
         from gpucmd._array import DeviceArray
         return DeviceArray.from_host(self, array, dtype)
 
-    def empty(self, shape, dtype=numpy.float32) -> "DeviceArray":
+    def empty(self, shape: Union[int, Tuple[int, ...]],
+              dtype: "numpy.typing.DTypeLike" = numpy.float32) -> "DeviceArray":
         """An uninitialised device array (its bytes are zero: the daemon never hands out
         another session's data, but do not count on it)."""
         from gpucmd._array import DeviceArray
         return DeviceArray.allocate(self, shape, dtype)
 
-    def zeros(self, shape, dtype=numpy.float32) -> "DeviceArray":
+    def zeros(self, shape: Union[int, Tuple[int, ...]],
+              dtype: "numpy.typing.DTypeLike" = numpy.float32) -> "DeviceArray":
         """A device array of zeros."""
         from gpucmd._array import DeviceArray
         array = DeviceArray.allocate(self, shape, dtype)
