@@ -20,7 +20,9 @@ done
 unit=$root/gpucmdd.service
 sed "s|ExecStart=/usr/local/bin/|ExecStart=$root/usr/local/bin/|" \
   "$root/etc/systemd/system/gpucmdd.service" > "$unit"
-systemd-analyze verify "$unit"
+# It must print nothing: every remark is a defect of the unit.
+remarks=$(systemd-analyze verify "$unit" 2>&1)
+[[ -z $remarks ]] || { echo "FAIL: systemd-analyze verify: $remarks"; exit 1; }
 
 "$root/usr/local/bin/gpucmdd" --config="$root/etc/gpucmdd/gpucmdd.textproto" --check_config
 "$root/usr/local/bin/gpucmdd" --version | grep -q "^gpucmdd "

@@ -227,7 +227,42 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   for (int device = 0; device < daemon->device_count_; ++device) {
     daemon->core_->worker(device).AwaitInitialised();
   }
+  Daemon* self = daemon.get();
+  daemon->notifier_ = ServiceNotifier::FromEnvironment(
+      {.status = [self] { return self->StatusLine(); },
+       .stalled = [self](std::chrono::steady_clock::duration within) {
+         return self->Stalled(within);
+       }});
+  if (daemon->notifier_ != nullptr) daemon->notifier_->Ready();
   return daemon;
+}
+
+std::string Daemon::StatusLine() const {
+  int ready = 0;
+  uint64_t queued = 0;
+  for (int device = 0; device < device_count_; ++device) {
+    ready += core_->worker(device).ready() ? 1 : 0;
+    queued += core_->worker(device).queue_depth();
+  }
+  return absl::StrCat(ready, "/", device_count_, " devices ready, ",
+                      core_->sessions().size(), " sessions, ", queued, " queued commands");
+}
+
+std::string Daemon::Stalled(std::chrono::steady_clock::duration within) {
+  if (std::string wedged = core_->WedgedDevices(within); !wedged.empty()) return wedged;
+  // The server's threads answer a health check through the in-process channel.
+  if (health_stub_ == nullptr) {
+    health_stub_ = grpc::health::v1::Health::NewStub(
+        server_->InProcessChannel(grpc::ChannelArguments()));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(within / 2));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status checked = health_stub_->Check(&context, request, &response);
+  if (!checked.ok()) return absl::StrCat("the gRPC server (", checked.error_message(), ")");
+  return "";
 }
 
 std::string Daemon::ReadyLine() const {
@@ -239,6 +274,7 @@ std::string Daemon::ReadyLine() const {
 void Daemon::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
+  if (notifier_ != nullptr) notifier_->Stopping();  // no more probes of what now stops
   server_->GetHealthCheckService()->SetServingStatus(false);
   // Lease streams carry no work: they end now, not at the drain's end.
   const absl::Status shutting_down = absl::UnavailableError("daemon shutting down");

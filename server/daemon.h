@@ -20,7 +20,9 @@
 #include "server/http_endpoint.h"
 #include "server/core/metrics.h"
 #include "server/core/server_core.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "server/rpc/service.h"
+#include "server/service_notifier.h"
 
 namespace gpucmd {
 
@@ -44,6 +46,12 @@ class Daemon {
  private:
   Daemon() = default;
 
+  // The service manager's STATUS= line (Note [Service manager]).
+  std::string StatusLine() const;
+  // Empty while every device thread and the gRPC server make progress within `within`;
+  // else what does not. Called on the notifier's thread only.
+  std::string Stalled(std::chrono::steady_clock::duration within);
+
   v1::DaemonConfig config_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<CompileCache> compiler_;
@@ -57,6 +65,10 @@ class Daemon {
   std::vector<std::string> unix_socket_paths_;
   int device_count_ = 0;
   bool shut_down_ = false;
+  // The health stub of the watchdog's probe, over the in-process channel.
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_stub_;
+  // Stopped first at Shutdown: it probes the server and the devices.
+  std::unique_ptr<ServiceNotifier> notifier_;
 };
 
 }  // namespace gpucmd

@@ -11,7 +11,7 @@ packages=(
   prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
   clang-14 libclang-rt-14-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-pip python3-venv
-  python3-setuptools python3-wheel tmux openssl
+  python3-setuptools python3-wheel tmux openssl libsystemd-dev
 )
 
 missing=()

@@ -17,6 +17,27 @@ thread_local bool running_device_tasks = false;
 // How often an idle device looks again at memory held for work still running.
 constexpr std::chrono::milliseconds kIdleUpkeepInterval{5};
 
+int64_t SteadyNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks the device held (for MakesProgress) from construction to destruction; made
+// right after taking device_mutex_ and gone before releasing it.
+class HeldMark {
+ public:
+  explicit HeldMark(std::atomic<int64_t>* held_since_ns) : held_since_ns_(held_since_ns) {
+    held_since_ns_->store(std::max<int64_t>(SteadyNanoseconds(), 1));
+  }
+  ~HeldMark() { held_since_ns_->store(0); }
+  HeldMark(const HeldMark&) = delete;
+  HeldMark& operator=(const HeldMark&) = delete;
+
+ private:
+  std::atomic<int64_t>* const held_since_ns_;
+};
+
 }  // namespace
 
 DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* metrics)
@@ -54,14 +75,18 @@ bool DeviceWorker::RunHereWhenIdle(Task& task) {
   // Nothing queued and nobody holding the device: no task of any session comes before
   // this one. A task queued after the check runs after it, as it would have.
   if (running_device_tasks || queue_.depth() != 0 || !device_mutex_.TryLock()) return false;
-  const bool runs = queue_.depth() == 0 && !queue_.closed() && command_ != nullptr &&
-                    command_->DeviceHealth().ok();
-  if (runs) {
-    running_device_tasks = true;
-    RunTask(std::move(task));
-    running_device_tasks = false;
-    // Relocation is the device thread's upkeep: wake it when there is some to do.
-    if (command_->WantsRelocation()) queue_.Wake();
+  bool runs = false;
+  {
+    HeldMark held(&held_since_ns_);
+    runs = queue_.depth() == 0 && !queue_.closed() && command_ != nullptr &&
+           command_->DeviceHealth().ok();
+    if (runs) {
+      running_device_tasks = true;
+      RunTask(std::move(task));
+      running_device_tasks = false;
+      // Relocation is the device thread's upkeep: wake it when there is some to do.
+      if (command_->WantsRelocation()) queue_.Wake();
+    }
   }
   device_mutex_.Unlock();
   return runs;
@@ -107,6 +132,13 @@ absl::Status DeviceWorker::init_status() const {
 DeviceUsage DeviceWorker::usage() const {
   MutexLock lock(&mutex_);
   return usage_;
+}
+
+bool DeviceWorker::MakesProgress(std::chrono::steady_clock::duration within) const {
+  const int64_t since = held_since_ns_.load();
+  return since == 0 ||
+         SteadyNanoseconds() - since <
+             std::chrono::duration_cast<std::chrono::nanoseconds>(within).count();
 }
 
 bool DeviceWorker::Quiet() const {
@@ -174,6 +206,7 @@ void DeviceWorker::RunDevice() {
     bool holding = false;
     {
       MutexLock device(&device_mutex_);
+      HeldMark held(&held_since_ns_);
       if (std::optional<Task> task = queue_.TryPop()) {
         KeepHealthy();
         RunTask(*std::move(task));

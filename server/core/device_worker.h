@@ -34,10 +34,12 @@
 // Tasks run holding the device (on the device thread, or a submitting thread) and may
 // call Defer and Complete. Callbacks run on the completion thread.
 
+#include <atomic>
+#include <chrono>
 #include <deque>
-#include <vector>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
@@ -114,6 +116,12 @@ class DeviceWorker {
   // device thread took may still be running).
   bool Quiet() const;
 
+  // False when whoever holds the device (running a task, or the device thread's upkeep)
+  // has held it for `within` or longer: the device is wedged. An idle device makes
+  // progress. For the service manager's watchdog (Note [Service manager] in
+  // server/service_notifier.h).
+  bool MakesProgress(std::chrono::steady_clock::duration within) const;
+
   // Refuses new tasks, finishes queued ones and pending completions, joins.
   void Stop();
 
@@ -143,6 +151,8 @@ class DeviceWorker {
 
   // Held by whoever runs the device's tasks or upkeep.
   Mutex device_mutex_;
+  // When the holder of device_mutex_ took it (steady clock, nanoseconds); 0 while free.
+  std::atomic<int64_t> held_since_ns_{0};
   Factory factory_ ABSL_GUARDED_BY(device_mutex_);
   std::shared_ptr<CommandInterface> command_ ABSL_GUARDED_BY(device_mutex_);
   // Set by FailQueuedWork: what tasks run against instead of command_.

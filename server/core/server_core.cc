@@ -35,6 +35,16 @@ void ServerCore::FailQueuedWork(const absl::Status& status) {
   for (auto& worker : workers_) worker->FailQueuedWork(status);
 }
 
+std::string ServerCore::WedgedDevices(std::chrono::steady_clock::duration within) const {
+  std::string wedged;
+  for (const auto& worker : workers_) {
+    if (!worker->MakesProgress(within)) {
+      absl::StrAppend(&wedged, wedged.empty() ? "device " : ", ", worker->ordinal());
+    }
+  }
+  return wedged;
+}
+
 bool ServerCore::Quiet() const {
   return std::all_of(workers_.begin(), workers_.end(),
                      [](const auto& worker) { return worker->Quiet(); });

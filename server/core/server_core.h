@@ -71,6 +71,10 @@ class ServerCore {
   // True when no device has work queued, running or completing.
   bool Quiet() const;
 
+  // Empty when every device thread makes progress (DeviceWorker::MakesProgress);
+  // otherwise which device does not.
+  std::string WedgedDevices(std::chrono::steady_clock::duration within) const;
+
   void Stop();
 
  private:

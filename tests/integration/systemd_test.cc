@@ -1,0 +1,174 @@
+// The daemon under a service manager (Note [Service manager] in
+// server/service_notifier.h): the test plays systemd's part, a datagram socket named by
+// NOTIFY_SOCKET, and checks READY=1, STATUS=, the watchdog pings (withheld while a
+// device thread is stuck) and STOPPING=1.
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "base/mutex.h"
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// A NOTIFY_SOCKET: collects every datagram the daemon sends, with when it came.
+class NotifySocket {
+ public:
+  struct Message {
+    Clock::time_point at;
+    std::string text;
+  };
+
+  NotifySocket() : path_(ShortTempDir() + "/notify") {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::copy(path_.begin(), path_.end(), address.sun_path);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    const timeval poll_interval{.tv_sec = 0, .tv_usec = 100'000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &poll_interval, sizeof(poll_interval));
+    receiver_ = std::thread([this] {
+      char buffer[4096];
+      while (!stopping_) {
+        const ssize_t size = recv(fd_, buffer, sizeof(buffer), 0);
+        if (size <= 0) continue;
+        MutexLock lock(&mutex_);
+        messages_.push_back({Clock::now(), std::string(buffer, static_cast<size_t>(size))});
+      }
+    });
+  }
+  ~NotifySocket() {
+    stopping_ = true;
+    receiver_.join();
+    close(fd_);
+  }
+
+  const std::string& path() const { return path_; }
+
+  std::vector<Message> messages() const {
+    MutexLock lock(&mutex_);
+    return messages_;
+  }
+
+  // Waits up to `limit` for a message containing `text`.
+  bool AwaitMessage(const std::string& text, std::chrono::seconds limit) const {
+    const auto end = Clock::now() + limit;
+    while (Clock::now() < end) {
+      for (const Message& message : messages()) {
+        if (absl::StrContains(message.text, text)) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+ private:
+  const std::string path_;
+  int fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  mutable Mutex mutex_;
+  std::vector<Message> messages_ ABSL_GUARDED_BY(mutex_);
+  std::thread receiver_;
+};
+
+// The longest time between two watchdog pings among `messages`.
+std::chrono::milliseconds LongestPingGap(const std::vector<NotifySocket::Message>& messages) {
+  std::chrono::milliseconds longest{0};
+  std::optional<Clock::time_point> last;
+  for (const NotifySocket::Message& message : messages) {
+    if (!absl::StrContains(message.text, "WATCHDOG=1")) continue;
+    if (last) {
+      longest = std::max(longest,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(message.at - *last));
+    }
+    last = message.at;
+  }
+  return longest;
+}
+
+TEST(SystemdTest, ReadyStatusWatchdogWithheldWhileADeviceIsStuckAndStopping) {
+  NotifySocket notify;
+  // The daemon inherits the environment at its start; the watchdog interval is 1 s.
+  setenv("NOTIFY_SOCKET", notify.path().c_str(), 1);
+  setenv("WATCHDOG_USEC", "1000000", 1);
+  unsetenv("WATCHDOG_PID");
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+      "cpu { memory_bytes_per_device: 268435456 }\n"
+      "compile { cache_dir: \"{dir}/cache\" }\n");
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ASSERT_TRUE(notify.AwaitMessage("READY=1", std::chrono::seconds(10)));
+  EXPECT_THAT(notify.messages().front().text, HasSubstr("STATUS=1/1 devices ready, 0 sessions"));
+
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Session> session = (*client)->OpenSession(0, "stall");
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE(notify.AwaitMessage("STATUS=1/1 devices ready, 1 sessions", std::chrono::seconds(10)));
+  ASSERT_TRUE(notify.AwaitMessage("WATCHDOG=1", std::chrono::seconds(10)));
+
+  // The device thread gets stuck: writes queue behind a 5 s kernel until the stream's
+  // drop queue holds its bound (1 GiB), where the next one waits for the kernel, holding
+  // the device.
+  absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  absl::StatusOr<Buffer> buffer = session->Allocate(64 * kMiB);
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(*session, 64 * kMiB);
+  ASSERT_TRUE(buffer.ok() && region.ok());
+  ASSERT_TRUE(session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                              {Int64Argument(5'000'000'000LL)})
+                  .ok());
+  for (int i = 0; i < 20; ++i) {  // 1.25 GiB
+    ASSERT_TRUE(session->Write(*buffer, 0, RegionSlice{*region, 0, 64 * kMiB}).ok());
+  }
+  ASSERT_TRUE(session->Synchronize().ok());
+  const auto unstuck = Clock::now();
+  // Pings come again once the device moves.
+  while (Clock::now() - unstuck < std::chrono::seconds(10)) {
+    std::vector<NotifySocket::Message> messages = notify.messages();
+    if (absl::StrContains(messages.back().text, "WATCHDOG=1") && messages.back().at > unstuck) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GT(notify.messages().back().at, unstuck) << "the pings did not come back";
+  EXPECT_GE(LongestPingGap(notify.messages()), std::chrono::milliseconds(1500))
+      << "pings went on while the device thread was stuck";
+  EXPECT_THAT(daemon->StderrText(), HasSubstr("withholding pings: device 0"));
+
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+  EXPECT_TRUE(notify.AwaitMessage("STOPPING=1", std::chrono::seconds(1)));
+}
+
+// Without a service manager nothing is sent, and the daemon serves as before.
+TEST(SystemdTest, WithoutNotifySocketNothingIsSent) {
+  unsetenv("NOTIFY_SOCKET");
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig("");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_THAT(daemon->StderrText(), ::testing::Not(HasSubstr("watchdog")));
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace gpucmd
