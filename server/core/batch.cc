@@ -63,16 +63,18 @@ bool Batch::NeverWaits(size_t begin, size_t end) const {
   return true;
 }
 
-absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
-                        absl::AnyInvocable<absl::Status()> abandoned,
+absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t begin,
+                        size_t end, absl::AnyInvocable<absl::Status()> abandoned,
                         absl::AnyInvocable<void()> done) {
+  const SessionId session = info.id;
   // Launches and synchronizes only enqueue device work: the submitting thread may run
   // them when the device is idle.
   const DeviceWorker::Placement placement = NeverWaits(begin, end)
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;
-  return worker.Submit(session, [self = shared_from_this(), worker = &worker, session, begin,
-                                 end, abandoned = std::move(abandoned),
+  return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,
+                                 client = info.client_name, begin, end,
+                                 abandoned = std::move(abandoned),
                                  done = std::move(done)](CommandInterface& command) mutable {
     absl::Status gone = abandoned();
     bool waits = false;
@@ -87,6 +89,7 @@ absl::Status Batch::Run(DeviceWorker& worker, SessionId session, size_t begin, s
       }
       self->Execute(command, session, i);
       const OperationResult& result = self->results_[i];
+      if (result.status.ok()) self->Count(*worker, client, i);
       waits |= result.read.has_value() || result.synchronization != nullptr;
     }
     if (!waits) {
@@ -190,6 +193,28 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
       },
       operation);
   return result;
+}
+
+void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index) const {
+  Metrics& metrics = worker.metrics();
+  const int device = worker.ordinal();
+  std::visit(Overloaded{
+                 [&](const WriteOp&) {
+                   metrics.RecordCopy(device, client, Metrics::Direction::kHostToDevice,
+                                      results_[index].bytes_written);
+                 },
+                 [&](const ReadOp& read) {
+                   metrics.RecordCopy(device, client, Metrics::Direction::kDeviceToHost,
+                                      read.layout.host_bytes());
+                 },
+                 [&](const CopyOp& copy) {
+                   metrics.RecordCopy(device, client, Metrics::Direction::kDeviceToDevice,
+                                      copy.size_bytes);
+                 },
+                 [&](const LaunchOp&) { metrics.RecordLaunches(device, client, 1); },
+                 [](const auto&) {},
+             },
+             *commands_[index].operation);
 }
 
 void Batch::Execute(CommandInterface& command, SessionId session, size_t index) {

@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "server/core/device_worker.h"
 #include "server/core/operation.h"
+#include "server/core/session_registry.h"
 
 namespace gpucmd {
 
@@ -61,7 +62,8 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // finished and every read and synchronize among the commands completed (results
   // final): after the task, or on a completion thread when there were any.
   // An error means nothing was queued and `done` will not run.
-  absl::Status Run(DeviceWorker& worker, SessionId session, size_t begin, size_t end,
+  // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
+  absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
                    absl::AnyInvocable<void()> done);
 
@@ -74,6 +76,8 @@ class Batch : public std::enable_shared_from_this<Batch> {
   };
 
   static std::vector<BufferUse> UsesOf(Operation& operation);
+  // Counts what command `index`, which succeeded, moved or launched for `client`.
+  void Count(DeviceWorker& worker, const std::string& client, size_t index) const;
   // True when commands [begin, end) left to run only enqueue device work.
   bool NeverWaits(size_t begin, size_t end) const;
   // A synchronize's: takes what the session's kernels printed into `result` (once the

@@ -14,6 +14,7 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr SessionId kSession = 1;
+const SessionInfo kSessionInfo{.id = kSession, .device = 0, .client_name = "batch-test"};
 
 class BatchTest : public ::testing::Test {
  protected:
@@ -29,7 +30,7 @@ class BatchTest : public ::testing::Test {
   void RunAll(Batch& batch) {
     std::promise<void> done;
     absl::Status queued = batch.Run(
-        worker_, kSession, 0, batch.size(), [] { return absl::OkStatus(); },
+        worker_, kSessionInfo, 0, batch.size(), [] { return absl::OkStatus(); },
         [&done] { done.set_value(); });
     ASSERT_TRUE(queued.ok()) << queued;
     done.get_future().get();
@@ -136,7 +137,7 @@ TEST_F(BatchTest, AnAbandonedCallRunsNothing) {
   commands.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
   auto batch = std::make_shared<Batch>(std::move(commands));
   std::promise<void> done;
-  ASSERT_TRUE(batch->Run(worker_, kSession, 0, 1,
+  ASSERT_TRUE(batch->Run(worker_, kSessionInfo, 0, 1,
                          [] { return absl::CancelledError("the client cancelled the call"); },
                          [&done] { done.set_value(); })
                   .ok());

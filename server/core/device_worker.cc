@@ -65,8 +65,18 @@ absl::Status DeviceWorker::Submit(SessionId session, Task task, Placement placem
                                                  " is unavailable: ", init_status_.message()));
     }
   }
-  if (placement == Placement::kHereWhenIdle && RunHereWhenIdle(task)) return absl::OkStatus();
-  absl::Status pushed = queue_.Push(session, std::move(task));
+  if (placement == Placement::kHereWhenIdle && RunHereWhenIdle(task)) {
+    metrics_->QueueWait(options_.ordinal).Observe(0);
+    return absl::OkStatus();
+  }
+  const auto queued_at = std::chrono::steady_clock::now();
+  absl::Status pushed = queue_.Push(
+      session, [this, queued_at, task = std::move(task)](CommandInterface& command) mutable {
+        metrics_->QueueWait(options_.ordinal)
+            .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - queued_at)
+                         .count());
+        task(command);
+      });
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   return pushed;
 }
@@ -305,7 +315,7 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
   metrics_->MemoryUsed(device).Set(static_cast<double>(usage.memory_used_bytes));
   metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
   metrics_->DropQueueBytes(device).Set(static_cast<double>(usage.drop_queue_bytes));
-  metrics_->RelocatedPages(device).Set(static_cast<double>(usage.relocations));
+  metrics_->SetRelocatedPages(device, usage.relocations);
   MutexLock lock(&mutex_);
   usage_ = std::move(usage);
 }

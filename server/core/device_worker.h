@@ -105,6 +105,7 @@ class DeviceWorker {
   // Commands `session` has queued on this device.
   size_t queued_for(SessionId session) const { return queue_.QueuedFor(session); }
   int ordinal() const { return options_.ordinal; }
+  Metrics& metrics() const { return *metrics_; }
 
   // From now on, queued and new tasks are answered `status` (they run against an
   // UnavailableCommand) without touching the device, and the kernels running now end

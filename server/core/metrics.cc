@@ -1,5 +1,6 @@
 #include "server/core/metrics.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "prometheus/text_serializer.h"
 
@@ -14,6 +15,25 @@ std::vector<Metric*> PerDevice(prometheus::Family<Metric>& family, int device_co
     metrics.push_back(&family.Add({{"device", std::to_string(device)}}));
   }
   return metrics;
+}
+
+const char* DirectionName(Metrics::Direction direction) {
+  switch (direction) {
+    case Metrics::Direction::kHostToDevice:
+      return "host_to_device";
+    case Metrics::Direction::kDeviceToHost:
+      return "device_to_host";
+    case Metrics::Direction::kDeviceToDevice:
+      return "device_to_device";
+  }
+  return "unknown";
+}
+
+// Adds to `counter` what `total` grew by since `seen`; a smaller total (a counter that
+// started again) counts whole.
+void CountUpTo(prometheus::Counter& counter, uint64_t total, uint64_t& seen) {
+  counter.Increment(static_cast<double>(total >= seen ? total - seen : total));
+  seen = total;
 }
 
 std::vector<prometheus::Gauge*> GaugePerDevice(prometheus::Registry& registry,
@@ -44,10 +64,31 @@ Metrics::Metrics(int device_count)
                            .Help("RPCs being served right now.")
                            .Register(*registry_)
                            .Add({})),
-      compile_cache_(prometheus::BuildGauge()
-                         .Name("gpucmd_compile_cache_results")
+      compile_cache_(prometheus::BuildCounter()
+                         .Name("gpucmd_compile_cache_requests_total")
                          .Help("Compile requests by outcome: memory_hit, disk_hit, miss.")
                          .Register(*registry_)),
+      client_launches_(prometheus::BuildCounter()
+                           .Name("gpucmd_client_launches_total")
+                           .Help("Kernel launches run, by client name (the most recently "
+                                 "active ones; the rest as client=\"other\").")
+                           .Register(*registry_)),
+      client_bytes_(prometheus::BuildCounter()
+                        .Name("gpucmd_client_bytes_total")
+                        .Help("Bytes copied, by client name and direction.")
+                        .Register(*registry_)),
+      client_sessions_(prometheus::BuildGauge()
+                           .Name("gpucmd_client_sessions")
+                           .Help("Sessions open, by client name.")
+                           .Register(*registry_)),
+      client_memory_(prometheus::BuildGauge()
+                         .Name("gpucmd_client_memory_bytes")
+                         .Help("Device memory held by sessions, by client name.")
+                         .Register(*registry_)),
+      copy_bytes_(prometheus::BuildCounter()
+                      .Name("gpucmd_copy_bytes_total")
+                      .Help("Bytes copied, by device and direction.")
+                      .Register(*registry_)),
       shared_memory_regions_(&prometheus::BuildGauge()
                                   .Name("gpucmd_shared_memory_regions")
                                   .Help("Shared-memory regions registered by sessions.")
@@ -79,9 +120,34 @@ Metrics::Metrics(int device_count)
       drop_queue_bytes_(GaugePerDevice(*registry_, "gpucmd_drop_queue_bytes",
                                        "Staged host bytes kept until their copies complete.",
                                        device_count)),
-      relocated_pages_(GaugePerDevice(*registry_, "gpucmd_relocated_pages",
-                                      "Pages evacuated by relocation since start.",
-                                      device_count)) {}
+      relocated_pages_(PerDevice(prometheus::BuildCounter()
+                                     .Name("gpucmd_relocated_pages_total")
+                                     .Help("Pages evacuated by relocation.")
+                                     .Register(*registry_),
+                                 device_count)),
+      launches_(PerDevice(prometheus::BuildCounter()
+                              .Name("gpucmd_launches_total")
+                              .Help("Kernel launches run, by device.")
+                              .Register(*registry_),
+                          device_count)),
+      relocated_seen_(device_count, 0) {
+  auto& queue_wait = prometheus::BuildHistogram()
+                         .Name("gpucmd_queue_wait_seconds")
+                         .Help("Time commands waited in the device's queue before running.")
+                         .Register(*registry_);
+  static const prometheus::Histogram::BucketBoundaries kWaitBuckets = {
+      0.00001, 0.0001, 0.001, 0.01, 0.1, 1, 10};
+  for (int device = 0; device < device_count; ++device) {
+    queue_wait_.push_back(&queue_wait.Add({{"device", std::to_string(device)}}, kWaitBuckets));
+    std::array<prometheus::Counter*, 3> copies;
+    for (Direction direction :
+         {Direction::kHostToDevice, Direction::kDeviceToHost, Direction::kDeviceToDevice}) {
+      copies[static_cast<int>(direction)] = &copy_bytes_.Add(
+          {{"device", std::to_string(device)}, {"direction", DirectionName(direction)}});
+    }
+    device_copy_bytes_.push_back(copies);
+  }
+}
 
 void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, double seconds) {
   // Latency buckets from 50 us to 10 s.
@@ -94,9 +160,73 @@ void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, doubl
 
 void Metrics::SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits,
                                      uint64_t misses) {
-  compile_cache_.Add({{"result", "memory_hit"}}).Set(static_cast<double>(memory_hits));
-  compile_cache_.Add({{"result", "disk_hit"}}).Set(static_cast<double>(disk_hits));
-  compile_cache_.Add({{"result", "miss"}}).Set(static_cast<double>(misses));
+  MutexLock lock(&mutex_);
+  CountUpTo(compile_cache_.Add({{"result", "memory_hit"}}), memory_hits, compile_seen_[0]);
+  CountUpTo(compile_cache_.Add({{"result", "disk_hit"}}), disk_hits, compile_seen_[1]);
+  CountUpTo(compile_cache_.Add({{"result", "miss"}}), misses, compile_seen_[2]);
+}
+
+void Metrics::SetRelocatedPages(int device, uint64_t pages) {
+  MutexLock lock(&mutex_);
+  CountUpTo(*relocated_pages_[device], pages, relocated_seen_[device]);
+}
+
+std::pair<std::string, Metrics::ClientMetrics*> Metrics::SeriesFor(const std::string& client) {
+  std::vector<std::string> evicted;
+  const std::string label = client_series_.LabelFor(client, &evicted);
+  for (const std::string& gone : evicted) {
+    auto it = clients_.find(gone);
+    if (it == clients_.end()) continue;
+    client_launches_.Remove(it->second.launches);
+    for (prometheus::Counter* bytes : it->second.bytes) client_bytes_.Remove(bytes);
+    client_sessions_.Remove(it->second.sessions);
+    client_memory_.Remove(it->second.memory);
+    clients_.erase(it);
+  }
+  auto [it, added] = clients_.try_emplace(label);
+  if (added) {
+    it->second.launches = &client_launches_.Add({{"client", label}});
+    for (Direction direction :
+         {Direction::kHostToDevice, Direction::kDeviceToHost, Direction::kDeviceToDevice}) {
+      it->second.bytes[static_cast<int>(direction)] =
+          &client_bytes_.Add({{"client", label}, {"direction", DirectionName(direction)}});
+    }
+    it->second.sessions = &client_sessions_.Add({{"client", label}});
+    it->second.memory = &client_memory_.Add({{"client", label}});
+  }
+  return {label, &it->second};
+}
+
+void Metrics::RecordLaunches(int device, const std::string& client, uint64_t launches) {
+  launches_[device]->Increment(static_cast<double>(launches));
+  MutexLock lock(&mutex_);
+  SeriesFor(client).second->launches->Increment(static_cast<double>(launches));
+}
+
+void Metrics::RecordCopy(int device, const std::string& client, Direction direction,
+                         uint64_t bytes) {
+  const int index = static_cast<int>(direction);
+  device_copy_bytes_[device][index]->Increment(static_cast<double>(bytes));
+  MutexLock lock(&mutex_);
+  SeriesFor(client).second->bytes[index]->Increment(static_cast<double>(bytes));
+}
+
+void Metrics::SetOpenSessions(const std::vector<OpenSession>& sessions) {
+  absl::flat_hash_set<std::string> open;
+  for (const OpenSession& session : sessions) open.insert(session.client);
+  client_series_.SetOpenClients(open);
+  MutexLock lock(&mutex_);
+  absl::flat_hash_map<std::string, std::pair<double, double>> totals;  // sessions, memory
+  for (const OpenSession& session : sessions) {
+    auto& [count, memory] = totals[SeriesFor(session.client).first];
+    count += 1;
+    memory += static_cast<double>(session.memory_bytes);
+  }
+  for (auto& [label, series] : clients_) {
+    auto it = totals.find(label);
+    series.sessions->Set(it == totals.end() ? 0 : it->second.first);
+    series.memory->Set(it == totals.end() ? 0 : it->second.second);
+  }
 }
 
 void Metrics::SetSharedMemory(uint64_t regions, uint64_t mapped_bytes) {

@@ -8,18 +8,23 @@
 // atomic and its families lock internally. Metric objects returned by reference live as
 // long as the Metrics object.
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "base/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/core/client_series.h"
 
 namespace gpucmd {
 
@@ -42,10 +47,28 @@ class Metrics {
   prometheus::Gauge& MemoryReserved(int device) { return *memory_reserved_[device]; }
   // Staged host bytes waiting for their copies (gpucmd_drop_queue_bytes).
   prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
-  // Pages evacuated by relocation so far (gpucmd_relocated_pages).
-  prometheus::Gauge& RelocatedPages(int device) { return *relocated_pages_[device]; }
-  // Compile cache outcomes so far (gpucmd_compile_cache_results{result}).
+  // Pages the device's current context evacuated by relocation so far; counted into
+  // gpucmd_relocated_pages_total{device} (a new context after a reset starts again at 0).
+  void SetRelocatedPages(int device, uint64_t pages);
+  // Compile cache outcomes so far, counted into gpucmd_compile_cache_requests_total{result}.
   void SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits, uint64_t misses);
+  // Time tasks waited in the device's queue (gpucmd_queue_wait_seconds{device}).
+  prometheus::Histogram& QueueWait(int device) { return *queue_wait_[device]; }
+
+  enum class Direction { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+  // Launches run for `client` on `device`: gpucmd_launches_total{device} and
+  // gpucmd_client_launches_total{client} (Note [Per-client metrics]).
+  void RecordLaunches(int device, const std::string& client, uint64_t launches);
+  // Bytes copied for `client` on `device`: gpucmd_copy_bytes_total{device,direction} and
+  // gpucmd_client_bytes_total{client,direction}.
+  void RecordCopy(int device, const std::string& client, Direction direction, uint64_t bytes);
+  // The sessions open now, each by its client name and the device memory it holds:
+  // gpucmd_client_sessions{client} and gpucmd_client_memory_bytes{client}.
+  struct OpenSession {
+    std::string client;
+    uint64_t memory_bytes = 0;
+  };
+  void SetOpenSessions(const std::vector<OpenSession>& sessions);
   // Shared-memory regions registered and the bytes they map, for all sessions
   // (gpucmd_shared_memory_regions, gpucmd_shared_memory_bytes).
   void SetSharedMemory(uint64_t regions, uint64_t mapped_bytes);
@@ -63,14 +86,34 @@ class Metrics {
 
   int device_count() const { return static_cast<int>(queue_depth_.size()); }
 
+  // Per-client series kept by default (Note [Per-client metrics]).
+  static constexpr size_t kMaxClientSeries = 20;
+
  private:
+  // The series of one client label.
+  struct ClientMetrics {
+    prometheus::Counter* launches;
+    prometheus::Counter* bytes[3];  // by Direction
+    prometheus::Gauge* sessions;
+    prometheus::Gauge* memory;
+  };
+  // The label `client` counts under and its series (made on first use); the series of
+  // labels it evicted go (Note [Per-client metrics]).
+  std::pair<std::string, ClientMetrics*> SeriesFor(const std::string& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Gauge* uptime_;
   prometheus::Gauge* rpcs_in_flight_;
-  prometheus::Family<prometheus::Gauge>& compile_cache_;
+  prometheus::Family<prometheus::Counter>& compile_cache_;
+  prometheus::Family<prometheus::Counter>& client_launches_;
+  prometheus::Family<prometheus::Counter>& client_bytes_;
+  prometheus::Family<prometheus::Gauge>& client_sessions_;
+  prometheus::Family<prometheus::Gauge>& client_memory_;
+  prometheus::Family<prometheus::Counter>& copy_bytes_;
   prometheus::Gauge* shared_memory_regions_;
   prometheus::Gauge* shared_memory_bytes_;
   std::vector<prometheus::Gauge*> queue_depth_;
@@ -80,7 +123,17 @@ class Metrics {
   std::vector<prometheus::Gauge*> memory_used_;
   std::vector<prometheus::Gauge*> memory_reserved_;
   std::vector<prometheus::Gauge*> drop_queue_bytes_;
-  std::vector<prometheus::Gauge*> relocated_pages_;
+  std::vector<prometheus::Counter*> relocated_pages_;
+  std::vector<prometheus::Counter*> launches_;
+  std::vector<prometheus::Histogram*> queue_wait_;
+  std::vector<std::array<prometheus::Counter*, 3>> device_copy_bytes_;  // by Direction
+
+  ClientSeries client_series_{kMaxClientSeries};
+  Mutex mutex_;
+  absl::flat_hash_map<std::string, ClientMetrics> clients_ ABSL_GUARDED_BY(mutex_);
+  // What the Set* counters were last given, to count the difference.
+  std::vector<uint64_t> relocated_seen_ ABSL_GUARDED_BY(mutex_);
+  uint64_t compile_seen_[3] ABSL_GUARDED_BY(mutex_) = {0, 0, 0};
 };
 
 }  // namespace gpucmd

@@ -49,6 +49,7 @@ class ServerCore {
   DeviceWorker& worker(int device) { return *workers_[device]; }
   const DeviceWorker& worker(int device) const { return *workers_[device]; }
   SessionRegistry& sessions() { return sessions_; }
+  const SessionRegistry& sessions() const { return sessions_; }
   SharedMemoryTable& shared_memory() { return shared_memory_; }
   const SharedMemoryTable& shared_memory() const { return shared_memory_; }
   // Descriptors handed over on the descriptor socket, waiting to be registered.

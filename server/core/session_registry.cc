@@ -46,6 +46,14 @@ absl::StatusOr<SessionInfo> SessionRegistry::Touch(const std::string& token,
   return it->second.info;
 }
 
+std::vector<SessionInfo> SessionRegistry::Snapshot() const {
+  MutexLock lock(&mutex_);
+  std::vector<SessionInfo> sessions;
+  sessions.reserve(sessions_.size());
+  for (const auto& [token, entry] : sessions_) sessions.push_back(entry.info);
+  return sessions;
+}
+
 void SessionRegistry::RefuseNewWork(absl::Status status) {
   MutexLock lock(&mutex_);
   refusal_ = std::move(status);

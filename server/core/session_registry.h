@@ -65,6 +65,8 @@ class SessionRegistry {
   std::vector<SessionInfo> TakeExpired(Clock::time_point now);
 
   size_t size() const;
+  // Every open session.
+  std::vector<SessionInfo> Snapshot() const;
 
  private:
   struct Entry {

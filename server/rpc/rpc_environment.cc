@@ -24,7 +24,7 @@ void RunBatchOfOne(const RpcEnvironment& environment, grpc::CallbackServerContex
   // Shared: the task owns one reference, and is dropped when it cannot be queued.
   auto reply = std::make_shared<absl::AnyInvocable<void(OperationResult&)>>(std::move(done));
   absl::Status queued = batch->Run(
-      environment.core->worker(session.device), session.id, 0, 1,
+      environment.core->worker(session.device), session, 0, 1,
       [context] { return CallAbandoned(context); },
       [batch, reply] { (*reply)(batch->result(0)); });
   if (!queued.ok()) {

@@ -203,7 +203,7 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
   const SessionInfo& session = *running_->sessions[begin];
   Ref();  // for the device's callback
   absl::Status queued = batch.Run(
-      environment_->core->worker(session.device), session.id, begin, end,
+      environment_->core->worker(session.device), session, begin, end,
       [context = context_] { return CallAbandoned(context); },
       [this, begin, end] {
         Answer(begin, end);

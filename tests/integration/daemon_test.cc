@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <deque>
 #include <fstream>
 #include <thread>
 
@@ -185,6 +186,72 @@ TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
   std::ofstream(path) << metrics->body;
   CommandResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
   EXPECT_EQ(check.exit_code, 0) << check.stdout_text << check.stderr_text;
+  EXPECT_EQ(check.stdout_text + check.stderr_text, "") << "promtool's lint remarks";
+}
+
+// Per-client and per-device activity (Note [Per-client metrics]): launches and bytes by
+// client name and by device, sessions and memory by client; past the limit of labelled
+// names, a new client counts as client="other"; promtool finds nothing to remark.
+TEST_F(DaemonTest, MetricsCountActivityPerClientWithBoundedLabels) {
+  std::deque<Session> sessions;  // Sessions stay where they are made
+  for (const std::string name : {"alice", "bob"}) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, name);
+    ASSERT_TRUE(session.ok()) << session.status();
+    sessions.push_back(*std::move(session));
+  }
+  absl::StatusOr<v1::CompileResponse> add = sessions[0].Compile(kernels::kVectorAdd, "vector_add");
+  ASSERT_TRUE(add.ok()) << add.status();
+  absl::StatusOr<Buffer> a = sessions[0].Allocate(4096);
+  absl::StatusOr<Buffer> b = sessions[0].Allocate(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(sessions[0].Write(*a, 0, std::string(4096, '\1')).ok());
+  ASSERT_TRUE(sessions[0].Copy(*a, 0, *b, 0, 1000).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(sessions[0]
+                    .Launch(add->kernel_id(), {MakeDim3(1), MakeDim3(4)},
+                            {BufferArgument(*a, v1::ACCESS_READ), BufferArgument(*a, v1::ACCESS_READ),
+                             BufferArgument(*b, v1::ACCESS_WRITE), Int32Argument(4)})
+                    .ok());
+  }
+  ASSERT_TRUE(sessions[0].Read(*b, 0, 100).ok());
+  // More names with sessions open than get labels of their own: the rest are "other".
+  for (int i = 0; i < 25; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat("many-", i));
+    ASSERT_TRUE(session.ok()) << session.status();
+    sessions.push_back(*std::move(session));
+  }
+  absl::StatusOr<testing::HttpResponse> metrics =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string& body = metrics->body;
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_launches_total{client=\"alice\"} 3"));
+  EXPECT_THAT(body, HasSubstr(
+      "gpucmd_client_bytes_total{client=\"alice\",direction=\"host_to_device\"} 4096"));
+  EXPECT_THAT(body, HasSubstr(
+      "gpucmd_client_bytes_total{client=\"alice\",direction=\"device_to_device\"} 1000"));
+  EXPECT_THAT(body, HasSubstr(
+      "gpucmd_client_bytes_total{client=\"alice\",direction=\"device_to_host\"} 100"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"alice\"} 1"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_memory_bytes{client=\"alice\"} 8192"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"bob\"} 1"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_launches_total{device=\"0\"} 3"));
+  EXPECT_THAT(body, HasSubstr(
+      "gpucmd_copy_bytes_total{device=\"0\",direction=\"host_to_device\"} 4096"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_queue_wait_seconds_count{device=\"0\"}"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"other\"} 7"))
+      << "27 names with sessions, 20 labels of their own";
+  int labelled = 0;
+  for (size_t at = body.find("gpucmd_client_sessions{client="); at != std::string::npos;
+       at = body.find("gpucmd_client_sessions{client=", at + 1)) {
+    ++labelled;
+  }
+  EXPECT_EQ(labelled, 21) << "20 client names and \"other\"";
+
+  std::string path = directory_ + "/metrics.txt";
+  std::ofstream(path) << body;
+  CommandResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
+  EXPECT_EQ(check.exit_code, 0) << check.stdout_text << check.stderr_text;
+  EXPECT_EQ(check.stdout_text + check.stderr_text, "") << "promtool's lint remarks";
 }
 
 // Connections that connect and send nothing do not keep the health endpoints from

@@ -937,7 +937,8 @@ TEST_F(KernelTest, CompiledKernelsSurviveARestartInTheDiskCache) {
   absl::StatusOr<testing::HttpResponse> metrics =
       testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_compile_cache_results{result=\"disk_hit\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("gpucmd_compile_cache_requests_total{result=\"disk_hit\"} 1"));
   // And it runs without being compiled again.
   Buffer a = Upload(std::vector<float>{1, 2}), b = Upload(std::vector<float>{10, 20});
   Buffer c = Zeros(2 * sizeof(float));
