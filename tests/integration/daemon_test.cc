@@ -214,6 +214,8 @@ TEST_F(DaemonTest, MetricsCountActivityPerClientWithBoundedLabels) {
                     .ok());
   }
   ASSERT_TRUE(sessions[0].Read(*b, 0, 100).ok());
+  absl::StatusOr<Buffer> bobs = sessions[1].Allocate(64);
+  ASSERT_TRUE(bobs.ok() && sessions[1].Write(*bobs, 0, std::string(64, 'b')).ok());
   // More names with sessions open than get labels of their own: the rest are "other".
   for (int i = 0; i < 25; ++i) {
     absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat("many-", i));
@@ -233,10 +235,12 @@ TEST_F(DaemonTest, MetricsCountActivityPerClientWithBoundedLabels) {
       "gpucmd_client_bytes_total{client=\"alice\",direction=\"device_to_host\"} 100"));
   EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"alice\"} 1"));
   EXPECT_THAT(body, HasSubstr("gpucmd_client_memory_bytes{client=\"alice\"} 8192"));
-  EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"bob\"} 1"));
+  EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"bob\"} 1"))
+      << "bob was active before the names past the limit came";
   EXPECT_THAT(body, HasSubstr("gpucmd_launches_total{device=\"0\"} 3"));
   EXPECT_THAT(body, HasSubstr(
-      "gpucmd_copy_bytes_total{device=\"0\",direction=\"host_to_device\"} 4096"));
+      "gpucmd_copy_bytes_total{device=\"0\",direction=\"host_to_device\"} 4160"))
+      << "alice's 4096 bytes and bob's 64";
   EXPECT_THAT(body, HasSubstr("gpucmd_queue_wait_seconds_count{device=\"0\"}"));
   EXPECT_THAT(body, HasSubstr("gpucmd_client_sessions{client=\"other\"} 7"))
       << "27 names with sessions, 20 labels of their own";
