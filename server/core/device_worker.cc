@@ -314,6 +314,7 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
   int device = options_.ordinal;
   metrics_->MemoryUsed(device).Set(static_cast<double>(usage.memory_used_bytes));
   metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
+  metrics_->MemoryCapacity(device).Set(static_cast<double>(usage.memory_capacity_bytes));
   metrics_->DropQueueBytes(device).Set(static_cast<double>(usage.drop_queue_bytes));
   metrics_->SetRelocatedPages(device, usage.relocations);
   MutexLock lock(&mutex_);

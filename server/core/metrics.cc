@@ -117,6 +117,8 @@ Metrics::Metrics(int device_count)
       memory_reserved_(GaugePerDevice(*registry_, "gpucmd_memory_reserved_bytes",
                                       "Device memory held in pages (used plus free slices).",
                                       device_count)),
+      memory_capacity_(GaugePerDevice(*registry_, "gpucmd_memory_capacity_bytes",
+                                      "Device memory in all.", device_count)),
       drop_queue_bytes_(GaugePerDevice(*registry_, "gpucmd_drop_queue_bytes",
                                        "Staged host bytes kept until their copies complete.",
                                        device_count)),

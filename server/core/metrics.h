@@ -45,6 +45,8 @@ class Metrics {
   // Device memory handed to buffers / held in pages (gpucmd_memory_{used,reserved}_bytes).
   prometheus::Gauge& MemoryUsed(int device) { return *memory_used_[device]; }
   prometheus::Gauge& MemoryReserved(int device) { return *memory_reserved_[device]; }
+  // The device's memory (gpucmd_memory_capacity_bytes{device}).
+  prometheus::Gauge& MemoryCapacity(int device) { return *memory_capacity_[device]; }
   // Staged host bytes waiting for their copies (gpucmd_drop_queue_bytes).
   prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
   // Pages the device's current context evacuated by relocation so far; counted into
@@ -122,6 +124,7 @@ class Metrics {
   std::vector<prometheus::Counter*> device_resets_;
   std::vector<prometheus::Gauge*> memory_used_;
   std::vector<prometheus::Gauge*> memory_reserved_;
+  std::vector<prometheus::Gauge*> memory_capacity_;
   std::vector<prometheus::Gauge*> drop_queue_bytes_;
   std::vector<prometheus::Counter*> relocated_pages_;
   std::vector<prometheus::Counter*> launches_;
