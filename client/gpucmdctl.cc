@@ -1,13 +1,19 @@
 // gpucmdctl: the operator's command line for a running gpucmdd.
 //
-//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats|bench [--json]
+//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats|bench|top [--json]
 //
 // `bench` measures the host through the daemon (client/ctl_bench.h) and prints one table.
+// `top` shows the devices live (client/ctl_top.h): a refreshing table on a terminal,
+// JSON lines with --json; --once prints one frame, --frames=N stops after N.
 //
 // Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
 // 2 usage error.
 
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -15,6 +21,7 @@
 #include "client/client.h"
 #include "client/ctl_bench.h"
 #include "client/ctl_output.h"
+#include "client/ctl_top.h"
 
 ABSL_FLAG(std::string, target, "unix:/tmp/gpucmdd.sock",
           "daemon address: unix:PATH, tcp:HOST:PORT or HOST:PORT");
@@ -22,6 +29,9 @@ ABSL_FLAG(bool, json, false, "print JSON instead of tables");
 ABSL_FLAG(int, timeout_ms, 5000, "connect and call timeout in milliseconds");
 ABSL_FLAG(uint64_t, bench_bytes, 16 << 20, "bench: bytes per write and read");
 ABSL_FLAG(double, bench_seconds, 0.5, "bench: seconds per figure");
+ABSL_FLAG(double, interval_seconds, 1.0, "top: seconds between frames");
+ABSL_FLAG(bool, once, false, "top: print one frame and exit");
+ABSL_FLAG(int, frames, 0, "top: stop after this many frames (0: until interrupted)");
 
 namespace {
 
@@ -33,20 +43,55 @@ int Fail(const absl::Status& status) {
   return kExitFailure;
 }
 
+absl::StatusOr<gpucmd::TopSample> Sample(gpucmd::Client& client) {
+  gpucmd::TopSample sample;
+  absl::StatusOr<gpucmd::v1::GetStatsResponse> stats = client.GetStats();
+  if (!stats.ok()) return stats.status();
+  absl::StatusOr<std::vector<gpucmd::v1::DeviceInfo>> devices = client.ListDevices();
+  if (!devices.ok()) return devices.status();
+  sample.stats = *std::move(stats);
+  sample.devices = *std::move(devices);
+  return sample;
+}
+
+// `top`: a frame per interval, each from the samples at its start and end.
+int Top(gpucmd::Client& client, bool json) {
+  const auto interval = std::chrono::duration<double>(absl::GetFlag(FLAGS_interval_seconds));
+  const int frames = absl::GetFlag(FLAGS_once) ? 1 : absl::GetFlag(FLAGS_frames);
+  // A refreshing table on a terminal; frames one after another otherwise.
+  const bool redraw = !json && isatty(STDOUT_FILENO);
+  absl::StatusOr<gpucmd::TopSample> before = Sample(client);
+  if (!before.ok()) return Fail(before.status());
+  auto sampled = std::chrono::steady_clock::now();
+  for (int frame = 0; frames == 0 || frame < frames; ++frame) {
+    std::this_thread::sleep_for(interval);
+    absl::StatusOr<gpucmd::TopSample> now = Sample(client);
+    if (!now.ok()) return Fail(now.status());
+    const auto now_sampled = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now_sampled - sampled).count();
+    std::cout << (redraw ? "\x1b[H\x1b[J" : "")
+              << gpucmd::FormatTopFrame(*before, *now, seconds, json) << std::flush;
+    before = *std::move(now);
+    sampled = now_sampled;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "gpucmdctl [--target=ADDR] [--json] health|devices|stats|bench");
+      "gpucmdctl [--target=ADDR] [--json] health|devices|stats|bench|top");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() != 2) {
     std::cerr << "usage: " << absl::ProgramUsageMessage() << "\n";
     return kExitUsage;
   }
   const std::string command = positional[1];
-  if (command != "health" && command != "devices" && command != "stats" && command != "bench") {
+  if (command != "health" && command != "devices" && command != "stats" && command != "bench" &&
+      command != "top") {
     std::cerr << "gpucmdctl: unknown command \"" << command
-              << "\"; expected health, devices, stats or bench\n";
+              << "\"; expected health, devices, stats, bench or top\n";
     return kExitUsage;
   }
   const bool json = absl::GetFlag(FLAGS_json);
@@ -71,6 +116,7 @@ int main(int argc, char** argv) {
     std::cout << gpucmd::FormatDevices(*devices, json);
     return 0;
   }
+  if (command == "top") return Top(**client, json);
   if (command == "bench") {
     absl::StatusOr<std::vector<gpucmd::BenchRow>> rows = gpucmd::RunHostBench(
         **client, {.transfer_bytes = absl::GetFlag(FLAGS_bench_bytes),

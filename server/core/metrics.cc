@@ -213,6 +213,14 @@ void Metrics::RecordCopy(int device, const std::string& client, Direction direct
   SeriesFor(client).second->bytes[index]->Increment(static_cast<double>(bytes));
 }
 
+uint64_t Metrics::Launches(int device) const {
+  return static_cast<uint64_t>(launches_[device]->Value());
+}
+
+uint64_t Metrics::CopiedBytes(int device, Direction direction) const {
+  return static_cast<uint64_t>(device_copy_bytes_[device][static_cast<int>(direction)]->Value());
+}
+
 void Metrics::SetOpenSessions(const std::vector<OpenSession>& sessions) {
   absl::flat_hash_set<std::string> open;
   for (const OpenSession& session : sessions) open.insert(session.client);

@@ -64,6 +64,9 @@ class Metrics {
   // Bytes copied for `client` on `device`: gpucmd_copy_bytes_total{device,direction} and
   // gpucmd_client_bytes_total{client,direction}.
   void RecordCopy(int device, const std::string& client, Direction direction, uint64_t bytes);
+  // What RecordLaunches and RecordCopy counted for `device` so far.
+  uint64_t Launches(int device) const;
+  uint64_t CopiedBytes(int device, Direction direction) const;
   // The sessions open now, each by its client name and the device memory it holds:
   // gpucmd_client_sessions{client} and gpucmd_client_memory_bytes{client}.
   struct OpenSession {

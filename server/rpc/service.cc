@@ -364,6 +364,12 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_drop_queue_entries(usage.drop_queue_entries);
     stats->set_relocations(usage.relocations);
     stats->set_sessions(usage.sessions.size());
+    const Metrics& metrics = *environment_.metrics;
+    stats->set_launches(metrics.Launches(device));
+    stats->set_bytes_host_to_device(metrics.CopiedBytes(device, Metrics::Direction::kHostToDevice));
+    stats->set_bytes_device_to_host(metrics.CopiedBytes(device, Metrics::Direction::kDeviceToHost));
+    stats->set_bytes_device_to_device(
+        metrics.CopiedBytes(device, Metrics::Direction::kDeviceToDevice));
   }
   response->set_sessions_open(core.sessions().size());
   response->set_uptime_seconds(static_cast<uint64_t>(environment_.metrics->UptimeSeconds()));

@@ -9,11 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -256,6 +260,56 @@ TEST_F(DaemonTest, MetricsCountActivityPerClientWithBoundedLabels) {
   CommandResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
   EXPECT_EQ(check.exit_code, 0) << check.stdout_text << check.stderr_text;
   EXPECT_EQ(check.stdout_text + check.stderr_text, "") << "promtool's lint remarks";
+}
+
+// `gpucmdctl top`: JSON frames with rates while a session launches, and the live table
+// in a terminal (tmux), refreshed in place.
+TEST_F(DaemonTest, GpucmdctlTopShowsDevicesLive) {
+  absl::StatusOr<Session> session = client_->OpenSession(0, "busy");
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  std::atomic<bool> launching{true};
+  std::thread launcher([&] {
+    while (launching) {
+      if (!session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)})
+               .ok()) {
+        session->Synchronize().IgnoreError();
+      }
+    }
+  });
+  CommandResult frames = Ctl({"--json", "--frames=3", "--interval_seconds=0.3", "top"});
+  launching = false;
+  launcher.join();
+  ASSERT_EQ(frames.exit_code, 0) << frames.stderr_text;
+  std::vector<std::string> lines = absl::StrSplit(frames.stdout_text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << frames.stdout_text;
+  for (const std::string& line : lines) {
+    EXPECT_THAT(line, HasSubstr("\"device\":0,\"ready\":true"));
+    EXPECT_THAT(line, HasSubstr("\"device\":1,"));
+  }
+  EXPECT_THAT(frames.stdout_text, ::testing::ContainsRegex("\"launches_per_second\":[1-9]"))
+      << "the launches showed as a rate";
+
+  const std::string tmux_session = absl::StrCat("gpucmd-top-", getpid());
+  const std::string top = absl::StrCat(RunfilePath("client/gpucmdctl"), " --target=",
+                                       daemon_->grpc_target(), " --interval_seconds=0.2 top");
+  ASSERT_EQ(RunCommand({"/usr/bin/tmux", "new-session", "-d", "-s", tmux_session, "-x", "160", "-y",
+                        "20", top})
+                .exit_code,
+            0);
+  std::string screen;
+  for (int attempt = 0; attempt < 50 && !absl::StrContains(screen, "DEV"); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    screen = RunCommand({"/usr/bin/tmux", "capture-pane", "-p", "-t", tmux_session}).stdout_text;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a few frames more
+  screen = RunCommand({"/usr/bin/tmux", "capture-pane", "-p", "-t", tmux_session}).stdout_text;
+  RunCommand({"/usr/bin/tmux", "kill-session", "-t", tmux_session});
+  EXPECT_THAT(screen, HasSubstr("gpucmd top: gpucmdd"));
+  EXPECT_THAT(screen, HasSubstr("LAUNCH/S"));
+  EXPECT_EQ(std::count(screen.begin(), screen.end(), '['), 2) << "one frame, two devices:\n"
+                                                              << screen;
 }
 
 // Connections that connect and send nothing do not keep the health endpoints from
