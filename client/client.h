@@ -174,7 +174,6 @@ class Session {
   // Enqueues a compiled kernel on `stream`.
   absl::Status Launch(const std::string& kernel_id, const LaunchShape& shape,
                       const std::vector<v1::KernelArg>& args, uint64_t stream = 0);
-  // Waits for the session's work on `stream` (every stream when absent).
   // Waits for the session's work on `stream` (every stream when absent). When
   // `kernel_output` is given, it gets what the session's kernels printed since the last
   // Synchronize (SynchronizeResponse.kernel_output).
