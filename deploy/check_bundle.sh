@@ -14,6 +14,14 @@ if ((size >= 60 * 1024 * 1024)); then
   echo "FAIL: the bundle is $size bytes (limit 60 MiB)"
   exit 1
 fi
+# deploy/Containerfile unpacks the bundle in /opt: every /opt/gpucmd path it names is in it.
+containerfile="$(dirname "$0")/Containerfile"
+for path in $(grep -o '/opt/gpucmd/[A-Za-z0-9_./-]*' "$containerfile" | sort -u); do
+  if [[ ! -e $work/${path#/opt/} ]]; then
+    echo "FAIL: $containerfile names $path, which the bundle does not have"
+    exit 1
+  fi
+done
 for binary in "$work"/gpucmd/bin/*; do
   if ldd "$binary" | grep -q "not found"; then
     echo "FAIL: $(basename "$binary") misses libraries:"

@@ -14,7 +14,8 @@ std::string ClientSeries::LabelFor(const std::string& client,
   if (labelled_.size() >= max_clients_) {
     auto victim = labelled_.end();
     for (auto it = labelled_.begin(); it != labelled_.end(); ++it) {
-      if (open_.contains(it->first)) continue;
+      // Active since the last snapshot of open sessions: it has one open, or had.
+      if (open_.contains(it->first) || it->second > snapshot_clock_) continue;
       if (victim == labelled_.end() || it->second < victim->second) victim = it;
     }
     if (victim == labelled_.end()) return kOther;
@@ -28,6 +29,7 @@ std::string ClientSeries::LabelFor(const std::string& client,
 void ClientSeries::SetOpenClients(const absl::flat_hash_set<std::string>& open) {
   MutexLock lock(&mutex_);
   open_ = open;
+  snapshot_clock_ = clock_;
 }
 
 }  // namespace gpucmd

@@ -8,7 +8,8 @@
 // name does counts under client="other". A name gets its own label the first time it is
 // active (a launch, bytes moved, a session seen) while fewer than `max_clients` names
 // have one, or by taking the label of the least recently active name that has no
-// session open any more, whose series then leave /metrics. So the labelled names are
+// session open any more (as of the last snapshot of sessions, and not active since),
+// whose series then leave /metrics. So the labelled names are
 // the clients active lately, and every counter series only grows while it exists.
 //
 // Thread-safety: every method may be called from any thread.
@@ -41,6 +42,8 @@ class ClientSeries {
   const size_t max_clients_;
   Mutex mutex_;
   uint64_t clock_ ABSL_GUARDED_BY(mutex_) = 0;
+  // clock_ when SetOpenClients last ran: names active since may hold a session it missed.
+  uint64_t snapshot_clock_ ABSL_GUARDED_BY(mutex_) = 0;
   // Labelled names and when each was last active (clock_ ticks).
   absl::flat_hash_map<std::string, uint64_t> labelled_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_set<std::string> open_ ABSL_GUARDED_BY(mutex_);

@@ -35,5 +35,18 @@ TEST(ClientSeriesTest, ANameWithNoSessionLeftGivesItsLabelUpLeastRecentlyActiveF
   EXPECT_THAT(evicted, ElementsAre("b"));
 }
 
+TEST(ClientSeriesTest, NamesActiveSinceTheLastSnapshotKeepTheirLabel) {
+  ClientSeries series(2);
+  std::vector<std::string> evicted;
+  series.SetOpenClients({});
+  series.LabelFor("a", &evicted);
+  series.LabelFor("b", &evicted);  // both may have opened sessions the snapshot missed
+  EXPECT_EQ(series.LabelFor("c", &evicted), ClientSeries::kOther);
+  EXPECT_THAT(evicted, IsEmpty());
+  series.SetOpenClients({"b"});  // a's session ended
+  EXPECT_EQ(series.LabelFor("c", &evicted), "c");
+  EXPECT_THAT(evicted, ElementsAre("a"));
+}
+
 }  // namespace
 }  // namespace gpucmd
