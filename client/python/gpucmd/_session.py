@@ -13,7 +13,7 @@ import numpy.typing
 
 from gpucmd import _progress
 from gpucmd._client import Client
-from gpucmd._errors import GpucmdError, call
+from gpucmd._errors import GpucmdError, call, from_rpc_error
 from gpucmd._shm import SharedRegion, hand_over_descriptor
 from gpucmd.v1 import gpucmd_pb2 as pb
 
@@ -346,8 +346,9 @@ class Session:
             if region is not None:
                 request.shared_memory.CopyFrom(pb.SharedMemorySlice(
                     region=region.region, offset_bytes=0, size_bytes=size))
-                for _ in call(self.client._stub.Read, request, timeout=self.client.timeout):
-                    pass
+                for _ in self._drain_stream(
+                        self.client._stub.Read(request, timeout=self.client.timeout)):
+                    pass  # one message: how many bytes landed in the region
                 view = region.view(size)
                 target[:] = view
                 del view
@@ -359,18 +360,25 @@ class Session:
         progress = _progress.Bar(target.size, "read")
         position = 0
         try:
-            for response in self.client._stub.Read(request, timeout=self.client.timeout):
+            for response in self._drain_stream(
+                    self.client._stub.Read(request, timeout=self.client.timeout)):
                 chunk = numpy.frombuffer(response.data, dtype=numpy.uint8)
                 target[position:position + chunk.size] = chunk
                 position += chunk.size
                 progress.advance(chunk.size)
-        except grpc.RpcError as error:
-            from gpucmd._errors import from_rpc_error
-            raise from_rpc_error(error) from None
         finally:
             progress.close()
         if position != target.size:
             raise GpucmdError(f"the daemon sent {position} of {target.size} bytes")
+
+    @staticmethod
+    def _drain_stream(responses: Iterator) -> Iterator:
+        """The messages of a server stream, its failure raised as its GpucmdError (a
+        stream fails while it is read, not when it is made)."""
+        try:
+            yield from responses
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
 
     def _pieces(self, nbytes: int, row_bytes: int,
                 shared_memory: Optional[bool]) -> Iterator[Tuple[int, int, Optional[SharedRegion]]]:

@@ -36,15 +36,16 @@ def test_too_much_memory_is_resource_exhausted(session):
         session.empty(2 << 30, numpy.uint8)
 
 
-def test_tainted_data_is_failed_precondition_naming_the_cause(session):
+@pytest.mark.parametrize("shared_memory", [False, True], ids=["inline", "shared_memory"])
+def test_tainted_data_is_failed_precondition_naming_the_cause(session, shared_memory):
     positive = session.compile(ASSERTING, "positive")
     bad = session.asarray(numpy.array([-3], numpy.int32))
-    out = session.zeros(1, numpy.int32)
+    out = session.zeros(1 << 20, numpy.int32)  # 4 MiB: a shared-memory read when asked
     positive(1, 1, (bad, out))
     with pytest.raises(gpucmd.Aborted, match="in\\[0\\] > 0"):
         session.synchronize()
     with pytest.raises(gpucmd.FailedPrecondition, match="assertion"):
-        out.get()
+        out.get(shared_memory=shared_memory)
 
 
 def test_a_missing_daemon_is_unavailable(tmp_path):
