@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "driver/cpu/executor_protocol.h"
 
 extern char** environ;
@@ -178,19 +179,9 @@ std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
   }
   if (messages.empty()) return results;
   MutexLock lock(&mutex_);
-  if (pid_ < 0) {
-    if (absl::Status started = StartLocked(); !started.ok()) {
-      for (size_t i : sent) results[i].status = started;
-      return results;
-    }
-  }
-  const size_t bytes = messages.size() * sizeof(LaunchMessage);
   std::vector<Result> replies;
-  absl::Status lost;  // once the executor is gone, the rest is not run
-  if (send(socket_, messages.data(), bytes, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes)) {
-    lost = absl::UnavailableError(
-        absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
-  }
+  // Once the executor is gone, the rest is not run.
+  absl::Status lost = DeliverLocked(messages.data(), messages.size() * sizeof(LaunchMessage));
   while (lost.ok() && replies.size() < messages.size()) {
     lost = AwaitRepliesLocked(messages.size() - replies.size(), replies);
   }
@@ -198,6 +189,29 @@ std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
     results[sent[k]] = k < replies.size() ? std::move(replies[k]) : Result{lost, ""};
   }
   return results;
+}
+
+bool KernelExecutor::HungUpLocked() const {
+  // Between launches the executor sends nothing: anything to read is the end of the
+  // connection (or a broken executor).
+  pollfd connection{socket_, POLLIN, 0};
+  return poll(&connection, 1, 0) != 0;
+}
+
+absl::Status KernelExecutor::DeliverLocked(const void* message, size_t bytes) {
+  absl::Status lost;
+  // A send that fails delivered nothing, so an executor found dead at the send is
+  // replaced once, as one found dead before it is.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (pid_ >= 0 && HungUpLocked()) StopLocked(/*kill_now=*/true);
+    if (pid_ < 0) RETURN_IF_ERROR(StartLocked());
+    if (send(socket_, message, bytes, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes)) {
+      return absl::OkStatus();
+    }
+    lost = absl::UnavailableError(
+        absl::StrCat("the kernel executor died: ", StopLocked(/*kill_now=*/false)));
+  }
+  return lost;
 }
 
 absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected, std::vector<Result>& results) {

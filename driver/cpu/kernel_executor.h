@@ -82,7 +82,8 @@ class KernelExecutor {
   // executor_protocol.h). One result per request: its status is UNAVAILABLE naming the signal when the
   // executor dies, or the time limit when a kernel runs past it (the executor is
   // killed; the requests after it are not run); the next launch starts a fresh
-  // executor. A launch may be stopped up to an eighth of the time limit early: the
+  // executor. An executor that died between launches costs no launch: it is replaced
+  // before the requests go out. A launch may be stopped up to an eighth of the time limit early: the
   // executor answers for the launches before it at most that long before it starts.
   std::vector<Result> LaunchAll(absl::Span<const Request> requests);
 
@@ -102,6 +103,13 @@ class KernelExecutor {
   absl::Status StartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // LaunchAll of at most kMaxPipelined requests: one message.
   std::vector<Result> LaunchPart(absl::Span<const Request> requests);
+  // True when the idle executor's end of the connection is closed (it died while no
+  // launch was running: killed, out of memory) or it sent what nobody asked for.
+  bool HungUpLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Sends one message of launches, first replacing an executor that died while idle (its
+  // death cost no launch) or is not started; UNAVAILABLE when none takes the message.
+  absl::Status DeliverLocked(const void* message, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Waits for the next datagram of replies (at most `expected`) and appends them to
   // `results`; UNAVAILABLE when the executor died, answered wrongly, or stayed silent
   // past the time limit (then it is stopped).

@@ -3,6 +3,8 @@
 
 #include "driver/cpu/kernel_executor.h"
 
+#include <sys/wait.h>
+
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -269,20 +271,41 @@ TEST_F(KernelExecutorTest, CrashAndHangKillOnlyTheExecutor) {
 // before the time limit, and the next launch gets a fresh executor.
 TEST_F(KernelExecutorTest, KillEndsTheRunningKernelFromAnotherThread) {
   DeviceResource buffer = *memory_->Allocate(4096);
-  const std::string hang =
-      Build("hang_killed", "extern \"C\" __global__ void hang_killed(int* p) { volatile int f = 1; while (f) {} }");
+  const std::string hang = Build("hang_killed", R"(
+      extern "C" __global__ void hang_killed(int* p) {
+        *(volatile int*)p = 77;
+        volatile int f = 1;
+        while (f) {}
+      })");
   const std::string fill = Build("fill", kFill);
   ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
   absl::Status hung;
   std::thread launcher([&] {
     hung = executor_->Launch(hang, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the kernel is spinning
+  const volatile int* marker = reinterpret_cast<const volatile int*>(buffer.address);
+  while (*marker != 77) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // spinning
   executor_->Kill();
   launcher.join();
   EXPECT_EQ(hung.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(hung.message()), Not(HasSubstr("time limit"))) << hung;
   ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 5}, {buffer}).ok());
+  EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
+  EXPECT_EQ(executor_->starts(), 2);
+}
+
+// An executor that dies between launches (killed from outside, out of memory) costs no
+// launch: the next one is sent to a fresh executor and runs.
+TEST_F(KernelExecutorTest, AnExecutorThatDiedBetweenLaunchesCostsNoLaunch) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  const std::string fill = Build("fill", kFill);
+  ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
+  executor_->Kill();
+  siginfo_t exited{};
+  ASSERT_EQ(waitid(P_ALL, 0, &exited, WEXITED | WNOWAIT), 0);  // dead, not yet reaped
+  absl::Status launched =
+      executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 5}, {buffer});
+  ASSERT_TRUE(launched.ok()) << launched;
   EXPECT_EQ(reinterpret_cast<int*>(buffer.address)[3], 5);
   EXPECT_EQ(executor_->starts(), 2);
 }

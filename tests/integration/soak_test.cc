@@ -352,7 +352,9 @@ TEST_F(SoakTest, KilledExecutorsLoseOnlyTheLaunchesTheyRan) {
   absl::StatusOr<v1::CompileResponse> add = after->Compile(kAddOne, "add_one");
   absl::StatusOr<Buffer> buffer = after->Allocate(4096);
   ASSERT_TRUE(add.ok() && buffer.ok());
-  EXPECT_TRUE(AddOneRound(*after, add->kernel_id(), *buffer).ok()) << "kernels run again";
+  // Executors killed between launches cost no launch: the first round runs.
+  absl::Status round = AddOneRound(*after, add->kernel_id(), *buffer);
+  EXPECT_TRUE(round.ok()) << "kernels run again: " << round;
 }
 
 // Clients write, read back, launch and synchronize in a loop while the daemon is told to
