@@ -76,6 +76,15 @@ absl::StatusOr<v1::GetStatsResponse> Client::GetStats(const std::string& session
   return response;
 }
 
+absl::StatusOr<v1::ListSessionsResponse> Client::ListSessions() {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::ListSessionsResponse response;
+  grpc::Status status = stub_->ListSessions(&context, v1::ListSessionsRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
 // The lease: a stream the daemon watches, which breaks when this process goes away. A
 // read always waits on it, so that when the daemon ends it (shutting down) this side
 // lets go at once rather than holding the connection open.

@@ -212,6 +212,9 @@ class Client {
 
   absl::StatusOr<std::vector<v1::DeviceInfo>> ListDevices();
   absl::StatusOr<v1::GetStatsResponse> GetStats(const std::string& session = "");
+  // The open sessions this caller may see: every client's for an administrator, its
+  // own otherwise (ListSessions in gpucmd.proto).
+  absl::StatusOr<v1::ListSessionsResponse> ListSessions();
 
   // Opens a session on `device`.
   absl::StatusOr<Session> OpenSession(uint32_t device = 0,

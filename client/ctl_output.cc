@@ -8,13 +8,7 @@ namespace gpucmd {
 namespace {
 
 std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  // Serialising a well-formed message cannot fail.
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json + "\n";
+  return MessageJson(message) + "\n";
 }
 
 absl::string_view DriverName(v1::DriverKind driver) {
@@ -96,6 +90,52 @@ std::string FormatStats(const v1::GetStatsResponse& stats, bool json) {
                     session.device(), ": ", session.buffers(), " buffer(s), ",
                     FormatBytes(session.memory_used_bytes()), ", ", session.queued_commands(),
                     " queued\n");
+  }
+  return out;
+}
+
+std::string MessageJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  // Serialising a well-formed message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+std::string TerminalText(const std::string& text, size_t width) {
+  std::string shown = text.size() > width && width > 0 ? text.substr(0, width - 1) + "~" : text;
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return shown;
+}
+
+std::string SessionScope(const v1::ListSessionsResponse& sessions) {
+  if (sessions.all_clients()) return "every client";
+  if (sessions.caller().empty()) {
+    return "none: the daemon cannot tell who you are on this connection (use the Unix "
+           "socket or a TLS client certificate)";
+  }
+  return absl::StrCat("those of ", sessions.caller(), " (an administrator sees every client's)");
+}
+
+std::string FormatSessions(const v1::ListSessionsResponse& sessions, bool json) {
+  if (json) return ToJson(sessions);
+  std::string out = absl::StrCat(sessions.sessions_size(), " session(s); shown: ",
+                                 SessionScope(sessions), "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-8s %-24s %-4s %-16s %12s %8s %7s %10s %8s\n", "ID",
+                                        "CLIENT", "DEV", "OWNER", "MEMORY", "BUFFERS", "QUEUED",
+                                        "LAUNCHES", "AGE"));
+  for (const v1::SessionSummary& session : sessions.sessions()) {
+    absl::StrAppend(&out, absl::StrFormat("%-8d %-24s %-4d %-16s %12s %8d %7d %10d %7ds\n",
+                                          session.id(), TerminalText(session.client_name(), 24),
+                                          session.device(),
+                                          TerminalText(session.owner().empty() ? "-" : session.owner(), 16),
+                                          FormatBytes(session.memory_used_bytes()),
+                                          session.buffers(), session.queued_commands(),
+                                          session.launches(), session.age_seconds()));
   }
   return out;
 }

@@ -63,5 +63,37 @@ TEST(FormatStatsTest, ShowsDeviceFigures) {
   EXPECT_THAT(table, HasSubstr(" 17 "));
 }
 
+TEST(FormatSessionsTest, SaysWhoseSessionsItShows) {
+  v1::ListSessionsResponse sessions;
+  sessions.set_caller("uid:1000");
+  v1::SessionSummary* session = sessions.add_sessions();
+  session->set_id(7);
+  session->set_client_name("trainer");
+  session->set_owner("uid:1000");
+  session->set_memory_used_bytes(3 << 20);
+  session->set_launches(42);
+  std::string table = FormatSessions(sessions, /*json=*/false);
+  EXPECT_THAT(table, HasSubstr("1 session(s); shown: those of uid:1000"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("7 +trainer +0 +uid:1000 +3.0 MiB"));
+  sessions.set_all_clients(true);
+  EXPECT_THAT(FormatSessions(sessions, false), HasSubstr("shown: every client"));
+  sessions.set_all_clients(false);
+  sessions.set_caller("");
+  EXPECT_THAT(FormatSessions(sessions, false), HasSubstr("shown: none: the daemon cannot tell"));
+  v1::ListSessionsResponse parsed;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(FormatSessions(sessions, true), &parsed).ok());
+  EXPECT_EQ(parsed.sessions(0).launches(), 42u);
+}
+
+// A client names its sessions: the name reaches an operator's terminal only as
+// printable text of the column's width.
+TEST(TerminalTextTest, HostileNamesArePrintableAndCut) {
+  EXPECT_EQ(TerminalText("plain", 10), "plain");
+  EXPECT_EQ(TerminalText("\x1b[2J\x1b]0;owned\x07", 40), "?[2J?]0;owned?");
+  EXPECT_EQ(TerminalText("abcdefghij", 5), "abcd~");
+  EXPECT_EQ(TerminalText("caf\xc3\xa9", 10), "caf??");
+}
+
 }  // namespace
 }  // namespace gpucmd

@@ -49,6 +49,36 @@ bool ReadyOf(const TopSample& sample, uint32_t device) {
   return false;
 }
 
+// Launches per second of `now`, by the same session's count in `before` (from zero
+// for a session new since).
+double LaunchRate(const TopSample& before, const v1::SessionSummary& now, double seconds) {
+  for (const v1::SessionSummary& earlier : before.sessions.sessions()) {
+    if (earlier.id() == now.id()) return Rate(earlier.launches(), now.launches(), seconds);
+  }
+  return Rate(0, now.launches(), seconds);
+}
+
+struct SessionRow {
+  const v1::SessionSummary* session;
+  double launches_per_second;
+};
+
+// The sessions of `now`, busiest first (launch rate, then memory).
+std::vector<SessionRow> SessionRows(const TopSample& before, const TopSample& now,
+                                    double seconds) {
+  std::vector<SessionRow> rows;
+  for (const v1::SessionSummary& session : now.sessions.sessions()) {
+    rows.push_back({&session, LaunchRate(before, session, seconds)});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const SessionRow& a, const SessionRow& b) {
+    if (a.launches_per_second != b.launches_per_second) {
+      return a.launches_per_second > b.launches_per_second;
+    }
+    return a.session->memory_used_bytes() > b.session->memory_used_bytes();
+  });
+  return rows;
+}
+
 }  // namespace
 
 std::string FormatRate(double per_second) {
@@ -85,6 +115,13 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
                           "\"bytes_out_per_second\":%.0f,\"bytes_on_device_per_second\":%.0f}",
                           rates.launches, rates.bytes_in, rates.bytes_out, rates.bytes_device));
     }
+    absl::StrAppend(&out, "],\"all_clients\":", now.sessions.all_clients() ? "true" : "false",
+                    ",\"sessions\":[");
+    const std::vector<SessionRow> rows = SessionRows(before, now, seconds);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"session\":", MessageJson(*rows[i].session),
+                      absl::StrFormat(",\"launches_per_second\":%.1f}", rows[i].launches_per_second));
+    }
     return out + "]}\n";
   }
   absl::StrAppend(&out, "gpucmd top: gpucmdd ", stats.version(), ", up ", stats.uptime_seconds(),
@@ -106,6 +143,22 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
                   FormatBytes(device.drop_queue_bytes()), device.sessions(),
                   FormatRate(rates.launches), FormatRate(rates.bytes_in),
                   FormatRate(rates.bytes_out)));
+  }
+  const std::vector<SessionRow> rows = SessionRows(before, now, seconds);
+  absl::StrAppend(&out, "\nSESSIONS: ", SessionScope(now.sessions), "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-8s %-24s %-4s %-16s %12s %7s %10s\n", "ID", "CLIENT",
+                                        "DEV", "OWNER", "MEMORY", "QUEUED", "LAUNCH/S"));
+  for (size_t i = 0; i < rows.size() && i < kTopSessionRows; ++i) {
+    const v1::SessionSummary& session = *rows[i].session;
+    absl::StrAppend(
+        &out, absl::StrFormat("%-8d %-24s %-4d %-16s %12s %7d %10s\n", session.id(),
+                              TerminalText(session.client_name(), 24), session.device(),
+                              TerminalText(session.owner().empty() ? "-" : session.owner(), 16),
+                              FormatBytes(session.memory_used_bytes()),
+                              session.queued_commands(), FormatRate(rows[i].launches_per_second)));
+  }
+  if (rows.size() > kTopSessionRows) {
+    absl::StrAppend(&out, "... and ", rows.size() - kTopSessionRows, " more\n");
   }
   return out;
 }

@@ -56,5 +56,48 @@ TEST(CtlTopTest, ACounterThatWentBackIsNoRate) {
   EXPECT_EQ(FormatRate(2.5e9), "2.5 G");
 }
 
+void AddSession(TopSample& sample, uint64_t id, const std::string& name, uint64_t launches) {
+  v1::SessionSummary* session = sample.sessions.add_sessions();
+  session->set_id(id);
+  session->set_client_name(name);
+  session->set_owner("uid:1000");
+  session->set_launches(launches);
+}
+
+TEST(CtlTopTest, SessionsShowTheirLaunchRatesBusiestFirst) {
+  TopSample before = Sample(0, 0, 0, 0), now = Sample(0, 0, 0, 0);
+  AddSession(before, 1, "quiet", 10);
+  AddSession(before, 2, "busy", 10);
+  AddSession(now, 1, "quiet", 10);
+  AddSession(now, 2, "busy", 410);
+  AddSession(now, 3, "new", 100);  // opened since: counted from zero
+  now.sessions.set_caller("uid:1000");
+  const std::string frame = FormatTopFrame(before, now, 2.0, false);
+  EXPECT_THAT(frame, HasSubstr("SESSIONS: those of uid:1000"));
+  const size_t busy = frame.find("busy"), fresh = frame.find("new "), quiet = frame.find("quiet");
+  ASSERT_NE(quiet, std::string::npos);
+  EXPECT_LT(busy, fresh);
+  EXPECT_LT(fresh, quiet);
+  EXPECT_THAT(frame, ::testing::ContainsRegex("busy +0 +uid:1000 +0 B +0 +200\n"));
+  EXPECT_THAT(frame, ::testing::ContainsRegex("new +0 +uid:1000 +0 B +0 +50\n"));
+
+  const std::string json = FormatTopFrame(before, now, 2.0, true);
+  EXPECT_THAT(json, HasSubstr("\"all_clients\":false"));
+  EXPECT_THAT(json, ::testing::ContainsRegex(
+                        "\"client_name\":\"busy\".*\"launches_per_second\":200.0"));
+}
+
+TEST(CtlTopTest, ATerminalFrameListsTheBusiestSessionsAndHostileNamesStayText) {
+  TopSample before = Sample(0, 0, 0, 0), now = Sample(0, 0, 0, 0);
+  for (int id = 1; id <= kTopSessionRows + 5; ++id) AddSession(now, id, "worker", id);
+  AddSession(now, 100, "\x1b[2J\"quoted\"", 0);
+  const std::string frame = FormatTopFrame(before, now, 1.0, false);
+  EXPECT_THAT(frame, HasSubstr("... and 6 more\n"));
+  EXPECT_EQ(frame.find('\x1b'), std::string::npos) << "no escape sequence reaches the terminal";
+  const std::string json = FormatTopFrame(before, now, 1.0, true);
+  EXPECT_THAT(json, HasSubstr("\"client_name\":\"\\u001b[2J\\\"quoted\\\"\""))
+      << "names are JSON strings";
+}
+
 }  // namespace
 }  // namespace gpucmd

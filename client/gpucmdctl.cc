@@ -1,10 +1,14 @@
 // gpucmdctl: the operator's command line for a running gpucmdd.
 //
-//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock health|devices|stats|bench|top [--json]
+//   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock
+//             health|devices|stats|sessions|bench|top [--json]
 //
-// `bench` measures the host through the daemon (client/ctl_bench.h) and prints one table.
-// `top` shows the devices live (client/ctl_top.h): a refreshing table on a terminal,
-// JSON lines with --json; --once prints one frame, --frames=N stops after N.
+// `sessions` lists open sessions: every client's for an administrator (uid 0 or
+// admin.group on the Unix socket, admin.client_subjects on TLS), the caller's own
+// otherwise. `bench` measures the host through the daemon (client/ctl_bench.h) and
+// prints one table. `top` shows the devices and sessions live (client/ctl_top.h): a
+// refreshing table on a terminal, JSON lines with --json; --once prints one frame,
+// --frames=N stops after N.
 //
 // Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
 // 2 usage error.
@@ -49,8 +53,11 @@ absl::StatusOr<gpucmd::TopSample> Sample(gpucmd::Client& client) {
   if (!stats.ok()) return stats.status();
   absl::StatusOr<std::vector<gpucmd::v1::DeviceInfo>> devices = client.ListDevices();
   if (!devices.ok()) return devices.status();
+  absl::StatusOr<gpucmd::v1::ListSessionsResponse> sessions = client.ListSessions();
+  if (!sessions.ok()) return sessions.status();
   sample.stats = *std::move(stats);
   sample.devices = *std::move(devices);
+  sample.sessions = *std::move(sessions);
   return sample;
 }
 
@@ -81,17 +88,17 @@ int Top(gpucmd::Client& client, bool json) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "gpucmdctl [--target=ADDR] [--json] health|devices|stats|bench|top");
+      "gpucmdctl [--target=ADDR] [--json] health|devices|stats|sessions|bench|top");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() != 2) {
     std::cerr << "usage: " << absl::ProgramUsageMessage() << "\n";
     return kExitUsage;
   }
   const std::string command = positional[1];
-  if (command != "health" && command != "devices" && command != "stats" && command != "bench" &&
-      command != "top") {
+  if (command != "health" && command != "devices" && command != "stats" &&
+      command != "sessions" && command != "bench" && command != "top") {
     std::cerr << "gpucmdctl: unknown command \"" << command
-              << "\"; expected health, devices, stats, bench or top\n";
+              << "\"; expected health, devices, stats, sessions, bench or top\n";
     return kExitUsage;
   }
   const bool json = absl::GetFlag(FLAGS_json);
@@ -117,6 +124,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "top") return Top(**client, json);
+  if (command == "sessions") {
+    absl::StatusOr<gpucmd::v1::ListSessionsResponse> sessions = (*client)->ListSessions();
+    if (!sessions.ok()) return Fail(sessions.status());
+    std::cout << gpucmd::FormatSessions(*sessions, json);
+    return 0;
+  }
   if (command == "bench") {
     absl::StatusOr<std::vector<gpucmd::BenchRow>> rows = gpucmd::RunHostBench(
         **client, {.transfer_bytes = absl::GetFlag(FLAGS_bench_bytes),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs gpucmdd: binaries, the systemd unit and sysusers file, and an example config
-# (never overwriting an existing one).
+# Installs gpucmdd: binaries, the systemd units (the service, and the socket for socket
+# activation) and sysusers file, and an example config (never overwriting an existing
+# one).
 #
 #   deploy/install.sh [--destdir=DIR] [--prefix=/usr/local] [--bin-dir=DIR]
 #
@@ -9,6 +10,8 @@
 # driver/cpu/gpucmd-kernel-executor, driver/front_end/gpucmd-kernel-front-end) instead of
 # building. Run as root for a real install, then:
 #   systemd-sysusers && systemctl daemon-reload && systemctl enable --now gpucmdd
+# or, with socket activation (clients may connect while the daemon starts):
+#   systemd-sysusers && systemctl daemon-reload && systemctl enable --now gpucmdd.socket
 set -euo pipefail
 
 destdir=""
@@ -41,6 +44,7 @@ install -D -m 0755 "$bin/driver/front_end/gpucmd-kernel-front-end" \
   "$destdir$prefix/bin/gpucmd-kernel-front-end"
 sed "s|/usr/local/bin/|$prefix/bin/|" deploy/systemd/gpucmdd.service \
   | install -D -m 0644 /dev/stdin "$destdir/etc/systemd/system/gpucmdd.service"
+install -D -m 0644 deploy/systemd/gpucmdd.socket "$destdir/etc/systemd/system/gpucmdd.socket"
 install -D -m 0644 deploy/systemd/gpucmdd.sysusers "$destdir/usr/lib/sysusers.d/gpucmdd.conf"
 if [[ ! -e $destdir/etc/gpucmdd/gpucmdd.textproto ]]; then
   install -D -m 0644 deploy/config/gpucmdd.textproto "$destdir/etc/gpucmdd/gpucmdd.textproto"

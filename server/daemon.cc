@@ -1,7 +1,10 @@
 #include "server/daemon.h"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,9 +23,12 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server_posix.h"
 #include "server/driver_setup.h"
 #include "server/listen_address.h"
+#include "server/descriptor_socket.h"
 #include "server/rpc/metrics_interceptor.h"
+#include "server/rpc/peer_identity.h"
 #include "server/rpc/unparsed_request_interceptor.h"
 #include "spdlog/spdlog.h"
 
@@ -34,19 +40,25 @@ constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
 // before gRPC's shutdown starts (Note [Draining]).
 constexpr std::chrono::milliseconds kRefusalLinger{100};
 
+// The id of the group named `name`; FAILED_PRECONDITION naming `field` when none is.
+absl::StatusOr<gid_t> GroupId(const std::string& name, absl::string_view field) {
+  std::vector<char> buffer(16 << 10);
+  struct group entry;
+  struct group* found = nullptr;
+  if (getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, " \"", name, "\" does not exist"));
+  }
+  return found->gr_gid;
+}
+
 // Gives the Unix socket at `path` its configured mode and group (a name; empty keeps the
 // daemon's). FAILED_PRECONDITION naming what failed.
 absl::Status SetSocketAccess(const std::string& path, uint32_t mode, const std::string& group) {
   if (!group.empty()) {
-    std::vector<char> buffer(16 << 10);
-    struct group entry;
-    struct group* found = nullptr;
-    if (getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
-        found == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("socket_group \"", group, "\" does not exist"));
-    }
-    if (chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0) {
+    ASSIGN_OR_RETURN(const gid_t gid, GroupId(group, "socket_group"));
+    if (chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "cannot give ", path, " to group ", group, ": ", std::strerror(errno)));
     }
@@ -56,6 +68,64 @@ absl::Status SetSocketAccess(const std::string& path, uint32_t mode, const std::
         absl::StrCat("cannot set the mode of ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// Who sees every client's sessions; FAILED_PRECONDITION when the admin group does not
+// exist.
+absl::StatusOr<AdminPolicy> AdminPolicyOf(const v1::AdminConfig& admin) {
+  AdminPolicy policy;
+  if (!admin.group().empty()) {
+    ASSIGN_OR_RETURN(policy.group, GroupId(admin.group(), "admin.group"));
+  }
+  policy.subjects.assign(admin.client_subjects().begin(), admin.client_subjects().end());
+  return policy;
+}
+
+// Sockets a service manager passed (socket activation); each is taken once, by the
+// listener configured at its path.
+class ActivatedSockets {
+ public:
+  ActivatedSockets() {
+    const int count = sd_listen_fds(/*unset_environment=*/1);
+    for (int i = 0; i < count; ++i) fds_.push_back(SD_LISTEN_FDS_START + i);
+  }
+  // Closes those no listener took.
+  ~ActivatedSockets() {
+    for (int fd : fds_) {
+      spdlog::warn("socket activation passed descriptor {}, which no listen address names", fd);
+      close(fd);
+    }
+  }
+
+  // The passed socket of `type` listening at `path`, now the caller's; -1 when none.
+  int Take(const std::string& path, int type) {
+    for (auto it = fds_.begin(); it != fds_.end(); ++it) {
+      if (sd_is_socket_unix(*it, type, /*listening=*/1, path.c_str(), 0) > 0) {
+        const int fd = *it;
+        fds_.erase(it);
+        return fd;
+      }
+    }
+    return -1;
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
+// Serves the Unix socket at `path` (the one passed for it, else bound here with the
+// configured access), handing each connection to `handler`.
+absl::StatusOr<std::unique_ptr<UnixListener>> ListenOnUnixSocket(
+    const std::string& path, int type, ActivatedSockets& activated,
+    const v1::DaemonConfig& config, UnixListener::Handler handler) {
+  if (const int passed = activated.Take(path, type); passed >= 0) {
+    return UnixListener::Adopt(passed, path, std::move(handler));
+  }
+  RETURN_IF_ERROR(ClaimUnixSocketPath(path, type));
+  ASSIGN_OR_RETURN(std::unique_ptr<UnixListener> listener,
+                   UnixListener::Bind(path, type, std::move(handler)));
+  RETURN_IF_ERROR(SetSocketAccess(path, config.socket_mode(), config.socket_group()));
+  return listener;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {
@@ -140,9 +210,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   daemon->metrics_ = std::make_unique<Metrics>(daemon->device_count_);
   daemon->compiler_ = std::move(setup.compiler);
   daemon->core_ = StartCore(config, setup, std::move(payloads), daemon->metrics_.get());
+  ASSIGN_OR_RETURN(AdminPolicy admin, AdminPolicyOf(config.admin()));
   daemon->service_ = std::make_unique<GpuCommandService>(
       std::move(setup.devices), daemon->core_.get(), daemon->compiler_.get(),
-      daemon->metrics_.get(), config.limits().max_message_bytes());
+      daemon->metrics_.get(), config.limits().max_message_bytes(), std::move(admin));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -161,13 +232,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   std::vector<ListenAddress> addresses;
   // gRPC writes each TCP listener's bound port here once the server starts.
   std::vector<std::unique_ptr<int>> tcp_ports;
+  ActivatedSockets activated;
   for (const std::string& text : config.listen()) {
     ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(text));
     if (address.kind == ListenAddress::Kind::kUnix) {
-      RETURN_IF_ERROR(ClaimUnixSocketPath(address.path));
-      builder.AddListeningPort(address.GrpcUri(), grpc::InsecureServerCredentials());
-      daemon->unix_socket_paths_.push_back(address.path);
-      tcp_ports.push_back(nullptr);
+      tcp_ports.push_back(nullptr);  // served by a UnixListener once the server runs
     } else {
       ASSIGN_OR_RETURN(auto credentials, TcpCredentials(config.tls()));
       tcp_ports.push_back(std::make_unique<int>(0));
@@ -175,30 +244,36 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
     }
     addresses.push_back(std::move(address));
   }
-  // Unix sockets come into being with no access for others, then get the configured
-  // mode and group (SetSocketAccess): no umask can leave them open in between.
-  const mode_t umask_before = umask(0177);
   daemon->server_ = builder.BuildAndStart();
-  umask(umask_before);
   if (daemon->server_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", absl::StrJoin(config.listen(), ", "),
-        " (address in use, bad host, or no permission on the socket's directory)"));
+        " (address in use or bad host)"));
   }
+  grpc::Server* server = daemon->server_.get();
+  DescriptorHandoffs* handoffs = &daemon->core_->handoffs();
   for (size_t i = 0; i < addresses.size(); ++i) {
     ListenAddress& address = addresses[i];
     if (address.kind == ListenAddress::Kind::kUnix) {
-      absl::StatusOr<std::unique_ptr<DescriptorSocket>> descriptors = DescriptorSocket::Listen(
-          DescriptorSocket::PathFor(address.path), &daemon->core_->handoffs());
-      absl::Status access = descriptors.status();
-      for (const std::string& path : {address.path, DescriptorSocket::PathFor(address.path)}) {
-        if (access.ok()) access = SetSocketAccess(path, config.socket_mode(), config.socket_group());
-      }
-      if (!access.ok()) {
+      // Note [Peer identity]: gRPC serves each connection the listener accepted.
+      absl::StatusOr<std::unique_ptr<UnixListener>> grpc_listener = ListenOnUnixSocket(
+          address.path, SOCK_STREAM, activated, config, [server](int connection) {
+            fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK);
+            grpc::AddInsecureChannelFromFd(server, connection);
+          });
+      absl::StatusOr<std::unique_ptr<UnixListener>> descriptor_listener =
+          grpc_listener.ok()
+              ? ListenOnUnixSocket(
+                    DescriptorSocketPathFor(address.path), SOCK_SEQPACKET, activated, config,
+                    [handoffs](int connection) { ServeDescriptorHandoff(connection, *handoffs); })
+              : grpc_listener.status();
+      if (!descriptor_listener.ok()) {
+        daemon->unix_listeners_.clear();
         daemon->server_->Shutdown();
-        return access;
+        return descriptor_listener.status();
       }
-      daemon->descriptor_sockets_.push_back(*std::move(descriptors));
+      daemon->unix_listeners_.push_back(*std::move(grpc_listener));
+      daemon->unix_listeners_.push_back(*std::move(descriptor_listener));
     }
     if (address.kind == ListenAddress::Kind::kTcp && config.tls().cert_file().empty() &&
         !IsLoopbackHost(address.host_port.host)) {
@@ -208,6 +283,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
     }
     if (address.kind == ListenAddress::Kind::kTcp) {
       if (*tcp_ports[i] == 0) {
+        daemon->unix_listeners_.clear();
         daemon->server_->Shutdown();
         return absl::UnavailableError(
             absl::StrCat("cannot listen on ", address.GrpcUri()));
@@ -321,6 +397,7 @@ void Daemon::Shutdown() {
   // gRPC refuses new calls at once and lets those in flight run until its deadline,
   // then cancels the rest. At the drain's end the devices answer what is still queued
   // UNAVAILABLE, so that those calls end with that, not CANCELLED, a moment later.
+  for (const std::unique_ptr<UnixListener>& listener : unix_listeners_) listener->Stop();
   std::future<void> drained = std::async(std::launch::async, [this, drain_end] {
     server_->Shutdown(drain_end + std::chrono::milliseconds(500));
   });
@@ -329,10 +406,9 @@ void Daemon::Shutdown() {
   }
   drained.wait();
   server_->Wait();
-  descriptor_sockets_.clear();
+  unix_listeners_.clear();
   core_->Stop();
   http_.reset();
-  for (const std::string& path : unix_socket_paths_) unlink(path.c_str());
 }
 
 Daemon::~Daemon() { Shutdown(); }

@@ -16,20 +16,22 @@
 #include "gpucmd/v1/config.pb.h"
 #include "grpcpp/server.h"
 #include "server/core/compile_cache.h"
-#include "server/descriptor_socket.h"
 #include "server/http_endpoint.h"
 #include "server/core/metrics.h"
 #include "server/core/server_core.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "server/rpc/service.h"
 #include "server/service_notifier.h"
+#include "server/unix_listener.h"
 
 namespace gpucmd {
 
 class Daemon {
  public:
   // Starts serving with a defaulted, validated config. FAILED_PRECONDITION when a Unix
-  // socket is held by a live daemon, UNAVAILABLE when an address cannot be bound.
+  // socket is held by a live daemon or a configured group does not exist, UNAVAILABLE
+  // when an address cannot be bound. Unix sockets a service manager passed (socket
+  // activation, LISTEN_FDS) are served as they are: not bound, given access or removed.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const v1::DaemonConfig& config);
   ~Daemon();
   Daemon(const Daemon&) = delete;
@@ -58,11 +60,11 @@ class Daemon {
   std::unique_ptr<ServerCore> core_;
   std::unique_ptr<GpuCommandService> service_;
   std::unique_ptr<grpc::Server> server_;
-  // One beside each Unix gRPC socket; they hand descriptors to the core.
-  std::vector<std::unique_ptr<DescriptorSocket>> descriptor_sockets_;
+  // The Unix gRPC sockets (Note [Peer identity] in server/rpc/peer_identity.h) and
+  // the descriptor socket beside each, which hands descriptors to the core.
+  std::vector<std::unique_ptr<UnixListener>> unix_listeners_;
   std::unique_ptr<HttpEndpoint> http_;
   std::vector<std::string> bound_grpc_addresses_;
-  std::vector<std::string> unix_socket_paths_;
   int device_count_ = 0;
   bool shut_down_ = false;
   // The health stub of the watchdog's probe, over the in-process channel.

@@ -77,7 +77,7 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text) {
       absl::StrCat("\"", text, "\" must start with unix: or tcp:"));
 }
 
-absl::Status ClaimUnixSocketPath(const std::string& path) {
+absl::Status ClaimUnixSocketPath(const std::string& path, int type) {
   struct stat info;
   if (lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) return absl::OkStatus();
@@ -88,7 +88,7 @@ absl::Status ClaimUnixSocketPath(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
   }
-  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int probe = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
   if (probe < 0) {
     return absl::InternalError(absl::StrCat("socket(): ", std::strerror(errno)));
   }

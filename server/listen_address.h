@@ -4,6 +4,8 @@
 // Listener addresses of the daemon: "unix:PATH" and "tcp:HOST:PORT" for gRPC,
 // "HOST:PORT" for the HTTP endpoint.
 
+#include <sys/socket.h>
+
 #include <string>
 #include <string_view>
 
@@ -37,11 +39,11 @@ struct ListenAddress {
 // Parses "unix:PATH" (PATH absolute or relative) or "tcp:HOST:PORT".
 absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text);
 
-// Makes `path` free for a new Unix listener: a stale socket file (nobody accepts on it)
-// is removed; a socket a live process accepts on is FAILED_PRECONDITION ("in use"); a
-// path that exists but is not a socket is FAILED_PRECONDITION too. Nothing is removed
-// in the error cases.
-absl::Status ClaimUnixSocketPath(const std::string& path);
+// Makes `path` free for a new Unix listener of socket `type` (SOCK_STREAM,
+// SOCK_SEQPACKET): a stale socket file (nobody accepts on it) is removed; a socket a
+// live process accepts on is FAILED_PRECONDITION ("in use"); a path that exists but is
+// not a socket is FAILED_PRECONDITION too. Nothing is removed in the error cases.
+absl::Status ClaimUnixSocketPath(const std::string& path, int type = SOCK_STREAM);
 
 }  // namespace gpucmd
 

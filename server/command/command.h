@@ -263,7 +263,9 @@ class Command final : public CommandInterface {
       return launched;
     }
     Event done = stream.RecordEvent();
-    sessions_[session].launches_in_flight.push_back(done);
+    SessionState& state = sessions_[session];
+    state.launches_in_flight.push_back(done);
+    ++state.launches;
     for (const auto& [buffer, access] : touched) {
       if (access == BufferAccess::kRead) {
         MarkRead(*buffer, index, done);
@@ -453,7 +455,8 @@ class Command final : public CommandInterface {
       const uint64_t launches = std::count_if(
           state.launches_in_flight.begin(), state.launches_in_flight.end(),
           [](const Event& launch) { return !launch.IsComplete(); });
-      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), launches};
+      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), launches,
+                                        state.launches};
     }
     return usage;
   }
@@ -501,6 +504,7 @@ class Command final : public CommandInterface {
     absl::flat_hash_map<LogicalStream, int> streams;
     // Ends of its launches that may not have run yet, oldest first (per stream order).
     std::deque<Event> launches_in_flight;
+    uint64_t launches = 0;  // queued since it opened
     // What its kernels printed, until a Synchronize takes it.
     std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>(
         64 << 10, "[kernel output cut: a session keeps 64 KiB between Synchronize calls]");

@@ -78,6 +78,7 @@ struct SessionUsage {
   uint64_t memory_used_bytes = 0;
   uint64_t buffers = 0;
   uint64_t launches_in_flight = 0;  // queued on streams, not run to their end
+  uint64_t launches = 0;             // queued since the session opened
 };
 
 struct DeviceUsage {

@@ -110,6 +110,7 @@ class FakeCommand final : public CommandInterface {
       }
     }
     launches_.push_back(launch);
+    ++launches_by_session_[session];
     return absl::OkStatus();
   }
 
@@ -127,6 +128,7 @@ class FakeCommand final : public CommandInterface {
       return true;
     });
     used_bytes_ -= reclaimed;
+    launches_by_session_.erase(session);
     return reclaimed;
   }
 
@@ -144,6 +146,9 @@ class FakeCommand final : public CommandInterface {
       SessionUsage& session = usage.sessions[buffer.session];
       session.memory_used_bytes += buffer.bytes.size();
       ++session.buffers;
+    }
+    for (const auto& [session, launches] : launches_by_session_) {
+      usage.sessions[session].launches = launches;
     }
     return usage;
   }
@@ -172,6 +177,7 @@ class FakeCommand final : public CommandInterface {
   BufferId next_buffer_ = 1;
   absl::flat_hash_map<BufferId, Buffer> buffers_;
   std::vector<KernelLaunch> launches_;
+  absl::flat_hash_map<SessionId, uint64_t> launches_by_session_;
 };
 
 }  // namespace gpucmd

@@ -4,9 +4,17 @@
 #include "base/random_token.h"
 
 namespace gpucmd {
+namespace {
+
+// What limits.max_sessions_per_client counts a session against.
+std::string ClientKey(const SessionInfo& session) {
+  return session.owner.empty() ? absl::StrCat("name:", session.client_name) : session.owner;
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string client_name,
-                                                  Clock::time_point now) {
+                                                  std::string owner, Clock::time_point now) {
   if (client_name.size() > limits_.max_client_name_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "client_name is ", client_name.size(), " bytes, longer than its limit of ",
@@ -19,17 +27,23 @@ absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string c
         "the daemon has ", sessions_.size(), " sessions open, its limit "
         "(limits.max_sessions)"));
   }
-  uint32_t& client_sessions = sessions_per_client_[client_name];
+  SessionInfo info{.id = next_id_,
+                   .device = device,
+                   .client_name = std::move(client_name),
+                   .owner = std::move(owner),
+                   .opened = now};
+  uint32_t& client_sessions = sessions_per_client_[ClientKey(info)];
   if (client_sessions >= limits_.max_sessions_per_client) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "this client name has ", client_sessions, " sessions open, its limit "
-        "(limits.max_sessions_per_client)"));
+        info.owner.empty() ? "this client name" : info.owner, " has ", client_sessions,
+        " sessions open, its limit (limits.max_sessions_per_client)"));
   }
   ++client_sessions;
+  ++next_id_;
   std::string token = RandomToken();
   while (sessions_.contains(token)) token = RandomToken();
   Entry& entry = sessions_[token];
-  entry.info = SessionInfo{next_id_++, device, std::move(client_name)};
+  entry.info = std::move(info);
   entry.last_active = now;
   return token;
 }
@@ -69,7 +83,7 @@ std::optional<SessionInfo> SessionRegistry::Close(const std::string& token) {
 }
 
 void SessionRegistry::EraseLocked(absl::flat_hash_map<std::string, Entry>::iterator it) {
-  auto client = sessions_per_client_.find(it->second.info.client_name);
+  auto client = sessions_per_client_.find(ClientKey(it->second.info));
   if (client != sessions_per_client_.end() && --client->second == 0) {
     sessions_per_client_.erase(client);
   }

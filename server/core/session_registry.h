@@ -27,11 +27,15 @@ struct SessionInfo {
   SessionId id = 0;
   uint32_t device = 0;
   std::string client_name;
+  // Who opened it (PeerIdentity::Key in server/rpc/peer_identity.h); empty: anonymous.
+  std::string owner;
+  std::chrono::steady_clock::time_point opened;
 };
 
 struct SessionLimits {
   uint32_t max_sessions = 4096;
-  uint32_t max_sessions_per_client = 1024;  // by client name
+  // By owner; by client name for anonymous owners.
+  uint32_t max_sessions_per_client = 1024;
   uint32_t max_client_name_bytes = 256;
 };
 
@@ -43,10 +47,11 @@ class SessionRegistry {
                   SessionLimits limits = SessionLimits())
       : idle_timeout_(idle_timeout), lease_grace_(lease_grace), limits_(limits) {}
 
-  // Registers a new session; returns its token. RESOURCE_EXHAUSTED naming the limit when
-  // the daemon or the client has as many sessions open as it may; INVALID_ARGUMENT for a
-  // client name past its limit.
-  absl::StatusOr<std::string> Open(uint32_t device, std::string client_name,
+  // Registers a new session of `owner` (empty: anonymous); returns its token.
+  // RESOURCE_EXHAUSTED naming the limit when the daemon or the client (the owner, else
+  // the client name) has as many sessions open as it may; INVALID_ARGUMENT for a client
+  // name past its limit.
+  absl::StatusOr<std::string> Open(uint32_t device, std::string client_name, std::string owner,
                                    Clock::time_point now);
   // The session behind `token`, marking it active. NOT_FOUND for unknown tokens.
   absl::StatusOr<SessionInfo> Touch(const std::string& token, Clock::time_point now);
@@ -86,6 +91,7 @@ class SessionRegistry {
   mutable Mutex mutex_;
   SessionId next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
+  // By ClientKey.
   absl::flat_hash_map<std::string, uint32_t> sessions_per_client_ ABSL_GUARDED_BY(mutex_);
   absl::Status refusal_ ABSL_GUARDED_BY(mutex_);  // not OK once the daemon drains
 };

@@ -1,5 +1,9 @@
 #include "server/rpc/service.h"
 
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
@@ -42,12 +46,13 @@ v1::DriverKind ToProto(DriverKind kind) {
 
 GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
                                      CompileCache* compiler, Metrics* metrics,
-                                     uint64_t max_message_bytes)
+                                     uint64_t max_message_bytes, AdminPolicy admin)
     : environment_{.devices = std::move(devices),
                    .core = core,
                    .compiler = compiler,
                    .metrics = metrics,
-                   .read_chunk_bytes = max_message_bytes - kChunkOverheadBytes} {}
+                   .read_chunk_bytes = max_message_bytes - kChunkOverheadBytes},
+      admin_(std::move(admin)) {}
 
 grpc::ServerUnaryReactor* GpuCommandService::RunUnary(
     grpc::CallbackServerContext* context, const absl::Status& valid, const std::string& token,
@@ -81,7 +86,8 @@ grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerCon
                                     "device ", request->device(), " is not ready")));
   }
   absl::StatusOr<std::string> token =
-      core.sessions().Open(request->device(), request->client_name(), SessionRegistry::Clock::now());
+      core.sessions().Open(request->device(), request->client_name(),
+                           IdentifyPeer(*context).Key(), SessionRegistry::Clock::now());
   if (token.ok()) response->set_session(*std::move(token));
   return FinishUnary(context, token.status());
 }
@@ -327,6 +333,17 @@ grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
 
 // Observability -------------------------------------------------------------------------
 
+namespace {
+
+// The session's commands not yet run to their end: queued for its device thread, and
+// launches queued on its streams.
+uint64_t QueuedCommands(const ServerCore& core, const SessionInfo& session,
+                        const SessionUsage& usage) {
+  return core.worker(session.device).queued_for(session.id) + usage.launches_in_flight;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContext* context,
                                                       const v1::GetStatsRequest* request,
                                                       v1::GetStatsResponse* response) {
@@ -342,8 +359,7 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_device(session->device);
     stats->set_memory_used_bytes(mine.memory_used_bytes);
     stats->set_buffers(mine.buffers);
-    stats->set_queued_commands(core.worker(session->device).queued_for(session->id) +
-                               mine.launches_in_flight);
+    stats->set_queued_commands(QueuedCommands(core, *session, mine));
     stats->set_shared_memory_regions(core.shared_memory().RegionsOf(session->id));
   }
   const SharedMemoryTable::Usage shared = core.shared_memory().usage();
@@ -374,6 +390,45 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
   response->set_sessions_open(core.sessions().size());
   response->set_uptime_seconds(static_cast<uint64_t>(environment_.metrics->UptimeSeconds()));
   response->set_version(kVersion);
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::ListSessions(grpc::CallbackServerContext* context,
+                                                          const v1::ListSessionsRequest*,
+                                                          v1::ListSessionsResponse* response) {
+  const ServerCore& core = *environment_.core;
+  const PeerIdentity caller = IdentifyPeer(*context);
+  const std::string caller_key = caller.Key();
+  const bool all_clients = admin_.IsAdmin(caller);
+  response->set_all_clients(all_clients);
+  response->set_caller(caller_key);
+  std::vector<SessionInfo> visible = core.sessions().Snapshot();
+  std::erase_if(visible, [&](const SessionInfo& session) {
+    return !all_clients && (caller_key.empty() || session.owner != caller_key);
+  });
+  std::sort(visible.begin(), visible.end(),
+            [](const SessionInfo& a, const SessionInfo& b) { return a.id < b.id; });
+  std::vector<DeviceUsage> usages;
+  for (int device = 0; device < core.device_count(); ++device) {
+    usages.push_back(core.worker(device).usage());
+  }
+  const auto now = SessionRegistry::Clock::now();
+  for (const SessionInfo& session : visible) {
+    const auto& of_device = usages[session.device].sessions;
+    const auto found = of_device.find(session.id);
+    const SessionUsage usage = found == of_device.end() ? SessionUsage() : found->second;
+    v1::SessionSummary* summary = response->add_sessions();
+    summary->set_id(session.id);
+    summary->set_client_name(session.client_name);
+    summary->set_device(session.device);
+    summary->set_owner(session.owner);
+    summary->set_memory_used_bytes(usage.memory_used_bytes);
+    summary->set_buffers(usage.buffers);
+    summary->set_queued_commands(QueuedCommands(core, session, usage));
+    summary->set_launches(usage.launches);
+    summary->set_age_seconds(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(now - session.opened).count()));
+  }
   return FinishUnary(context, absl::OkStatus());
 }
 

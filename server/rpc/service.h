@@ -20,6 +20,7 @@
 
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/rpc/lease_streams.h"
+#include "server/rpc/peer_identity.h"
 #include "server/rpc/rpc_environment.h"
 
 namespace gpucmd {
@@ -47,7 +48,8 @@ using GpuCommandServiceBase =
     G::WithCallbackMethod_RegisterSharedMemory<
     G::WithCallbackMethod_UnregisterSharedMemory<
     G::WithCallbackMethod_GetStats<
-    G::Service>>>>>>>>>>>>>>>>>>;
+    G::WithCallbackMethod_ListSessions<
+    G::Service>>>>>>>>>>>>>>>>>>>;
 }  // namespace service_internal
 
 using service_internal::GpuCommandServiceBase;
@@ -55,9 +57,11 @@ using service_internal::GpuCommandServiceBase;
 class GpuCommandService final : public GpuCommandServiceBase {
  public:
   // The environment's pointees must outlive the service. Read replies are cut into
-  // chunks of at most `max_message_bytes` (minus framing).
+  // chunks of at most `max_message_bytes` (minus framing). `admin` says who sees every
+  // client's sessions.
   GpuCommandService(std::vector<DeviceDescription> devices, ServerCore* core,
-                    CompileCache* compiler, Metrics* metrics, uint64_t max_message_bytes);
+                    CompileCache* compiler, Metrics* metrics, uint64_t max_message_bytes,
+                    AdminPolicy admin = AdminPolicy());
 
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const v1::ListDevicesRequest* request,
@@ -109,6 +113,9 @@ class GpuCommandService final : public GpuCommandServiceBase {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* context,
+                                         const v1::ListSessionsRequest* request,
+                                         v1::ListSessionsResponse* response) override;
 
  // Ends every lease stream (KeepAlive) with `status`, and every one opened later: a
   // daemon shutting down does not wait for clients that hold them while they live.
@@ -124,6 +131,7 @@ class GpuCommandService final : public GpuCommandServiceBase {
       absl::AnyInvocable<void(const OperationResult&)> reply);
 
   const RpcEnvironment environment_;
+  const AdminPolicy admin_;
   LeaseStreams lease_streams_;
 };
 

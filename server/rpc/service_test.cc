@@ -410,6 +410,19 @@ TEST_F(ServiceTest, LaunchDimensionsFollowCudaAndTheDevice) {
   EXPECT_EQ(ran.args[0].buffer, replies.replies(0).allocate().buffer());
 }
 
+// The in-process channel proves nobody's identity: its caller owns no session (its
+// sessions count against their client name) and lists none, though one is open.
+TEST_F(ServiceTest, AnAnonymousCallerListsNoSessions) {
+  grpc::ClientContext context;
+  v1::ListSessionsResponse listed;
+  ASSERT_TRUE(stub_->ListSessions(&context, v1::ListSessionsRequest(), &listed).ok());
+  EXPECT_EQ(listed.caller(), "");
+  EXPECT_FALSE(listed.all_clients());
+  EXPECT_EQ(listed.sessions_size(), 0);
+  EXPECT_EQ(core_->sessions().size(), 1u);
+  EXPECT_EQ(core_->sessions().Snapshot().front().owner, "");
+}
+
 TEST_F(ServiceTest, ReferencesOutsideABatchAreInvalid) {
   grpc::ClientContext context;
   v1::FreeRequest free;

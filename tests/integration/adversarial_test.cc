@@ -494,21 +494,25 @@ TEST_F(AdversarialTest, LongErrorsFitAClientsDefaultLimits) {
   EXPECT_LT(status.error_message().size(), 200u);
 }
 
+// Sessions per client count by Unix user, whatever their names (sessions_test shows that
+// another user keeps a quota of its own).
 TEST_F(AdversarialTest, SessionsAndClientNamesHaveLimits) {
   std::vector<Session> sessions;
   absl::Status refused;
   for (int i = 0; i <= kSessionsPerClient && refused.ok(); ++i) {
-    absl::StatusOr<Session> session = client_->OpenSession(0, "greedy");
+    absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat("greedy-", i));
     if (session.ok()) {
       sessions.push_back(*std::move(session));
     } else {
       refused = session.status();
     }
   }
-  EXPECT_EQ(sessions.size(), static_cast<size_t>(kSessionsPerClient));
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.max_sessions_per_client"));
-  EXPECT_TRUE(client_->OpenSession(0, "modest").ok()) << "another client still gets one";
+  absl::StatusOr<v1::ListSessionsResponse> mine = client_->ListSessions();
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(mine->sessions_size(), kSessionsPerClient) << "this user's, the fixture's included";
+  EXPECT_FALSE(client_->OpenSession(0, "modest").ok()) << "a new name is the same client";
   ASSERT_TRUE(sessions.back().Close().ok());
   EXPECT_TRUE(client_->OpenSession(0, "greedy").ok()) << "a closed session gives its place";
 

@@ -290,6 +290,11 @@ TEST_F(DaemonTest, GpucmdctlTopShowsDevicesLive) {
   }
   EXPECT_THAT(frames.stdout_text, ::testing::ContainsRegex("\"launches_per_second\":[1-9]"))
       << "the launches showed as a rate";
+  // The caller's own session, with its owner and its launch rate.
+  EXPECT_THAT(lines.back(),
+              ::testing::ContainsRegex(absl::StrCat(
+                  "\"client_name\":\"busy\",\"device\":0,\"owner\":\"uid:", geteuid(),
+                  "\".*\"launches_per_second\":[1-9]")));
 
   const std::string tmux_session = absl::StrCat("gpucmd-top-", getpid());
   const std::string top = absl::StrCat(RunfilePath("client/gpucmdctl"), " --target=",
@@ -310,6 +315,8 @@ TEST_F(DaemonTest, GpucmdctlTopShowsDevicesLive) {
   EXPECT_THAT(screen, HasSubstr("LAUNCH/S"));
   EXPECT_EQ(std::count(screen.begin(), screen.end(), '['), 2) << "one frame, two devices:\n"
                                                               << screen;
+  EXPECT_THAT(screen, ::testing::ContainsRegex(absl::StrCat("busy +0 +uid:", geteuid())))
+      << "the session's row:\n" << screen;
 }
 
 // Connections that connect and send nothing do not keep the health endpoints from

@@ -4,6 +4,7 @@
 // device thread is stuck) and STOPPING=1.
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -168,6 +169,49 @@ TEST(SystemdTest, WithoutNotifySocketNothingIsSent) {
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   EXPECT_THAT(daemon->StderrText(), ::testing::Not(HasSubstr("watchdog")));
   EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+}
+
+// Socket activation (gpucmdd.socket): the service manager (here systemd-socket-activate)
+// binds the socket and passes it (LISTEN_FDS). A client that connects before the
+// daemon is up waits in the backlog and is served; the daemon serves the passed socket
+// (the same inode), binds the descriptor socket beside it itself, and leaves the passed
+// socket in place when it exits.
+TEST(SystemdTest, SocketActivationServesThePassedSocket) {
+  const std::string directory = ShortTempDir();
+  const std::string path = directory + "/activated.sock";
+  std::atomic<ino_t> early_inode{0};
+  absl::Status early_call = absl::UnknownError("no call");
+  std::thread early_client([&] {
+    struct stat info;
+    for (int i = 0; i < 4000 && stat(path.c_str(), &info) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    early_inode = info.st_ino;
+    absl::StatusOr<std::unique_ptr<Client>> client =
+        Client::Connect("unix:" + path, {.connect_timeout = std::chrono::seconds(30)});
+    early_call = client.ok() ? (*client)->ListDevices().status() : client.status();
+  });
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartThrough(
+      {"/usr/bin/systemd-socket-activate", "-l", path},
+      {"--listen=unix:" + path, "--http_listen=127.0.0.1:0"});
+  early_client.join();
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_TRUE(early_call.ok()) << early_call;
+  struct stat info;
+  ASSERT_EQ(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_ino, early_inode.load()) << "the daemon bound a socket of its own";
+  EXPECT_EQ(stat((path + ".fds").c_str(), &info), 0) << "the descriptor socket is beside it";
+  EXPECT_THAT(daemon->StderrText(), ::testing::Not(HasSubstr("no listen address names")));
+
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<v1::ListSessionsResponse> sessions = (*client)->ListSessions();
+  ASSERT_TRUE(sessions.ok()) << sessions.status();
+  EXPECT_EQ(sessions->caller(), absl::StrCat("uid:", geteuid())) << "peers are known";
+
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+  EXPECT_EQ(stat(path.c_str(), &info), 0) << "the manager's socket stays";
+  EXPECT_NE(stat((path + ".fds").c_str(), &info), 0) << "the daemon's own is removed";
 }
 
 }  // namespace

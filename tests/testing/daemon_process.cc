@@ -137,10 +137,17 @@ absl::StatusOr<DaemonProcess> DaemonProcess::StartWithConfig(
 
 absl::StatusOr<DaemonProcess> DaemonProcess::Start(const std::vector<std::string>& args,
                                                    std::chrono::milliseconds timeout) {
+  return StartThrough({}, args, timeout);
+}
+
+absl::StatusOr<DaemonProcess> DaemonProcess::StartThrough(
+    const std::vector<std::string>& launcher, const std::vector<std::string>& args,
+    std::chrono::milliseconds timeout) {
   DaemonProcess daemon;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
-  std::vector<std::string> argv = {RunfilePath("server/gpucmdd")};
+  std::vector<std::string> argv = launcher;
+  argv.push_back(RunfilePath("server/gpucmdd"));
   argv.insert(argv.end(), args.begin(), args.end());
   daemon.stderr_path_ = ShortTempDir() + "/stderr";
   daemon.pid_ = Spawn(argv, pipe_fds[1], daemon.stderr_path_);

@@ -52,6 +52,11 @@ class DaemonProcess {
   static absl::StatusOr<DaemonProcess> Start(
       const std::vector<std::string>& args,
       std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Start, through `launcher`: a command that runs its arguments in its place (e.g.
+  // {"systemd-socket-activate", "-l", PATH}), given gpucmdd's path and `args`.
+  static absl::StatusOr<DaemonProcess> StartThrough(
+      const std::vector<std::string>& launcher, const std::vector<std::string>& args,
+      std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
   // Starts gpucmdd on a Unix socket and an HTTP port of its own, with the config
   // `config` (text format; "{dir}" stands for a fresh directory, e.g. for the compile

@@ -120,6 +120,13 @@ class Client:
         """The daemon's figures: per-device queue depth, memory, drop queue, sessions."""
         return call(self._stub.GetStats, pb.GetStatsRequest(), timeout=self.timeout)
 
+    def sessions(self) -> pb.ListSessionsResponse:
+        """The open sessions this client may see: every client's for an administrator
+        (uid 0 or the admin group on the Unix socket, a configured certificate subject
+        on TLS), its own otherwise. ``all_clients`` says which; ``caller`` is who the
+        daemon took this client for."""
+        return call(self._stub.ListSessions, pb.ListSessionsRequest(), timeout=self.timeout)
+
     def health(self) -> Health:
         """Whether the daemon serves (gRPC health checking) and how many devices are
         ready. Truthy when it serves with every device ready."""

@@ -1,0 +1,123 @@
+// Who sees which sessions (Note [Peer identity] in server/rpc/peer_identity.h): a
+// client of another Unix user (tests/integration/session_peer, run as "nobody") sees
+// only its own sessions unless it belongs to the admin group; root sees everyone's;
+// limits.max_sessions_per_client counts per user. Needs root to become another user.
+
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::CommandResult;
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr uid_t kNobody = 65534;
+constexpr gid_t kNogroup = 65534;
+
+class SessionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
+  }
+
+  // A daemon whose socket anyone may reach, with `config` added.
+  void StartDaemon(const std::string& config) {
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::StartWithConfig(absl::StrCat("socket_mode: 438\n", config));  // 0666
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    const std::string socket = daemon_->grpc_target().substr(std::string("unix:").size());
+    chmod(socket.substr(0, socket.rfind('/')).c_str(), 0755);  // the directory, for nobody
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  // session_peer as nobody:nogroup, opening a session named `name`.
+  CommandResult AsNobody(const std::string& name) {
+    return RunCommand({RunfilePath("tests/integration/session_peer"), daemon_->grpc_target(),
+                       std::to_string(kNobody), std::to_string(kNogroup), name});
+  }
+
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(SessionsTest, OthersSeeTheirOwnSessionsAndRootSeesEveryClients) {
+  StartDaemon("");
+  absl::StatusOr<Session> mine = client_->OpenSession(0, "root-work");
+  ASSERT_TRUE(mine.ok()) << mine.status();
+
+  CommandResult nobody = AsNobody("nobody-work");
+  ASSERT_EQ(nobody.exit_code, 0) << nobody.stdout_text << nobody.stderr_text;
+  EXPECT_THAT(nobody.stdout_text, HasSubstr("caller=uid:65534 all_clients=0\n"));
+  EXPECT_THAT(nobody.stdout_text, HasSubstr("nobody-work uid:65534\n"));
+  EXPECT_THAT(nobody.stdout_text, Not(HasSubstr("root-work")));
+
+  absl::StatusOr<v1::ListSessionsResponse> all = client_->ListSessions();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->all_clients());
+  EXPECT_EQ(all->caller(), "uid:0");
+  ASSERT_EQ(all->sessions_size(), 2);
+  EXPECT_EQ(all->sessions(0).client_name(), "root-work");
+  EXPECT_EQ(all->sessions(0).owner(), "uid:0");
+  EXPECT_EQ(all->sessions(1).client_name(), "nobody-work");
+  EXPECT_EQ(all->sessions(1).owner(), "uid:65534");
+
+  // gpucmdctl says whose sessions it shows; its JSON is the response.
+  CommandResult listed = RunCommand({RunfilePath("client/gpucmdctl"),
+                                     "--target=" + daemon_->grpc_target(), "sessions"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.stderr_text;
+  EXPECT_THAT(listed.stdout_text, HasSubstr("2 session(s); shown: every client"));
+  EXPECT_THAT(listed.stdout_text, ::testing::ContainsRegex("nobody-work +0 +uid:65534"));
+}
+
+TEST_F(SessionsTest, AdminGroupMembersSeeEveryClientsSessions) {
+  const group* nogroup = getgrgid(kNogroup);
+  ASSERT_NE(nogroup, nullptr);
+  StartDaemon(absl::StrCat("admin { group: \"", nogroup->gr_name, "\" }\n"));
+  absl::StatusOr<Session> mine = client_->OpenSession(0, "root-work");
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  CommandResult nobody = AsNobody("nobody-admin");
+  ASSERT_EQ(nobody.exit_code, 0) << nobody.stdout_text << nobody.stderr_text;
+  EXPECT_THAT(nobody.stdout_text, HasSubstr("caller=uid:65534 all_clients=1\n"));
+  EXPECT_THAT(nobody.stdout_text, HasSubstr("root-work uid:0\n"));
+}
+
+TEST_F(SessionsTest, SessionsPerClientAreCountedPerUserWhateverTheNames) {
+  StartDaemon("limits { max_sessions_per_client: 2 }\n");
+  absl::StatusOr<Session> first = client_->OpenSession(0, "a");
+  absl::StatusOr<Session> second = client_->OpenSession(0, "b");
+  ASSERT_TRUE(first.ok() && second.ok());
+  absl::StatusOr<Session> third = client_->OpenSession(0, "c");
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(third.status().message()),
+              HasSubstr("uid:0 has 2 sessions open, its limit (limits.max_sessions_per_client)"));
+  CommandResult nobody = AsNobody("c");
+  EXPECT_EQ(nobody.exit_code, 0) << "another user has a quota of its own: "
+                                 << nobody.stdout_text;
+}
+
+TEST(SessionsStartupTest, AMissingAdminGroupIsRefusedAtStart) {
+  absl::StatusOr<DaemonProcess> daemon =
+      DaemonProcess::StartWithConfig("admin { group: \"gpucmd-no-such-admins\" }\n");
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(std::string(daemon.status().message()), HasSubstr("gpucmd-no-such-admins"));
+}
+
+}  // namespace
+}  // namespace gpucmd
