@@ -39,6 +39,8 @@ constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
 // How long new calls still get their UNAVAILABLE answer once the devices are quiet,
 // before gRPC's shutdown starts (Note [Draining]).
 constexpr std::chrono::milliseconds kRefusalLinger{100};
+// How long past the drain's end the devices may take to stop (Daemon::Shutdown).
+constexpr std::chrono::milliseconds kDevicesStopGrace{800};
 
 // The id of the group named `name`; FAILED_PRECONDITION naming `field` when none is.
 absl::StatusOr<gid_t> GroupId(const std::string& name, absl::string_view field) {
@@ -365,8 +367,8 @@ std::string Daemon::ReadyLine() const {
                       " devices=", device_count_);
 }
 
-void Daemon::Shutdown() {
-  if (shut_down_ || server_ == nullptr) return;
+bool Daemon::Shutdown() {
+  if (shut_down_ || server_ == nullptr) return true;
   shut_down_ = true;
   if (notifier_ != nullptr) notifier_->Stopping();  // no more probes of what now stops
   server_->GetHealthCheckService()->SetServingStatus(false);
@@ -407,8 +409,15 @@ void Daemon::Shutdown() {
   drained.wait();
   server_->Wait();
   unix_listeners_.clear();
-  core_->Stop();
   http_.reset();
+  // A GPU kernel cannot be stopped from the host (the CPU driver kills its executors),
+  // and a device thread waiting for one would hold the exit past the drain: a second
+  // after it, the caller exits without it, and the driver ends the kernel with the
+  // process's contexts.
+  return core_->StopBy(std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           drain_end - std::chrono::system_clock::now()) +
+                       kDevicesStopGrace);
 }
 
 Daemon::~Daemon() { Shutdown(); }

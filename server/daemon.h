@@ -42,8 +42,11 @@ class Daemon {
   std::string ReadyLine() const;
 
   // Stops accepting, lets in-flight RPCs finish for up to the configured drain time
-  // (then cancels them), stops the HTTP endpoint and removes the Unix sockets.
-  void Shutdown();
+  // (then cancels them), stops the HTTP endpoint, removes the Unix sockets and stops the
+  // devices. False when a device was still busy just short of a second past the drain
+  // (a GPU kernel runs on): the caller should then exit the process at once, without
+  // destroying the daemon, which would wait for it.
+  bool Shutdown();
 
  private:
   Daemon() = default;

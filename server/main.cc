@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "server/command_line.h"
@@ -99,7 +100,12 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &signal_number);
   spdlog::info("received {}, draining for up to {} s", strsignal(signal_number),
                config.drain_timeout_seconds());
-  (*daemon)->Shutdown();
+  if (!(*daemon)->Shutdown()) {
+    spdlog::warn("a device was still busy after the drain (a kernel that cannot be stopped); "
+                 "exiting without waiting for it");
+    spdlog::shutdown();
+    std::_Exit(0);
+  }
   spdlog::info("stopped");
   return 0;
 }

@@ -18,7 +18,17 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
                                             : std::make_shared<PayloadPool>(uint64_t{64} << 20)),
       reaper_([this] { RunReaper(); }) {}
 
-ServerCore::~ServerCore() { Stop(); }
+ServerCore::~ServerCore() {
+  if (stopping_late_.valid()) stopping_late_.wait();
+  Stop();
+}
+
+bool ServerCore::StopBy(std::chrono::steady_clock::time_point deadline) {
+  std::future<void> stopped = std::async(std::launch::async, [this] { Stop(); });
+  if (stopped.wait_until(deadline) == std::future_status::ready) return true;
+  stopping_late_ = std::move(stopped);
+  return false;
+}
 
 void ServerCore::Stop() {
   {

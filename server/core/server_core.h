@@ -9,6 +9,7 @@
 // stops the reaper, then every device, finishing queued work.
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,6 +78,11 @@ class ServerCore {
   std::string WedgedDevices(std::chrono::steady_clock::duration within) const;
 
   void Stop();
+  // Stop, waiting until `deadline` at most. False when a device was still busy then (a
+  // task inside a driver call that cannot be stopped, such as a GPU kernel's
+  // synchronisation): the stop goes on on a thread of its own, which destruction waits
+  // for, so a caller that cannot wait exits the process instead.
+  bool StopBy(std::chrono::steady_clock::time_point deadline);
 
  private:
   void RunReaper();
@@ -94,6 +100,7 @@ class ServerCore {
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::vector<SessionInfo> unreclaimed_ ABSL_GUARDED_BY(mutex_);
   std::thread reaper_;
+  std::future<void> stopping_late_;  // StopBy's stop, when it outlived its deadline
 };
 
 }  // namespace gpucmd
