@@ -89,6 +89,12 @@ class Command final : public CommandInterface {
 
   absl::StatusOr<BufferId> Allocate(SessionId session, uint64_t size_bytes) override {
     if (size_bytes == 0) return absl::InvalidArgumentError("size_bytes must be positive");
+    // First: the pool's size arithmetic holds for sizes up to the capacity only.
+    if (pool_.NeverFits(size_bytes)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "requested ", size_bytes, " bytes never fit: the device holds ",
+          backend_.capacity_bytes(), " bytes, ", Available(), " available"));
+    }
     SessionState& state = sessions_[session];
     uint64_t footprint = pool_.FootprintBytes(size_bytes);
     if (options_.session_quota_bytes != 0 &&
@@ -742,11 +748,6 @@ class Command final : public CommandInterface {
   }
 
   absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
-    if (pool_.NeverFits(size_bytes)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "requested ", size_bytes, " bytes never fit: the device holds ",
-          backend_.capacity_bytes(), " bytes, ", Available(), " available"));
-    }
     absl::StatusOr<SliceLocation> location = pool_.Reserve(size_bytes, owner);
     if (location.ok() || !absl::IsResourceExhausted(location.status())) return location;
     // Out of memory right now: release what staging and finished work still hold,

@@ -261,6 +261,12 @@ TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(status.message()), HasSubstr("requested 68157440 bytes never fit"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("available"));
+  // Sizes whose slice (the next power of two) or page rounding overflows 64 bits.
+  for (uint64_t huge : {(uint64_t{1} << 63) + 1, ~uint64_t{0}, ~uint64_t{0} - 4095}) {
+    absl::Status refused = command_->Allocate(kSession, huge).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << huge;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr("never fit")) << huge;
+  }
 }
 
 TEST_F(CommandTest, SessionQuotaIsEnforced) {

@@ -61,13 +61,15 @@ class MemoryPool {
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
 
-  // The bytes a request of `size_bytes` occupies (its slice or large page).
+  // The bytes a request of `size_bytes` occupies (its slice or large page). Only for
+  // sizes that may fit (not NeverFits).
   uint64_t FootprintBytes(uint64_t size_bytes) const;
   // True when a request can never be satisfied, however much is freed.
   bool NeverFits(uint64_t size_bytes) const;
 
-  // Reserves a slice of at least `size_bytes` for `owner` (non-zero). RESOURCE_EXHAUSTED
-  // when the driver has no room for a new page right now.
+  // Reserves a slice of at least `size_bytes` (one that may fit: not NeverFits) for
+  // `owner` (non-zero). RESOURCE_EXHAUSTED when the driver has no room for a new page
+  // right now.
   absl::StatusOr<SliceLocation> Reserve(uint64_t size_bytes, uint64_t owner);
   // Frees a reserved slice. Large pages go back to the driver at once; class pages stay
   // (reused, or returned by CleanUp).

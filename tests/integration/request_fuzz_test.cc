@@ -220,7 +220,10 @@ TEST(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
     ++outcomes[method->name()][status.error_code()];
     ASSERT_TRUE(DocumentedCodes().contains(status.error_code()))
         << method->name() << " answered " << status.error_code() << ": "
-        << status.error_message() << " (seed " << seed << ", call " << i << ")";
+        << status.error_message() << " (seed " << seed << ", call " << i
+        << "); the daemon's log ends:\n"
+        << daemon->StderrText().substr(
+               daemon->StderrText().size() - std::min<size_t>(daemon->StderrText().size(), 4000));
     if (!status.ok()) {
       EXPECT_FALSE(status.error_message().empty())
           << method->name() << " answered " << status.error_code() << " with no message";
