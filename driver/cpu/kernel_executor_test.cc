@@ -130,15 +130,18 @@ TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
         executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
   });
   starter.join();
-  // Its executor got SIGKILL; the next launch says so and starts another.
-  absl::Status after = absl::OkStatus();
-  for (int i = 0; i < 100 && after.ok(); ++i) {
-    after = executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 2}, {buffer});
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Its executor gets SIGKILL (a parent-death signal); the next launch starts another.
+  siginfo_t ended{};
+  for (int i = 0; i < 1000 && ended.si_pid == 0; ++i) {
+    ASSERT_EQ(waitid(P_ALL, 0, &ended, WEXITED | WNOWAIT | WNOHANG), 0);
+    if (ended.si_pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_EQ(after.code(), absl::StatusCode::kUnavailable) << after;
-  EXPECT_TRUE(
-      executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 3}, {buffer}).ok());
+  ASSERT_NE(ended.si_pid, 0) << "the executor outlived the thread that started it";
+  EXPECT_EQ(ended.si_code, CLD_KILLED);
+  EXPECT_EQ(ended.si_status, SIGKILL);
+  absl::Status after =
+      executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 3}, {buffer});
+  EXPECT_TRUE(after.ok()) << after;
   EXPECT_EQ(executor_->starts(), 2);
 }
 
@@ -330,6 +333,40 @@ TEST_F(KernelExecutorTest, ALaunchTouchesOnlyItsBuffers) {
                                 {mine.address, static_cast<uint64_t>(distance)}, {mine, other})
                   .ok());
   EXPECT_EQ(reinterpret_cast<int*>(other.address)[0], 666);
+}
+
+// A launch sees its own buffers only, not those the launch before it had open (the
+// window changes between launches only where it must).
+TEST_F(KernelExecutorTest, ALaunchDoesNotSeeTheBuffersOfTheLaunchBefore) {
+  DeviceResource first = *memory_->Allocate(3 * 4096);
+  DeviceResource second = *memory_->Allocate(4096);
+  DeviceResource third = *memory_->Allocate(4096);
+  std::string module = Build("reach_back", R"(
+      extern "C" __global__ void reach_back(int* mine, long long distance) {
+        mine[0] = 1;
+        mine[distance / sizeof(int)] = 666;
+      })");
+  auto distance_to = [](const DeviceResource& from, const DeviceResource& to) {
+    return static_cast<uint64_t>(static_cast<long long>(to.address - from.address));
+  };
+  // First and second open; then only the second, reaching into the first's middle page.
+  ASSERT_TRUE(executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0,
+                                {first.address, distance_to(first, second)}, {first, second})
+                  .ok());
+  reinterpret_cast<int*>(first.address + 4096)[0] = 1234;
+  absl::Status reached = executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0,
+                                           {second.address, distance_to(second, first) + 4096},
+                                           {second, third});
+  EXPECT_EQ(reached.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(reached.message()), HasSubstr("Segmentation fault"));
+  EXPECT_EQ(reinterpret_cast<int*>(first.address + 4096)[0], 1234);
+  // The same launch twice: its buffers stay open and it runs again.
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0,
+                                  {third.address, distance_to(third, second)}, {second, third})
+                    .ok());
+  }
+  EXPECT_EQ(reinterpret_cast<int*>(second.address)[0], 666);
 }
 
 TEST_F(KernelExecutorTest, MissingModuleIsAnError) {
