@@ -1,7 +1,6 @@
 #include "driver/cpu/executor_filter.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -12,6 +11,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace gpucmd {
 namespace {
@@ -59,6 +59,8 @@ absl::Status InstallExecutorFilter() {
   std::unique_ptr<void, ContextDeleter> context(seccomp_init(SCMP_ACT_KILL_PROCESS));
   if (context == nullptr) return absl::InternalError("seccomp_init failed");
   scmp_filter_ctx filter = context.get();
+  // Every thread of the process, not only the calling one.
+  RETURN_IF_ERROR(Check(seccomp_attr_set(filter, SCMP_FLTATR_CTL_TSYNC, 1), "thread sync"));
   for (int call : kAllowed) {
     if (absl::Status added = Check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 0),
                                    absl::StrCat("allow ", call));
@@ -74,9 +76,6 @@ absl::Status InstallExecutorFilter() {
     const char* what;
   };
   const Rule rules[] = {
-      // Threads, never processes.
-      {SCMP_SYS(clone), SCMP_ACT_ALLOW, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD),
-       "clone of threads"},
       // Files open read-only (Landlock picks which).
       {SCMP_SYS(openat), SCMP_ACT_ALLOW, SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDONLY),
        "read-only openat"},
@@ -98,7 +97,7 @@ absl::Status InstallExecutorFilter() {
       return added;
     }
   }
-  // Answered, not fatal: glibc falls back to clone for threads, and terminal queries on
+  // Answered, not fatal: glibc then tries clone, which is fatal; terminal queries on
   // stdout just find no terminal.
   if (absl::Status added =
           Check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3");

@@ -524,8 +524,9 @@ class ModuleDirectory {
 
 // Confines this process before any client code runs (and before any thread starts:
 // Landlock binds the calling thread and what it creates): Landlock, then the identity
-// (when given), then the parent-death signal (a change of identity clears it), then the
-// system-call filter (which allows none of those calls).
+// (when given), then the parent-death signal (a change of identity clears it). The
+// system-call filter, which allows none of those calls, follows once the executor's
+// threads run (FilterSystemCalls).
 absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identity) {
   absl::StatusOr<Sandbox> sandbox = Sandbox::Prepare(
       {.read_only = {modules.path(), "/etc/ld.so.cache", "/usr/lib", "/usr/lib64", "/lib",
@@ -542,9 +543,16 @@ absl::Status Confine(const ModuleDirectory& modules, const UnixIdentity* identit
   }
   // Killed when the daemon thread that started it (the device's stream thread) ends.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return absl::OkStatus();
+}
+
+// The system-call filter (driver/cpu/executor_filter.h), on every thread: install once
+// the executor's own threads run, since it allows no new one.
+absl::Status FilterSystemCalls() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Sanitizer builds (tests only) need system calls of their runtimes (ptrace for the
-  // leak checker, /proc for reports) that no kernel gets: they keep Landlock alone.
+  // leak checker, /proc for reports, threads) that no kernel gets: they keep Landlock
+  // alone.
   return absl::OkStatus();
 #else
   return InstallExecutorFilter();
@@ -676,6 +684,11 @@ LaunchReply RunLaunch(LaunchMessage& message, const ModuleDirectory& directory,
 // protocol (1); answers as driver/cpu/executor_protocol.h says.
 int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWindow& window) {
   BlockPool pool(workers);
+  // Every thread of its own runs now: no other may start.
+  if (absl::Status filtered = FilterSystemCalls(); !filtered.ok()) {
+    std::fprintf(stderr, "gpucmd-kernel-executor: %s\n", std::string(filtered.message()).c_str());
+    return 1;
+  }
   std::map<std::string, Module> modules;
   std::vector<LaunchMessage> launches(kMaxLaunchesPerMessage);
   std::string replies;  // each a LaunchReply and the output it counts

@@ -126,8 +126,9 @@ TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
   DeviceResource buffer = *memory_->Allocate(4096);
   std::string module = Build("fill", kFill);
   std::thread starter([&] {
-    EXPECT_TRUE(
-        executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
+    const absl::Status launched =
+        executor_->Launch(module, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1}, {buffer});
+    EXPECT_TRUE(launched.ok()) << launched;
   });
   starter.join();
   // Its executor gets SIGKILL (a parent-death signal); the next launch starts another.
@@ -281,7 +282,9 @@ TEST_F(KernelExecutorTest, KillEndsTheRunningKernelFromAnotherThread) {
         while (f) {}
       })");
   const std::string fill = Build("fill", kFill);
-  ASSERT_TRUE(executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 1}, {buffer}).ok());
+  const absl::Status filled =
+      executor_->Launch(fill, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 1}, {buffer});
+  ASSERT_TRUE(filled.ok()) << filled;
   absl::Status hung;
   std::thread launcher([&] {
     hung = executor_->Launch(hang, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer});

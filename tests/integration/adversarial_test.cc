@@ -219,6 +219,26 @@ TEST_F(AdversarialTest, AKernelCannotStartProcessesOrOpenSockets) {
             42);
 }
 
+// A thread a kernel started would outlive its launch and run during later launches,
+// when other sessions' buffers are open: starting one kills the executor.
+TEST_F(AdversarialTest, AKernelCannotLeaveAThreadBehind) {
+  EXPECT_EQ(RunAttack(R"(
+      extern "C" int pthread_create(unsigned long*, const void*, void* (*)(void*), void*);
+      static void* spy(void*) {
+        for (volatile int forever = 1; forever;) {}
+        return nullptr;
+      }
+      extern "C" __global__ void attack(long long* out) {
+        unsigned long thread;
+        out[0] = pthread_create(&thread, nullptr, spy, nullptr) == 0 ? 1 : 2;
+      })"),
+            std::nullopt)
+      << "the thread was started (1) or refused without ending the executor (2)";
+  EXPECT_EQ(RunAttack(R"(
+      extern "C" __global__ void attack(long long* out) { out[0] = 42; })"),
+            42);
+}
+
 // The executor's address-space limit (not set in sanitizer builds, whose runtimes
 // reserve terabytes).
 TEST_F(AdversarialTest, AKernelCannotAllocateWithoutLimit) {
