@@ -17,8 +17,26 @@ constexpr char kHalfHeader[] = R"HEADER(#pragma once
 #include <stdint.h>
 #include <string.h>
 
+// The bits alone, as CUDA's __half_raw: how a __half is made from bits, never from a
+// number.
+struct __half_raw {
+  unsigned short x;
+};
+// As CUDA's: converts from and to the arithmetic types (rounding to the nearest half).
 struct __half {
   uint16_t bits;
+  __half() = default;
+  __device__ constexpr __half(__half_raw raw) : bits(raw.x) {}
+  __device__ __half(float f);
+  __device__ __half(double d);
+  __device__ __half(short i);
+  __device__ __half(unsigned short i);
+  __device__ __half(int i);
+  __device__ __half(unsigned int i);
+  __device__ __half(long long i);
+  __device__ __half(unsigned long long i);
+  __device__ operator float() const;
+  __device__ constexpr operator __half_raw() const { return __half_raw{bits}; }
 };
 typedef __half half;
 struct __align__(4) __half2 {
@@ -82,6 +100,27 @@ __device__ inline __half __float2half_rn(float f) {
   return h;
 }
 __device__ inline __half __float2half(float f) { return __float2half_rn(f); }
+__device__ inline __half::__half(float f) : __half(__float2half_rn(f)) {}
+// Through float: a double that float rounds to a half's midpoint can round differently
+// from CUDA's single rounding.
+__device__ inline __half::__half(double d) : __half(static_cast<float>(d)) {}
+__device__ inline __half::__half(short i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::__half(unsigned short i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::__half(int i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::__half(unsigned int i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::__half(long long i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::__half(unsigned long long i) : __half(static_cast<float>(i)) {}
+__device__ inline __half::operator float() const { return __half2float(*this); }
+__device__ inline unsigned short __half_as_ushort(__half h) { return h.bits; }
+__device__ inline short __half_as_short(__half h) { return static_cast<short>(h.bits); }
+__device__ inline __half __ushort_as_half(unsigned short bits) { return __half_raw{bits}; }
+__device__ inline __half __short_as_half(short bits) {
+  return __half_raw{static_cast<unsigned short>(bits)};
+}
+__device__ inline bool __hisnan(__half h) { return (h.bits & 0x7fffu) > 0x7c00u; }
+__device__ inline int __hisinf(__half h) {
+  return (h.bits & 0x7fffu) == 0x7c00u ? ((h.bits & 0x8000u) ? -1 : 1) : 0;
+}
 __device__ inline __half __int2half_rn(int i) { return __float2half_rn(static_cast<float>(i)); }
 __device__ inline int __half2int_rz(__half h) { return static_cast<int>(__half2float(h)); }
 __device__ inline __half2 __floats2half2_rn(float a, float b) {
@@ -109,9 +148,36 @@ GPUCMD_HALF_BINARY(__hadd, x + y)
 GPUCMD_HALF_BINARY(__hsub, x - y)
 GPUCMD_HALF_BINARY(__hmul, x * y)
 GPUCMD_HALF_BINARY(__hdiv, x / y)
-GPUCMD_HALF_BINARY(__hmax, x < y ? y : x)
-GPUCMD_HALF_BINARY(__hmin, y < x ? y : x)
 #undef GPUCMD_HALF_BINARY
+// As CUDA's: a NaN loses to a number (two NaNs give the canonical NaN), and +0 is
+// greater than -0.
+__device__ inline __half __hmax(__half a, __half b) {
+  const float x = __half2float(a), y = __half2float(b);
+  if (x != x) return y != y ? __half(__half_raw{0x7fffu}) : b;
+  if (y != y) return a;
+  if (x == y) return (a.bits & 0x8000u) ? b : a;
+  return x > y ? a : b;
+}
+__device__ inline __half __hmin(__half a, __half b) {
+  const float x = __half2float(a), y = __half2float(b);
+  if (x != x) return y != y ? __half(__half_raw{0x7fffu}) : b;
+  if (y != y) return a;
+  if (x == y) return (a.bits & 0x8000u) ? a : b;
+  return x < y ? a : b;
+}
+// These let a NaN through instead.
+__device__ inline __half __hmax_nan(__half a, __half b) {
+  return __hisnan(a) ? a : __hisnan(b) ? b : __hmax(a, b);
+}
+__device__ inline __half __hmin_nan(__half a, __half b) {
+  return __hisnan(a) ? a : __hisnan(b) ? b : __hmin(a, b);
+}
+__device__ inline __half2 __hmax2(__half2 a, __half2 b) {
+  return __half2{__hmax(a.x, b.x), __hmax(a.y, b.y)};
+}
+__device__ inline __half2 __hmin2(__half2 a, __half2 b) {
+  return __half2{__hmin(a.x, b.x), __hmin(a.y, b.y)};
+}
 __device__ inline __half __hfma(__half a, __half b, __half c) {
   return __float2half_rn(__half2float(a) * __half2float(b) + __half2float(c));
 }
@@ -119,28 +185,61 @@ __device__ inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
   return __half2{__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)};
 }
 __device__ inline __half __hneg(__half a) {
-  return __half{static_cast<uint16_t>(a.bits ^ 0x8000u)};
+  return __half_raw{static_cast<unsigned short>(a.bits ^ 0x8000u)};
 }
 __device__ inline __half __habs(__half a) {
-  return __half{static_cast<uint16_t>(a.bits & 0x7fffu)};
+  return __half_raw{static_cast<unsigned short>(a.bits & 0x7fffu)};
 }
 __device__ inline bool __heq(__half a, __half b) { return __half2float(a) == __half2float(b); }
 __device__ inline bool __hlt(__half a, __half b) { return __half2float(a) < __half2float(b); }
 __device__ inline bool __hgt(__half a, __half b) { return __half2float(a) > __half2float(b); }
 __device__ inline bool __hle(__half a, __half b) { return __half2float(a) <= __half2float(b); }
 __device__ inline bool __hge(__half a, __half b) { return __half2float(a) >= __half2float(b); }
-__device__ inline __half hsqrt(__half a) { return __float2half_rn(sqrtf(__half2float(a))); }
+__device__ inline bool __hne(__half a, __half b) { return __half2float(a) != __half2float(b); }
+#define GPUCMD_HALF_UNARY(name, expression)                   \
+  __device__ inline __half name(__half a) {                   \
+    const float x = __half2float(a);                          \
+    return __float2half_rn(expression);                       \
+  }                                                           \
+  __device__ inline __half2 name##2(__half2 a) {              \
+    return __half2{name(a.x), name(a.y)};                     \
+  }
+GPUCMD_HALF_UNARY(hsqrt, sqrtf(x))
+GPUCMD_HALF_UNARY(hrsqrt, 1.0f / sqrtf(x))
+GPUCMD_HALF_UNARY(hrcp, 1.0f / x)
+GPUCMD_HALF_UNARY(hexp, expf(x))
+GPUCMD_HALF_UNARY(hlog, logf(x))
+GPUCMD_HALF_UNARY(hsin, sinf(x))
+GPUCMD_HALF_UNARY(hcos, cosf(x))
+GPUCMD_HALF_UNARY(hfloor, floorf(x))
+GPUCMD_HALF_UNARY(hceil, ceilf(x))
+GPUCMD_HALF_UNARY(htrunc, truncf(x))
+#undef GPUCMD_HALF_UNARY
 
 __device__ inline __half operator+(__half a, __half b) { return __hadd(a, b); }
 __device__ inline __half operator-(__half a, __half b) { return __hsub(a, b); }
 __device__ inline __half operator*(__half a, __half b) { return __hmul(a, b); }
 __device__ inline __half operator/(__half a, __half b) { return __hdiv(a, b); }
 __device__ inline __half operator-(__half a) { return __hneg(a); }
+__device__ inline __half operator+(__half a) { return a; }
+__device__ inline __half& operator+=(__half& a, __half b) { return a = __hadd(a, b); }
+__device__ inline __half& operator-=(__half& a, __half b) { return a = __hsub(a, b); }
+__device__ inline __half& operator*=(__half& a, __half b) { return a = __hmul(a, b); }
+__device__ inline __half& operator/=(__half& a, __half b) { return a = __hdiv(a, b); }
+__device__ inline __half& operator++(__half& a) { return a += __half(1.0f); }
+__device__ inline __half& operator--(__half& a) { return a -= __half(1.0f); }
 __device__ inline bool operator==(__half a, __half b) { return __heq(a, b); }
+__device__ inline bool operator!=(__half a, __half b) { return __hne(a, b); }
 __device__ inline bool operator<(__half a, __half b) { return __hlt(a, b); }
 __device__ inline bool operator>(__half a, __half b) { return __hgt(a, b); }
+__device__ inline bool operator<=(__half a, __half b) { return __hle(a, b); }
+__device__ inline bool operator>=(__half a, __half b) { return __hge(a, b); }
 __device__ inline __half2 operator+(__half2 a, __half2 b) { return __hadd2(a, b); }
+__device__ inline __half2 operator-(__half2 a, __half2 b) { return __hsub2(a, b); }
 __device__ inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b); }
+__device__ inline __half2 operator/(__half2 a, __half2 b) { return __hdiv2(a, b); }
+__device__ inline __half2& operator+=(__half2& a, __half2 b) { return a = __hadd2(a, b); }
+__device__ inline __half2& operator*=(__half2& a, __half2 b) { return a = __hmul2(a, b); }
 )HEADER";
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -536,8 +537,8 @@ TEST_F(KernelTest, CooperativeGroupsTilesReduceAndVote) {
   EXPECT_EQ(Download<unsigned>(dvotes), tile_votes);
 }
 
-// The binary16 bits of `value`, which must be a normal half or 0 (a multiple of 1/64
-// within +-4 is).
+// The binary16 bits of `value`, which must be a normal half or +0 (a multiple of 1/64
+// within +-4 is, and so is 40000).
 uint16_t HalfBits(float value) {
   if (value == 0.0f) return 0;
   uint32_t bits;
@@ -587,6 +588,51 @@ TEST_F(KernelTest, HalfPrecisionProductsAndTheirSum) {
     EXPECT_NEAR(HalfValue(products[i]), exact, spacing / 2) << "element " << i;
   }
   EXPECT_NEAR(Download<float>(ddot)[0], dot, 1e-2);
+}
+
+// __half made from floats and ints by conversion and used as a float, as real kernels
+// write it (kHalfConversions): on halves whose arithmetic here is exact, and on an
+// overflow to infinity, a NaN and both zeros.
+TEST_F(KernelTest, HalfConvertsLikeCudasHalf) {
+  std::mt19937 random(31);
+  std::uniform_int_distribution<int> sixty_fourths(-256, 256);
+  std::vector<float> in;
+  for (int i = 0; i < 329; ++i) in.push_back(sixty_fourths(random) / 64.0f);
+  const float nan = std::nanf("");
+  for (float special : {40000.0f, nan, 0.0f, -0.0f}) in.push_back(special);
+  const int n = static_cast<int>(in.size());  // 333: the last block is partial
+  std::string id = MustCompile(kHalfConversions, "half_conversions");
+  Buffer din = Upload(in), dout = Zeros(8 * n * sizeof(float));
+  ASSERT_TRUE(session_->Launch(id, {MakeDim3((n + 63) / 64), MakeDim3(64)},
+                               {BufferArgument(din, v1::ACCESS_READ),
+                                BufferArgument(dout, v1::ACCESS_WRITE), Int32Argument(n)})
+                  .ok());
+  const std::vector<float> out = Download<float>(dout);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; ++i) {
+    const float x = in[i];
+    const float* got = &out[8 * i];
+    SCOPED_TRACE(::testing::Message() << "element " << i << ", " << x);
+    if (std::isnan(x)) {
+      for (int k : {0, 1, 2, 6}) EXPECT_TRUE(std::isnan(got[k])) << k;
+      EXPECT_EQ(got[3], 1.0f) << "a NaN is unequal to everything";
+      EXPECT_EQ(got[4], 1.0f) << "a NaN loses to a number";
+      const auto bits = static_cast<uint16_t>(got[5]);
+      EXPECT_TRUE((bits & 0x7c00u) == 0x7c00u && (bits & 0x3ffu) != 0) << bits;
+      EXPECT_EQ(got[7], 1.0f);
+      continue;
+    }
+    const bool overflows = x == 40000.0f;
+    EXPECT_EQ(got[0], x);
+    EXPECT_EQ(got[1], overflows ? inf : 2 * x);
+    EXPECT_EQ(got[2], overflows ? inf : 2.5f * x);
+    const float flags = x > 0 ? 1 + 2 + 8 + 16 : x < 0 ? 1 + 4 + 8 + 32 : 2 + 4 + 8;
+    EXPECT_EQ(got[3], flags);
+    EXPECT_EQ(got[4], std::max(x, 1.0f));
+    EXPECT_EQ(got[5], x == 0 ? (std::signbit(x) ? 0x8000 : 0) : HalfBits(x));
+    EXPECT_EQ(got[6], -x);
+    EXPECT_EQ(got[7], overflows ? 2.0f : 0.0f);
+  }
 }
 
 TEST_F(KernelTest, BitonicSortInFileScopeDynamicSharedMemory) {

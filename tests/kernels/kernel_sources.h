@@ -358,6 +358,33 @@ inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
       halves[8 * t + 7] = __half2float(a * b + a);
     })CUDA";
 
+// __half as real kernels write it: made from floats and ints by conversion, used as a
+// float, compound assignment, every comparison, and its bits. One value per thread.
+inline constexpr char kHalfConversions[] = R"CUDA(
+    #include <cuda_fp16.h>
+
+    extern "C" __global__ void half_conversions(const float* in, float* out, int n) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i >= n) return;
+      const __half h = in[i];
+      __half twice = h;
+      twice += h;
+      __half acc = 3;
+      acc *= twice;
+      acc -= h;
+      acc /= __half(2.0f);
+      const float back = h;
+      out[8 * i + 0] = back;
+      out[8 * i + 1] = static_cast<float>(twice);
+      out[8 * i + 2] = acc;
+      out[8 * i + 3] = (h != twice) + 2 * (h <= twice) + 4 * (h >= twice) + 8 * (h == h) +
+                       16 * (h < twice) + 32 * (h > twice);
+      out[8 * i + 4] = __hmax(h, __float2half(1.0f));
+      out[8 * i + 5] = __half_as_ushort(h);
+      out[8 * i + 6] = __ushort_as_half(__half_as_ushort(-h));
+      out[8 * i + 7] = __hisnan(h) + 2 * (__hisinf(twice) != 0);
+    })CUDA";
+
 // Prints one line per block, from its first thread.
 inline constexpr char kPrintingKernel[] = R"CUDA(#include <stdio.h>
 extern "C" __global__ void report(const int* in, int n) {
@@ -477,7 +504,7 @@ inline constexpr char kMathExtras[] = R"CUDA(
       out[7 * i + 6] = __tanf(x * 0.25f);
     })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 25> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 26> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -495,6 +522,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 25> kSuite = {{
     {"votes", kWarpVotes},
     {"tile_reduce", kTiledReduction},
     {"half_dot", kHalfDot},
+    {"half_conversions", kHalfConversions},
     {"checked_double", kAssertingDouble},
     {"extras", kGroupAndHalfExtras},
     {"report", kPrintingKernel},
