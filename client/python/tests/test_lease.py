@@ -37,10 +37,17 @@ def test_a_killed_clients_session_is_reclaimed_within_the_grace(daemon, client):
     holder = start_holder(daemon.target, "wait")
     assert client.stats().sessions_open == before + 1
     assert client.stats().devices[0].memory_used_bytes >= 1 << 20
+    # Opened by this user from another process: listed with its owner and memory.
+    listed = client.sessions()
+    assert listed.caller == f"uid:{os.geteuid()}"
+    held = [s for s in listed.sessions if s.client_name == "holder"]
+    assert len(held) == 1 and held[0].owner == listed.caller, listed
+    assert held[0].memory_used_bytes >= 1 << 20
     killed_at = time.monotonic()
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert wait_for(lambda: client.stats().sessions_open == before)
+    assert not [s for s in client.sessions().sessions if s.client_name == "holder"]
     reclaimed_after = time.monotonic() - killed_at
     assert reclaimed_after < LEASE_GRACE_SECONDS + 5, reclaimed_after
     assert client.stats().devices[0].memory_used_bytes < 1 << 20
