@@ -34,7 +34,8 @@ class SessionsTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
   }
 
-  // A daemon whose socket anyone may reach, with `config` added.
+  // A daemon whose socket anyone may reach, with `config` added, and a session of
+  // root's ("root-work").
   void StartDaemon(const std::string& config) {
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::StartWithConfig(absl::StrCat("socket_mode: 438\n", config));  // 0666
@@ -45,28 +46,31 @@ class SessionsTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
+    absl::StatusOr<Session> root_work = client_->OpenSession(0, "root-work");
+    ASSERT_TRUE(root_work.ok()) << root_work.status();
+    root_work_.emplace(*std::move(root_work));
   }
 
-  // session_peer as nobody:nogroup, opening a session named `name`.
-  CommandResult AsNobody(const std::string& name) {
-    return RunCommand({RunfilePath("tests/integration/session_peer"), daemon_->grpc_target(),
-                       std::to_string(kNobody), std::to_string(kNogroup), name});
+  // What session_peer prints, run as nobody:nogroup and opening a session named `name`.
+  std::string AsNobody(const std::string& name) {
+    CommandResult run =
+        RunCommand({RunfilePath("tests/integration/session_peer"), daemon_->grpc_target(),
+                    std::to_string(kNobody), std::to_string(kNogroup), name});
+    EXPECT_EQ(run.exit_code, 0) << run.stdout_text << run.stderr_text;
+    return run.stdout_text;
   }
 
   std::optional<DaemonProcess> daemon_;
   std::unique_ptr<Client> client_;
+  std::optional<Session> root_work_;
 };
 
 TEST_F(SessionsTest, OthersSeeTheirOwnSessionsAndRootSeesEveryClients) {
   StartDaemon("");
-  absl::StatusOr<Session> mine = client_->OpenSession(0, "root-work");
-  ASSERT_TRUE(mine.ok()) << mine.status();
-
-  CommandResult nobody = AsNobody("nobody-work");
-  ASSERT_EQ(nobody.exit_code, 0) << nobody.stdout_text << nobody.stderr_text;
-  EXPECT_THAT(nobody.stdout_text, HasSubstr("caller=uid:65534 all_clients=0\n"));
-  EXPECT_THAT(nobody.stdout_text, HasSubstr("nobody-work uid:65534\n"));
-  EXPECT_THAT(nobody.stdout_text, Not(HasSubstr("root-work")));
+  const std::string nobody = AsNobody("nobody-work");
+  EXPECT_THAT(nobody, HasSubstr("caller=uid:65534 all_clients=0\n"));
+  EXPECT_THAT(nobody, HasSubstr("nobody-work uid:65534\n"));
+  EXPECT_THAT(nobody, Not(HasSubstr("root-work")));
 
   absl::StatusOr<v1::ListSessionsResponse> all = client_->ListSessions();
   ASSERT_TRUE(all.ok()) << all.status();
@@ -90,26 +94,22 @@ TEST_F(SessionsTest, AdminGroupMembersSeeEveryClientsSessions) {
   const group* nogroup = getgrgid(kNogroup);
   ASSERT_NE(nogroup, nullptr);
   StartDaemon(absl::StrCat("admin { group: \"", nogroup->gr_name, "\" }\n"));
-  absl::StatusOr<Session> mine = client_->OpenSession(0, "root-work");
-  ASSERT_TRUE(mine.ok()) << mine.status();
-  CommandResult nobody = AsNobody("nobody-admin");
-  ASSERT_EQ(nobody.exit_code, 0) << nobody.stdout_text << nobody.stderr_text;
-  EXPECT_THAT(nobody.stdout_text, HasSubstr("caller=uid:65534 all_clients=1\n"));
-  EXPECT_THAT(nobody.stdout_text, HasSubstr("root-work uid:0\n"));
+  const std::string nobody = AsNobody("nobody-admin");
+  EXPECT_THAT(nobody, HasSubstr("caller=uid:65534 all_clients=1\n"));
+  EXPECT_THAT(nobody, HasSubstr("root-work uid:0\n"));
 }
 
 TEST_F(SessionsTest, SessionsPerClientAreCountedPerUserWhateverTheNames) {
-  StartDaemon("limits { max_sessions_per_client: 2 }\n");
+  StartDaemon("limits { max_sessions_per_client: 3 }\n");  // root-work is one
   absl::StatusOr<Session> first = client_->OpenSession(0, "a");
   absl::StatusOr<Session> second = client_->OpenSession(0, "b");
   ASSERT_TRUE(first.ok() && second.ok());
-  absl::StatusOr<Session> third = client_->OpenSession(0, "c");
-  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(third.status().message()),
-              HasSubstr("uid:0 has 2 sessions open, its limit (limits.max_sessions_per_client)"));
-  CommandResult nobody = AsNobody("c");
-  EXPECT_EQ(nobody.exit_code, 0) << "another user has a quota of its own: "
-                                 << nobody.stdout_text;
+  absl::StatusOr<Session> fourth = client_->OpenSession(0, "c");
+  EXPECT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(fourth.status().message()),
+              HasSubstr("uid:0 has 3 sessions open, its limit (limits.max_sessions_per_client)"));
+  // Another user has a quota of its own.
+  EXPECT_THAT(AsNobody("c"), HasSubstr("c uid:65534\n"));
 }
 
 TEST(SessionsStartupTest, AMissingAdminGroupIsRefusedAtStart) {
