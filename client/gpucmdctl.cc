@@ -3,12 +3,12 @@
 //   gpucmdctl --target=unix:/run/gpucmdd/gpucmdd.sock
 //             health|devices|stats|sessions|bench|top [--json]
 //
-// `sessions` lists open sessions: every client's for an administrator (uid 0 or
-// admin.group on the Unix socket, admin.client_subjects on TLS), the caller's own
-// otherwise. `bench` measures the host through the daemon (client/ctl_bench.h) and
-// prints one table. `top` shows the devices and sessions live (client/ctl_top.h): a
-// refreshing table on a terminal, JSON lines with --json; --once prints one frame,
-// --frames=N stops after N.
+// `sessions` lists open sessions: every client's for an administrator (uid 0, the
+// daemon's user or admin.group on the Unix socket, admin.client_subjects on TLS), the
+// caller's own otherwise. `bench` measures the host through the daemon
+// (client/ctl_bench.h) and prints one table. `top` shows the devices and sessions live
+// (client/ctl_top.h): a refreshing table on a terminal, JSON lines with --json; --once
+// prints one frame, --frames=N stops after N.
 //
 // Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
 // 2 usage error.

@@ -75,7 +75,7 @@ absl::Status SetSocketAccess(const std::string& path, uint32_t mode, const std::
 // Who sees every client's sessions; FAILED_PRECONDITION when the admin group does not
 // exist.
 absl::StatusOr<AdminPolicy> AdminPolicyOf(const v1::AdminConfig& admin) {
-  AdminPolicy policy;
+  AdminPolicy policy{.daemon_user = geteuid()};
   if (!admin.group().empty()) {
     ASSIGN_OR_RETURN(policy.group, GroupId(admin.group(), "admin.group"));
   }

@@ -77,7 +77,7 @@ PeerIdentity IdentifyPeer(const grpc::ServerContextBase& context) {
 bool AdminPolicy::IsAdmin(const PeerIdentity& peer) const {
   switch (peer.kind) {
     case PeerIdentity::Kind::kUnixUser:
-      return peer.uid == 0 ||
+      return peer.uid == 0 || peer.uid == daemon_user ||
              (group.has_value() &&
               std::find(peer.groups.begin(), peer.groups.end(), *group) != peer.groups.end());
     case PeerIdentity::Kind::kCertificate:

@@ -47,9 +47,11 @@ PeerIdentity IdentifyPeer(const grpc::ServerContextBase& context);
 // The Unix user connected on `connection`; anonymous when it is not a Unix socket.
 PeerIdentity IdentifyUnixPeer(int connection);
 
-// Who may see every session: uid 0, members of `group`, and TLS clients whose
-// certificate subject is one of `subjects`.
+// Who may see every session: uid 0, the daemon's own user (who can read its memory
+// anyway; e.g. an operator in the daemon's container), members of `group`, and TLS
+// clients whose certificate subject is one of `subjects`.
 struct AdminPolicy {
+  std::optional<uid_t> daemon_user;
   std::optional<gid_t> group;
   std::vector<std::string> subjects;
 

@@ -56,6 +56,8 @@ TEST(PeerIdentityTest, AdministratorsAreRootTheAdminGroupAndListedSubjects) {
   EXPECT_FALSE(policy.IsAdmin(certificate("CN=ops,O=example2")));
   EXPECT_FALSE(policy.IsAdmin(PeerIdentity()));
   EXPECT_FALSE(AdminPolicy().IsAdmin(user(1000, {4242}))) << "no admin group configured";
+  EXPECT_TRUE(AdminPolicy{.daemon_user = 999}.IsAdmin(user(999, {999}))) << "the daemon's user";
+  EXPECT_FALSE(AdminPolicy{.daemon_user = 999}.IsAdmin(user(1000, {999})));
   EXPECT_EQ(certificate("CN=ops").Key(), "x509:CN=ops");
 }
 

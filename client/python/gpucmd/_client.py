@@ -122,7 +122,7 @@ class Client:
 
     def sessions(self) -> pb.ListSessionsResponse:
         """The open sessions this client may see: every client's for an administrator
-        (uid 0 or the admin group on the Unix socket, a configured certificate subject
+        (uid 0, the daemon's user or the admin group on the Unix socket, a configured certificate subject
         on TLS), its own otherwise. ``all_clients`` says which; ``caller`` is who the
         daemon took this client for."""
         return call(self._stub.ListSessions, pb.ListSessionsRequest(), timeout=self.timeout)
