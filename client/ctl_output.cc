@@ -125,6 +125,10 @@ std::string FormatSessions(const v1::ListSessionsResponse& sessions, bool json) 
   if (json) return ToJson(sessions);
   std::string out = absl::StrCat(sessions.sessions_size(), " session(s); shown: ",
                                  SessionScope(sessions), "\n");
+  if (sessions.omitted() > 0) {
+    absl::StrAppend(&out, sessions.omitted(),
+                    " more not listed (the reply's size limit, limits.max_message_bytes)\n");
+  }
   absl::StrAppend(&out, absl::StrFormat("%-8s %-24s %-4s %-16s %12s %8s %7s %10s %8s\n", "ID",
                                         "CLIENT", "DEV", "OWNER", "MEMORY", "BUFFERS", "QUEUED",
                                         "LAUNCHES", "AGE"));

@@ -77,6 +77,8 @@ TEST(FormatSessionsTest, SaysWhoseSessionsItShows) {
   EXPECT_THAT(table, ::testing::ContainsRegex("7 +trainer +0 +uid:1000 +3.0 MiB"));
   sessions.set_all_clients(true);
   EXPECT_THAT(FormatSessions(sessions, false), HasSubstr("shown: every client"));
+  sessions.set_omitted(12);
+  EXPECT_THAT(FormatSessions(sessions, false), HasSubstr("12 more not listed"));
   sessions.set_all_clients(false);
   sessions.set_caller("");
   EXPECT_THAT(FormatSessions(sessions, false), HasSubstr("shown: none: the daemon cannot tell"));

@@ -116,7 +116,7 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
                           rates.launches, rates.bytes_in, rates.bytes_out, rates.bytes_device));
     }
     absl::StrAppend(&out, "],\"all_clients\":", now.sessions.all_clients() ? "true" : "false",
-                    ",\"sessions\":[");
+                    ",\"sessions_omitted\":", now.sessions.omitted(), ",\"sessions\":[");
     const std::vector<SessionRow> rows = SessionRows(before, now, seconds);
     for (size_t i = 0; i < rows.size(); ++i) {
       absl::StrAppend(&out, i == 0 ? "" : ",", "{\"session\":", MessageJson(*rows[i].session),
@@ -157,9 +157,9 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
                               FormatBytes(session.memory_used_bytes()),
                               session.queued_commands(), FormatRate(rows[i].launches_per_second)));
   }
-  if (rows.size() > kTopSessionRows) {
-    absl::StrAppend(&out, "... and ", rows.size() - kTopSessionRows, " more\n");
-  }
+  const uint64_t unlisted =
+      rows.size() - std::min<size_t>(rows.size(), kTopSessionRows) + now.sessions.omitted();
+  if (unlisted > 0) absl::StrAppend(&out, "... and ", unlisted, " more\n");
   return out;
 }
 

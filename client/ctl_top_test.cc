@@ -91,8 +91,9 @@ TEST(CtlTopTest, ATerminalFrameListsTheBusiestSessionsAndHostileNamesStayText) {
   TopSample before = Sample(0, 0, 0, 0), now = Sample(0, 0, 0, 0);
   for (int id = 1; id <= kTopSessionRows + 5; ++id) AddSession(now, id, "worker", id);
   AddSession(now, 100, "\x1b[2J\"quoted\"", 0);
+  now.sessions.set_omitted(4);  // sessions the reply had no room for
   const std::string frame = FormatTopFrame(before, now, 1.0, false);
-  EXPECT_THAT(frame, HasSubstr("... and 6 more\n"));
+  EXPECT_THAT(frame, HasSubstr("... and 10 more\n"));
   EXPECT_EQ(frame.find('\x1b'), std::string::npos) << "no escape sequence reaches the terminal";
   const std::string json = FormatTopFrame(before, now, 1.0, true);
   EXPECT_THAT(json, HasSubstr("\"client_name\":\"\\u001b[2J\\\"quoted\\\"\""))

@@ -413,21 +413,31 @@ grpc::ServerUnaryReactor* GpuCommandService::ListSessions(grpc::CallbackServerCo
     usages.push_back(core.worker(device).usage());
   }
   const auto now = SessionRegistry::Clock::now();
+  // The reply fits a message: room for the fields after the list, and each entry's tag
+  // and length besides its bytes.
+  constexpr size_t kEntryFramingBytes = 8;
+  size_t reply_bytes = 64 + caller_key.size();
   for (const SessionInfo& session : visible) {
     const auto& of_device = usages[session.device].sessions;
     const auto found = of_device.find(session.id);
     const SessionUsage usage = found == of_device.end() ? SessionUsage() : found->second;
-    v1::SessionSummary* summary = response->add_sessions();
-    summary->set_id(session.id);
-    summary->set_client_name(session.client_name);
-    summary->set_device(session.device);
-    summary->set_owner(session.owner);
-    summary->set_memory_used_bytes(usage.memory_used_bytes);
-    summary->set_buffers(usage.buffers);
-    summary->set_queued_commands(QueuedCommands(core, session, usage));
-    summary->set_launches(usage.launches);
-    summary->set_age_seconds(static_cast<uint64_t>(
+    v1::SessionSummary entry;
+    entry.set_id(session.id);
+    entry.set_client_name(session.client_name);
+    entry.set_device(session.device);
+    entry.set_owner(session.owner);
+    entry.set_memory_used_bytes(usage.memory_used_bytes);
+    entry.set_buffers(usage.buffers);
+    entry.set_queued_commands(QueuedCommands(core, session, usage));
+    entry.set_launches(usage.launches);
+    entry.set_age_seconds(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::seconds>(now - session.opened).count()));
+    reply_bytes += entry.ByteSizeLong() + kEntryFramingBytes;
+    if (reply_bytes > environment_.read_chunk_bytes) {
+      response->set_omitted(response->omitted() + 1);
+    } else {
+      *response->add_sessions() = std::move(entry);
+    }
   }
   return FinishUnary(context, absl::OkStatus());
 }

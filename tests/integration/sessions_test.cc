@@ -112,6 +112,26 @@ TEST_F(SessionsTest, SessionsPerClientAreCountedPerUserWhateverTheNames) {
   EXPECT_THAT(AsNobody("c"), HasSubstr("c uid:65534\n"));
 }
 
+// However many sessions there are, the listing fits a message: those it has no room
+// for are counted, not sent.
+TEST_F(SessionsTest, AListingFitsTheMessageLimit) {
+  StartDaemon("limits { max_message_bytes: 65536 }\n");
+  constexpr int kSessions = 400;  // ~300 bytes each listed: past 64 KiB
+  for (int i = 0; i < kSessions; ++i) {
+    grpc::ClientContext context;
+    v1::OpenSessionRequest request;
+    request.set_client_name(std::string(200, 'a' + i % 26));
+    v1::OpenSessionResponse response;
+    ASSERT_TRUE(client_->stub().OpenSession(&context, request, &response).ok()) << i;
+  }
+  absl::StatusOr<v1::ListSessionsResponse> listed = client_->ListSessions();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_GT(listed->omitted(), 0u);
+  EXPECT_EQ(listed->sessions_size() + listed->omitted(), kSessions + 1u) << "root-work too";
+  EXPECT_LE(listed->ByteSizeLong(), 65536u);
+  EXPECT_EQ(listed->sessions(0).client_name(), "root-work") << "oldest first";
+}
+
 TEST(SessionsStartupTest, AMissingAdminGroupIsRefusedAtStart) {
   absl::StatusOr<DaemonProcess> daemon =
       DaemonProcess::StartWithConfig("admin { group: \"gpucmd-no-such-admins\" }\n");
