@@ -1,6 +1,8 @@
 #include "driver/cpu/cpu_headers.h"
 
+#include "absl/strings/str_cat.h"
 #include "driver/bfloat16_header.h"
+#include "driver/half_min_max.h"
 #include "driver/cooperative_groups_headers.h"
 
 namespace gpucmd {
@@ -11,7 +13,7 @@ constexpr char kRuntimeHeader[] = R"HEADER(#pragma once
 // Device-side declarations come with the CPU driver's prelude.
 )HEADER";
 
-constexpr char kHalfHeader[] = R"HEADER(#pragma once
+constexpr char kHalfHeaderBegin[] = R"HEADER(#pragma once
 // Half precision on the CPU driver: __half holds IEEE binary16 bits; arithmetic is done in
 // float and rounded back to the nearest half (ties to even), as CUDA's _rn operations.
 #include <stdint.h>
@@ -149,23 +151,10 @@ GPUCMD_HALF_BINARY(__hsub, x - y)
 GPUCMD_HALF_BINARY(__hmul, x * y)
 GPUCMD_HALF_BINARY(__hdiv, x / y)
 #undef GPUCMD_HALF_BINARY
-// As CUDA's: a NaN loses to a number (two NaNs give the canonical NaN), and +0 is
-// greater than -0.
-__device__ inline __half __hmax(__half a, __half b) {
-  const float x = __half2float(a), y = __half2float(b);
-  if (x != x) return y != y ? __half(__half_raw{0x7fffu}) : b;
-  if (y != y) return a;
-  if (x == y) return (a.bits & 0x8000u) ? b : a;
-  return x > y ? a : b;
-}
-__device__ inline __half __hmin(__half a, __half b) {
-  const float x = __half2float(a), y = __half2float(b);
-  if (x != x) return y != y ? __half(__half_raw{0x7fffu}) : b;
-  if (y != y) return a;
-  if (x == y) return (a.bits & 0x8000u) ? a : b;
-  return x < y ? a : b;
-}
-// These let a NaN through instead.
+)HEADER";
+
+// After __hmax and __hmin (driver/half_min_max.h).
+constexpr char kHalfHeaderEnd[] = R"HEADER(// These let a NaN through instead.
 __device__ inline __half __hmax_nan(__half a, __half b) {
   return __hisnan(a) ? a : __hisnan(b) ? b : __hmax(a, b);
 }
@@ -250,7 +239,8 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"cuda_runtime.h", kRuntimeHeader},
         {"cuda_runtime_api.h", kRuntimeHeader},
         {"device_launch_parameters.h", kRuntimeHeader},
-        {"cuda_fp16.h", kHalfHeader},
+        {"cuda_fp16.h",
+         absl::StrCat(kHalfHeaderBegin, HalfMinMaxDefinitions(), kHalfHeaderEnd)},
         {"cuda_bf16.h", BFloat16Header()},
     };
     for (const auto& header : CooperativeGroupsHeaders()) headers->push_back(header);

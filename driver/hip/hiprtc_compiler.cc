@@ -9,6 +9,7 @@
 #include "driver/bfloat16_header.h"
 #include "driver/compile_options.h"
 #include "driver/cooperative_groups_headers.h"
+#include "driver/half_min_max.h"
 #include "driver/hip/hip_cuda_compat.h"
 #include "driver/hip/hip_status.h"
 
@@ -22,27 +23,6 @@ struct ProgramDeleter {
   }
 };
 
-// CUDA's __hmax and __hmin, which HIP 5.2 lacks, with CUDA's semantics: a NaN loses to a
-// number (two NaNs give the canonical NaN), and +0 is greater than -0. Named apart, so
-// that a HIP that has them keeps its own and kernels get these.
-constexpr char kHalfAdditions[] = R"HEADER(#pragma once
-__device__ inline __half gpucmd_hmax(__half a, __half b) {
-  const float x = __half2float(a), y = __half2float(b);
-  if (x != x) return y != y ? __ushort_as_half(0x7fff) : b;
-  if (y != y) return a;
-  if (x == y) return (__half_as_ushort(a) & 0x8000) ? b : a;
-  return x > y ? a : b;
-}
-__device__ inline __half gpucmd_hmin(__half a, __half b) {
-  const float x = __half2float(a), y = __half2float(b);
-  if (x != x) return y != y ? __ushort_as_half(0x7fff) : b;
-  if (y != y) return a;
-  if (x == y) return (__half_as_ushort(a) & 0x8000) ? a : b;
-  return x < y ? a : b;
-}
-#define __hmax gpucmd_hmax
-#define __hmin gpucmd_hmin
-)HEADER";
 
 }  // namespace
 
@@ -67,8 +47,9 @@ absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
   header_contents.push_back(BFloat16Header());
   // hiprtc compiles with HIP's half-precision types and printf already declared; what
   // CUDA's half header has beyond HIP's is added.
+  const std::string half_additions = absl::StrCat("#pragma once\n", HalfMinMaxDefinitions());
   header_names.push_back("cuda_fp16.h");
-  header_contents.push_back(kHalfAdditions);
+  header_contents.push_back(half_additions.c_str());
   for (const char* declared : {"stdio.h", "cstdio"}) {
     header_names.push_back(declared);
     header_contents.push_back("#pragma once\n");
