@@ -184,19 +184,12 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
           .payloads = std::move(payloads)});
 }
 
-// Every open session by client name, with the device memory it holds as of its
-// device's last finished task.
+// Every open session by client name, with the device memory it holds.
 std::vector<Metrics::OpenSession> OpenSessions(const ServerCore& core) {
-  std::vector<DeviceUsage> usages;
-  for (int device = 0; device < core.device_count(); ++device) {
-    usages.push_back(core.worker(device).usage());
-  }
   std::vector<Metrics::OpenSession> open;
-  for (const SessionInfo& session : core.sessions().Snapshot()) {
-    const auto& by_session = usages[session.device].sessions;
-    auto it = by_session.find(session.id);
-    open.push_back({.client = session.client_name,
-                    .memory_bytes = it == by_session.end() ? 0 : it->second.memory_used_bytes});
+  for (const ServerCore::SessionWithUsage& session : core.SessionsWithUsage()) {
+    open.push_back({.client = session.info.client_name,
+                    .memory_bytes = session.usage.memory_used_bytes});
   }
   return open;
 }

@@ -41,6 +41,19 @@ void ServerCore::Stop() {
   for (auto& worker : workers_) worker->Stop();
 }
 
+std::vector<ServerCore::SessionWithUsage> ServerCore::SessionsWithUsage() const {
+  std::vector<DeviceUsage> usages;
+  for (const auto& worker : workers_) usages.push_back(worker->usage());
+  std::vector<SessionWithUsage> sessions;
+  for (SessionInfo& session : sessions_.Snapshot()) {
+    const auto& of_device = usages[session.device].sessions;
+    const auto found = of_device.find(session.id);
+    sessions.push_back({std::move(session),
+                        found == of_device.end() ? SessionUsage() : found->second});
+  }
+  return sessions;
+}
+
 void ServerCore::FailQueuedWork(const absl::Status& status) {
   for (auto& worker : workers_) worker->FailQueuedWork(status);
 }

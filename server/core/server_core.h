@@ -70,6 +70,14 @@ class ServerCore {
   // Every device answers its queued and new work `status` without running it.
   void FailQueuedWork(const absl::Status& status);
 
+  // Every open session with what it holds on its device, as of the device's last
+  // finished task (a session that has done nothing there yet holds nothing).
+  struct SessionWithUsage {
+    SessionInfo info;
+    SessionUsage usage;
+  };
+  std::vector<SessionWithUsage> SessionsWithUsage() const;
+
   // True when no device has work queued, running or completing.
   bool Quiet() const;
 

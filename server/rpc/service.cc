@@ -402,25 +402,20 @@ grpc::ServerUnaryReactor* GpuCommandService::ListSessions(grpc::CallbackServerCo
   const bool all_clients = admin_.IsAdmin(caller);
   response->set_all_clients(all_clients);
   response->set_caller(caller_key);
-  std::vector<SessionInfo> visible = core.sessions().Snapshot();
-  std::erase_if(visible, [&](const SessionInfo& session) {
-    return !all_clients && (caller_key.empty() || session.owner != caller_key);
+  std::vector<ServerCore::SessionWithUsage> visible = core.SessionsWithUsage();
+  std::erase_if(visible, [&](const ServerCore::SessionWithUsage& session) {
+    return !all_clients && (caller_key.empty() || session.info.owner != caller_key);
   });
   std::sort(visible.begin(), visible.end(),
-            [](const SessionInfo& a, const SessionInfo& b) { return a.id < b.id; });
-  std::vector<DeviceUsage> usages;
-  for (int device = 0; device < core.device_count(); ++device) {
-    usages.push_back(core.worker(device).usage());
-  }
+            [](const ServerCore::SessionWithUsage& a, const ServerCore::SessionWithUsage& b) {
+              return a.info.id < b.info.id;
+            });
   const auto now = SessionRegistry::Clock::now();
   // The reply fits a message: room for the fields after the list, and each entry's tag
   // and length besides its bytes.
   constexpr size_t kEntryFramingBytes = 8;
   size_t reply_bytes = 64 + caller_key.size();
-  for (const SessionInfo& session : visible) {
-    const auto& of_device = usages[session.device].sessions;
-    const auto found = of_device.find(session.id);
-    const SessionUsage usage = found == of_device.end() ? SessionUsage() : found->second;
+  for (const auto& [session, usage] : visible) {
     v1::SessionSummary entry;
     entry.set_id(session.id);
     entry.set_client_name(session.client_name);
