@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "base/huge_pages.h"
 #include "grpcpp/create_channel.h"
 
 namespace gpucmd {
@@ -256,7 +257,7 @@ absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
   v1::ReadResponse chunk;
   bool first = true;
   while (reader->Read(&chunk)) {
-    if (first) result.reserve(chunk.total_bytes());
+    if (first) ReserveInHugePages(result, chunk.total_bytes());
     first = false;
     result.append(chunk.data());
   }

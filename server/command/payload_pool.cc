@@ -3,6 +3,8 @@
 #include <memory>
 #include <utility>
 
+#include "base/huge_pages.h"
+
 namespace gpucmd {
 
 std::string PayloadPool::Take() {
@@ -25,6 +27,7 @@ void PayloadPool::Give(std::string payload) {
 
 Bytes PayloadPool::TakeBytes(uint64_t size) {
   std::string payload = Take();
+  ReserveInHugePages(payload, size);
   payload.resize(size);
   return Wrap(std::move(payload));
 }

@@ -13,6 +13,8 @@
 // capacity and nothing under kMinCachedBytes (small payloads are staged in pinned memory
 // and cost little); the most recently given string is taken first (its pages are the
 // likeliest to be in cache).
+// Beyond the cache a payload's memory is fresh again, and reserved in huge pages
+// (base/huge_pages.h).
 //
 // Thread-safety: every method may be called from any thread.
 

@@ -1,6 +1,7 @@
 #include "server/rpc/write_reactor.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/huge_pages.h"
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_messages.h"
@@ -59,7 +60,7 @@ void WriteReactor::OnReadDone(bool ok) {
     // in one message is never re-assembled.
     data_.swap(*request_.mutable_data());
     if (data_.size() < header_->inline_size_bytes()) {
-      data_.reserve(header_->inline_size_bytes());
+      ReserveInHugePages(data_, header_->inline_size_bytes());
       *request_.mutable_data() = environment_->core->payloads().Take();
     }
   } else {
