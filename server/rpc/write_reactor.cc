@@ -3,6 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/huge_pages.h"
 #include "base/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_messages.h"
 #include "server/rpc/request_conversion.h"
@@ -37,6 +40,10 @@ void WriteReactor::OnReadDone(bool ok) {
     Run();
     return;
   }
+  if (header_ && AppendDataOnlyMessage()) {
+    StartRead(&incoming_);
+    return;
+  }
   if (absl::Status parsed = ParseRequest(&incoming_, &request_); !parsed.ok()) {
     End(parsed);
     return;
@@ -67,6 +74,28 @@ void WriteReactor::OnReadDone(bool ok) {
     data_.append(request_.data());
   }
   StartRead(&incoming_);
+}
+
+bool WriteReactor::AppendDataOnlyMessage() {
+  using google::protobuf::internal::WireFormatLite;
+  constexpr uint32_t kDataTag = WireFormatLite::MakeTag(
+      v1::WriteRequest::kDataFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  grpc::ProtoBufferReader reader(&incoming_);
+  google::protobuf::io::CodedInputStream input(&reader);
+  uint32_t size = 0;
+  if (input.ReadTag() != kDataTag || !input.ReadVarint32(&size) ||
+      data_.size() + size > header_->inline_size_bytes()) {
+    return false;
+  }
+  const size_t kept = data_.size();
+  data_.resize(kept + size);
+  if (!input.ReadRaw(data_.data() + kept, static_cast<int>(size)) || input.ReadTag() != 0 ||
+      !input.ConsumedEntireMessage()) {
+    data_.resize(kept);
+    return false;
+  }
+  incoming_.Clear();
+  return true;
 }
 
 absl::Status WriteReactor::AcceptHeader() {

@@ -9,8 +9,9 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/testing/random_bytes.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
+#include "tests/testing/raw_call.h"
 
 namespace gpucmd {
 namespace {
@@ -98,6 +99,55 @@ TEST_F(MemoryTest, ReusedPayloadMemoryNeverMixesPayloads) {
     ASSERT_TRUE(read.ok()) << read.status();
     EXPECT_TRUE(*read == data) << size << " bytes came back altered";
   }
+}
+
+// Continuation messages of a Write are read as protobuf reads them, whatever shape a
+// client's encoder gives them: an unknown field after the bytes is ignored, a `data`
+// field sent twice counts once (the last), an empty message adds nothing; a header in a
+// continuation is refused.
+TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
+  Buffer buffer = MustAllocate(12);
+  auto header_message = [&](uint64_t size, const std::string& data) {
+    v1::WriteRequest request;
+    request.mutable_header()->set_session(session_->token());
+    request.mutable_header()->set_buffer(buffer.id());
+    request.mutable_header()->set_inline_size_bytes(size);
+    request.set_data(data);
+    return request.SerializeAsString();
+  };
+  auto data_message = [](const std::string& data) {
+    v1::WriteRequest request;
+    request.set_data(data);
+    return request.SerializeAsString();
+  };
+  v1::WriteRequest with_unknown_field;
+  with_unknown_field.set_data("cd");
+  with_unknown_field.GetReflection()->MutableUnknownFields(&with_unknown_field)->AddVarint(99, 7);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
+      GrpcTarget(daemon_->grpc_target()), grpc::InsecureChannelCredentials());
+  const std::string kWrite = "/gpucmd.v1.GpuCommand/Write";
+
+  grpc::Status written = testing::CallWithRawBodies(
+      channel, kWrite,
+      {header_message(12, "ab"), with_unknown_field.SerializeAsString(),
+       data_message("xxxxxxxx") + data_message("ef"), std::string(),
+       data_message("ghijkl")});
+  ASSERT_TRUE(written.ok()) << written.error_message();
+  absl::StatusOr<std::string> read = session_->Read(buffer, 0, 12);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "abcdefghijkl");
+
+  grpc::Status second_header = testing::CallWithRawBodies(
+      channel, kWrite, {header_message(4, "zz"), header_message(4, "zz")});
+  EXPECT_EQ(second_header.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(second_header.error_message(), HasSubstr("only the first message has a header"));
+  grpc::Status too_many = testing::CallWithRawBodies(
+      channel, kWrite, {header_message(4, "zz"), data_message("zzz")});
+  EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_many.error_message(), HasSubstr("more than the 4 bytes it declared"));
+  read = session_->Read(buffer, 0, 12);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "abcdefghijkl") << "refused writes wrote nothing";
 }
 
 TEST_F(MemoryTest, PitchedWriteAndRead) {

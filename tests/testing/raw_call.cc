@@ -8,6 +8,12 @@ namespace gpucmd::testing {
 
 grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
                              const std::string& method, const std::string& body) {
+  return CallWithRawBodies(channel, method, {body});
+}
+
+grpc::Status CallWithRawBodies(const std::shared_ptr<grpc::Channel>& channel,
+                               const std::string& method,
+                               const std::vector<std::string>& bodies) {
   grpc::CompletionQueue queue;
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
@@ -18,9 +24,11 @@ grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
   bool ok = false;
   call->StartCall(nullptr);
   queue.Next(&tag, &ok);
-  grpc::Slice slice(body);
-  call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
-  queue.Next(&tag, &ok);
+  for (const std::string& body : bodies) {
+    grpc::Slice slice(body);
+    call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
+    queue.Next(&tag, &ok);
+  }
   call->WritesDone(nullptr);
   queue.Next(&tag, &ok);
   grpc::ByteBuffer reply;

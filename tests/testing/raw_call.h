@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "grpcpp/grpcpp.h"
 
@@ -15,6 +16,11 @@ namespace gpucmd::testing {
 // `channel`, half-closes, reads every reply; the call's status. Gives up after 20 s.
 grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
                              const std::string& method, const std::string& body);
+
+// The same with `bodies` as the request messages, in order (a client stream).
+grpc::Status CallWithRawBodies(const std::shared_ptr<grpc::Channel>& channel,
+                               const std::string& method,
+                               const std::vector<std::string>& bodies);
 
 }  // namespace gpucmd::testing
 
