@@ -30,13 +30,14 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // The gpucmdd of the benchmark's runfiles, started with `config` (text-format lines) plus
-// a quiet log and a 16 MiB message limit, with one session open.
+// a quiet log and a 16 MiB message limit (with `limits`, more fields of the limits
+// message), with one session open.
 struct BenchDaemon {
-  explicit BenchDaemon(const std::string& config) {
+  explicit BenchDaemon(const std::string& config, const std::string& limits = "") {
     std::string directory = testing::ShortTempDir();
     std::string path = directory + "/bench.textproto";
     std::ofstream(path) << config << "\nlog_level: \"warn\"\n"
-                        << "limits { max_message_bytes: " << kMaxMessageBytes << " }\n"
+                        << "limits { max_message_bytes: " << kMaxMessageBytes << " " << limits << " }\n"
                         << "compile { cache_dir: \"" << directory << "/cache\" }\n";
     process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/b.sock",
                                                     "--http_listen=127.0.0.1:0",

@@ -271,12 +271,27 @@ BenchDaemon& SharedDaemon() {
   return daemon;
 }
 
+// A daemon whose payload cache keeps a 256 MiB transfer's memory (Note [Payload pool]):
+// what an operator who moves payloads that large inline would configure.
+BenchDaemon& LargeCacheDaemon() {
+  static BenchDaemon daemon(
+      "cpu { memory_bytes_per_device: " + std::to_string(kDeviceBytes) + " }",
+      "payload_cache_bytes: " + std::to_string(uint64_t{768} << 20));
+  return daemon;
+}
+
+// The daemon a benchmark's second argument names: 0 the default one, 1 LargeCacheDaemon.
+BenchDaemon& DaemonOfArgument(const benchmark::State& state) {
+  return state.range(1) == 1 ? LargeCacheDaemon() : SharedDaemon();
+}
+
 void BM_DaemonWrite(benchmark::State& state) {
   size_t size = state.range(0);
-  Session& session = *SharedDaemon().session;
+  BenchDaemon& daemon = DaemonOfArgument(state);
+  Session& session = *daemon.session;
   Buffer buffer = *session.Allocate(size);
   std::string data(size, 'w');
-  FaultCounter faults(SharedDaemon().process->pid());
+  FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     benchmark::DoNotOptimize(session.Write(buffer, 0, data));
@@ -290,10 +305,11 @@ void BM_DaemonWrite(benchmark::State& state) {
 
 void BM_DaemonRead(benchmark::State& state) {
   size_t size = state.range(0);
-  Session& session = *SharedDaemon().session;
+  BenchDaemon& daemon = DaemonOfArgument(state);
+  Session& session = *daemon.session;
   Buffer buffer = *session.Allocate(size);
   (void)session.Write(buffer, 0, std::string(size, 'r'));
-  FaultCounter faults(SharedDaemon().process->pid());
+  FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     absl::StatusOr<std::string> read = session.Read(buffer, 0, size);
@@ -354,8 +370,11 @@ BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
 BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
-BENCHMARK(BM_DaemonWrite)->THROUGHPUT_SIZES;
-BENCHMARK(BM_DaemonRead)->THROUGHPUT_SIZES;
+// Second argument: 0 the default daemon, 1 the one with a large payload cache.
+#define DAEMON_SIZES \
+  ArgsProduct({benchmark::CreateRange(4 << 10, 256 << 20, 16), {0}})->Args({256 << 20, 1})->UseRealTime()
+BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
+BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
 // Bulk sizes, where shared memory is meant to come close to memcpy.
 #define BULK_SIZES Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseRealTime()
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;

@@ -1,16 +1,26 @@
-// Unary round trips through the daemon against gRPC's own: a raw unary RPC (the gRPC
-// health service, served by a bare server in this process over a Unix socket, the same
-// kind of socket the daemon listens on) measured first, then the daemon's ListDevices,
-// idle Synchronize and empty-kernel Launch, each also reported as a ratio of the raw
-// round trip (`x_raw`, lower is better). Then head-of-line blocking: one session's idle
-// Synchronize, p50 and p99, alone and while another session runs ~50 ms kernels back to
-// back (`x_alone_p99`: the p99 beside the kernels over the p99 alone).
+// Unary round trips through the daemon against gRPC's own: a raw unary RPC (a health
+// Check over a Unix socket, the same kind of socket the daemon listens on) measured first
+// against a bare server in this process and against one in a process of its own
+// (raw_echo_server), then the daemon's ListDevices, idle Synchronize and empty-kernel
+// Launch, each also reported as a ratio of both raw round trips (`x_raw`: in this
+// process; `x_raw_process`: across processes, as every call to a daemon is; lower is
+// better), back to back. Then the medians of single round trips with nothing else
+// running, each daemon call alternating with a raw one across processes (`x_raw_p50`).
+// Then head-of-line blocking: one session's idle Synchronize, p50 and p99, alone and
+// while another session runs ~50 ms kernels back to back (`x_alone_p99`: the p99 beside
+// the kernels over the p99 alone).
 //
 //   bazel run -c opt //tests/bench:latency_bench
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,14 +43,32 @@ using bench::SecondsSince;
 // Launches are synchronized this often, untimed, so they never meet backpressure.
 constexpr int kLaunchesPerSync = 256;
 
-// The raw round trip of this run, set by BM_RawGrpcUnary (registered first).
+// The raw round trips of this run, set by the BM_RawGrpcUnary benchmarks (registered
+// first).
 double raw_round_trip_seconds = 0;
+double raw_process_round_trip_seconds = 0;
 
 void ReportAgainstRaw(benchmark::State& state, double loop_seconds) {
-  if (raw_round_trip_seconds > 0 && state.iterations() > 0) {
-    state.counters["x_raw"] =
-        loop_seconds / static_cast<double>(state.iterations()) / raw_round_trip_seconds;
+  if (state.iterations() == 0) return;
+  const double per_call = loop_seconds / static_cast<double>(state.iterations());
+  if (raw_round_trip_seconds > 0) state.counters["x_raw"] = per_call / raw_round_trip_seconds;
+  if (raw_process_round_trip_seconds > 0) {
+    state.counters["x_raw_process"] = per_call / raw_process_round_trip_seconds;
   }
+}
+
+// Seconds per health Check at `target`, over the benchmark's iterations.
+double HealthCheckSeconds(benchmark::State& state, const std::string& target) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    grpc::ClientContext context;
+    benchmark::DoNotOptimize(stub->Check(&context, request, &response));
+  }
+  return SecondsSince(start) / static_cast<double>(std::max<int64_t>(state.iterations(), 1));
 }
 
 void BM_RawGrpcUnary(benchmark::State& state) {
@@ -49,17 +77,72 @@ void BM_RawGrpcUnary(benchmark::State& state) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
-  grpc::health::v1::HealthCheckRequest request;
-  grpc::health::v1::HealthCheckResponse response;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    grpc::ClientContext context;
-    benchmark::DoNotOptimize(stub->Check(&context, request, &response));
-  }
-  raw_round_trip_seconds = SecondsSince(start) / static_cast<double>(state.iterations());
+  raw_round_trip_seconds = HealthCheckSeconds(state, "unix:" + socket);
   server->Shutdown();
+}
+
+// raw_echo_server, started with its standard input on a pipe this process holds: it
+// exits when the pipe closes, at the latest when this process ends.
+class EchoServerProcess {
+ public:
+  explicit EchoServerProcess(const std::string& socket) {
+    int stdin_pipe[2];
+    if (pipe2(stdin_pipe, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, stdin_pipe[0], STDIN_FILENO);
+    const std::string program = testing::RunfilePath("tests/bench/raw_echo_server");
+    std::vector<char*> argv = {const_cast<char*>(program.c_str()),
+                               const_cast<char*>(socket.c_str()), nullptr};
+    if (posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+      pid_ = -1;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    close(stdin_pipe[0]);
+    keep_alive_ = stdin_pipe[1];
+  }
+  ~EchoServerProcess() {
+    close(keep_alive_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+  int keep_alive_ = -1;
+};
+
+// The echo in a process of its own, for the whole run.
+struct OtherProcessEcho {
+  OtherProcessEcho() : socket(testing::ShortTempDir() + "/echo.sock"), server(socket) {
+    auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+    ready = server.started() && channel->WaitForConnected(std::chrono::system_clock::now() +
+                                                          std::chrono::seconds(10));
+    stub = grpc::health::v1::Health::NewStub(channel);
+  }
+  // One round trip.
+  void Check() {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckResponse response;
+    benchmark::DoNotOptimize(stub->Check(&context, {}, &response));
+  }
+  std::string socket;
+  EchoServerProcess server;
+  bool ready = false;
+  std::unique_ptr<grpc::health::v1::Health::Stub> stub;
+};
+
+OtherProcessEcho& SharedEcho() {
+  static OtherProcessEcho echo;
+  return echo;
+}
+
+void BM_RawGrpcUnaryOtherProcess(benchmark::State& state) {
+  if (!SharedEcho().ready) {
+    state.SkipWithError("raw_echo_server did not start");
+    return;
+  }
+  raw_process_round_trip_seconds = HealthCheckSeconds(state, "unix:" + SharedEcho().socket);
 }
 
 EmptyKernelDaemon& SharedDaemon() {
@@ -98,6 +181,56 @@ void BM_DaemonEmptyLaunch(benchmark::State& state) {
     }
   }
   ReportAgainstRaw(state, timed);
+}
+
+double Median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples.empty() ? 0 : samples[samples.size() / 2];
+}
+
+// Latency with nothing else running: each iteration times one raw echo across processes
+// and one `call` to the daemon, alternating, so that both meet the machine in the same
+// state, then runs `settle` untimed (what the call left running finishes before the next
+// round trip). Reports both medians and their ratio (`x_raw_p50`, lower is better).
+void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& call,
+                        const std::function<void()>& settle) {
+  OtherProcessEcho& echo = SharedEcho();
+  if (!echo.ready) {
+    state.SkipWithError("raw_echo_server did not start");
+    return;
+  }
+  std::vector<double> raw_seconds;
+  std::vector<double> daemon_seconds;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    echo.Check();
+    raw_seconds.push_back(SecondsSince(start));
+    start = std::chrono::steady_clock::now();
+    call();
+    daemon_seconds.push_back(SecondsSince(start));
+    settle();
+  }
+  const double raw_p50 = Median(std::move(raw_seconds));
+  const double daemon_p50 = Median(std::move(daemon_seconds));
+  state.counters["raw_p50_us"] = raw_p50 * 1e6;
+  state.counters["p50_us"] = daemon_p50 * 1e6;
+  if (raw_p50 > 0) state.counters["x_raw_p50"] = daemon_p50 / raw_p50;
+}
+
+void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
+  Session& session = *SharedDaemon().daemon.session;
+  MeasureAgainstEcho(
+      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {});
+}
+
+void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+  EmptyKernelDaemon& shared = SharedDaemon();
+  Session& session = *shared.daemon.session;
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  MeasureAgainstEcho(
+      state,
+      [&] { benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)})); },
+      [&] { benchmark::DoNotOptimize(session.Synchronize()); });
 }
 
 // A kernel that spins for `iterations` rounds.
@@ -182,9 +315,12 @@ void BM_IdleSynchronizeBesideLongKernels(benchmark::State& state) {
 }
 
 BENCHMARK(BM_RawGrpcUnary)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawGrpcUnaryOtherProcess)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonListDevices)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AgainstEchoIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AgainstEchoEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IdleSynchronizeBesideLongKernels)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
