@@ -1,14 +1,14 @@
 // Unary round trips through the daemon against gRPC's own: a raw unary RPC (a health
 // Check over a Unix socket, the same kind of socket the daemon listens on) measured first
 // against a bare server in this process and against one in a process of its own
-// (raw_echo_server), then the daemon's ListDevices, idle Synchronize and empty-kernel
-// Launch, each also reported as a ratio of both raw round trips (`x_raw`: in this
-// process; `x_raw_process`: across processes, as every call to a daemon is; lower is
-// better), back to back. Then the medians of single round trips with nothing else
-// running, each daemon call alternating with a raw one across processes (`x_raw_p50`).
-// Then head-of-line blocking: one session's idle Synchronize, p50 and p99, alone and
-// while another session runs ~50 ms kernels back to back (`x_alone_p99`: the p99 beside
-// the kernels over the p99 alone).
+// (raw_echo_server), then gRPC's health service in the daemon's process and the daemon's
+// ListDevices, idle Synchronize and empty-kernel Launch, back to back, each also reported
+// as a ratio of both raw round trips (`x_raw`: in this process; `x_raw_process`: across
+// processes, as every call to a daemon is; lower is better). Then the medians of single
+// round trips with nothing else running, each daemon call alternating with a raw one
+// across processes (`x_raw_p50`). Then head-of-line blocking: one session's idle
+// Synchronize, p50 and p99, alone and while another session runs ~50 ms kernels back to
+// back (`x_alone_p99`: the p99 beside the kernels over the p99 alone).
 //
 //   bazel run -c opt //tests/bench:latency_bench
 
@@ -148,6 +148,14 @@ void BM_RawGrpcUnaryOtherProcess(benchmark::State& state) {
 EmptyKernelDaemon& SharedDaemon() {
   static EmptyKernelDaemon daemon;
   return daemon;
+}
+
+// gRPC's own health service, answered by the daemon's process: no daemon code on the
+// path, so what the daemon's process costs a call beyond a bare server's.
+void BM_DaemonGrpcHealthCheck(benchmark::State& state) {
+  const double seconds =
+      HealthCheckSeconds(state, SharedDaemon().daemon.process->grpc_target());
+  ReportAgainstRaw(state, seconds * static_cast<double>(state.iterations()));
 }
 
 void BM_DaemonListDevices(benchmark::State& state) {
@@ -316,6 +324,7 @@ void BM_IdleSynchronizeBesideLongKernels(benchmark::State& state) {
 
 BENCHMARK(BM_RawGrpcUnary)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawGrpcUnaryOtherProcess)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DaemonGrpcHealthCheck)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonListDevices)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
