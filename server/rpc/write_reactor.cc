@@ -83,7 +83,8 @@ bool WriteReactor::AppendDataOnlyMessage() {
   grpc::ProtoBufferReader reader(&incoming_);
   google::protobuf::io::CodedInputStream input(&reader);
   uint32_t size = 0;
-  if (input.ReadTag() != kDataTag || !input.ReadVarint32(&size) ||
+  // A length past the message's own is a malformed message, for the whole parse to refuse.
+  if (input.ReadTag() != kDataTag || !input.ReadVarint32(&size) || size > incoming_.Length() ||
       data_.size() + size > header_->inline_size_bytes()) {
     return false;
   }

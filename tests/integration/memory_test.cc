@@ -145,6 +145,15 @@ TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
       channel, kWrite, {header_message(4, "zz"), data_message("zzz")});
   EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(too_many.error_message(), HasSubstr("more than the 4 bytes it declared"));
+  // Continuations whose `data` length claims more than the message holds (the tag of
+  // `data`, a length, two bytes): within the declared size, and past 2^31.
+  for (const std::string& lying_length :
+       {std::string("\x12\x08zz", 4), std::string("\x12\x80\x80\x80\x80\x08zz", 8)}) {
+    grpc::Status malformed = testing::CallWithRawBodies(
+        channel, kWrite, {header_message(12, "zz"), lying_length});
+    EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(malformed.error_message(), HasSubstr("could not be parsed"));
+  }
   read = session_->Read(buffer, 0, 12);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(*read, "abcdefghijkl") << "refused writes wrote nothing";
