@@ -40,7 +40,8 @@ void WriteReactor::OnReadDone(bool ok) {
     Run();
     return;
   }
-  if (header_ && AppendDataOnlyMessage()) {
+  // The first bytes are taken as parsed, into pooled memory (below); later ones appended.
+  if (header_ && !data_.empty() && AppendDataOnlyMessage()) {
     StartRead(&incoming_);
     return;
   }

@@ -121,7 +121,7 @@ TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
     return request.SerializeAsString();
   };
   v1::WriteRequest with_unknown_field;
-  with_unknown_field.set_data("cd");
+  with_unknown_field.set_data("CD");
   with_unknown_field.GetReflection()->MutableUnknownFields(&with_unknown_field)->AddVarint(99, 7);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
       GrpcTarget(daemon_->grpc_target()), grpc::InsecureChannelCredentials());
@@ -129,11 +129,18 @@ TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
 
   grpc::Status written = testing::CallWithRawBodies(
       channel, kWrite,
-      {header_message(12, "ab"), with_unknown_field.SerializeAsString(),
-       data_message("xxxxxxxx") + data_message("ef"), std::string(),
-       data_message("ghijkl")});
+      {header_message(12, "AB"), with_unknown_field.SerializeAsString(),
+       data_message("xxxxxxxx") + data_message("EF"), std::string(),
+       data_message("GHIJKL")});
   ASSERT_TRUE(written.ok()) << written.error_message();
   absl::StatusOr<std::string> read = session_->Read(buffer, 0, 12);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "ABCDEFGHIJKL");
+  // A header with no bytes, then only continuations.
+  written = testing::CallWithRawBodies(
+      channel, kWrite, {header_message(12, ""), data_message("abcdef"), data_message("ghijkl")});
+  ASSERT_TRUE(written.ok()) << written.error_message();
+  read = session_->Read(buffer, 0, 12);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(*read, "abcdefghijkl");
 
