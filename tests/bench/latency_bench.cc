@@ -191,9 +191,9 @@ void BM_DaemonEmptyLaunch(benchmark::State& state) {
   ReportAgainstRaw(state, timed);
 }
 
-double Median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples.empty() ? 0 : samples[samples.size() / 2];
+// The value below which `fraction` of `sorted` (not empty) lies.
+double Percentile(const std::vector<double>& sorted, double fraction) {
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
 }
 
 // Latency with nothing else running: each iteration times one raw echo across processes
@@ -218,8 +218,10 @@ void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& ca
     daemon_seconds.push_back(SecondsSince(start));
     settle();
   }
-  const double raw_p50 = Median(std::move(raw_seconds));
-  const double daemon_p50 = Median(std::move(daemon_seconds));
+  std::sort(raw_seconds.begin(), raw_seconds.end());
+  std::sort(daemon_seconds.begin(), daemon_seconds.end());
+  const double raw_p50 = Percentile(raw_seconds, 0.5);
+  const double daemon_p50 = Percentile(daemon_seconds, 0.5);
   state.counters["raw_p50_us"] = raw_p50 * 1e6;
   state.counters["p50_us"] = daemon_p50 * 1e6;
   if (raw_p50 > 0) state.counters["x_raw_p50"] = daemon_p50 / raw_p50;
@@ -259,10 +261,6 @@ std::vector<double> IdleSynchronizeSeconds(Session& session, int count) {
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds;
-}
-
-double Percentile(const std::vector<double>& sorted, double fraction) {
-  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
 }
 
 // Runs `kernel` with `iterations` and synchronizes, over and over, until `stop`.
