@@ -1,5 +1,7 @@
 #include "server/rpc/write_reactor.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/huge_pages.h"
 #include "base/status_macros.h"
@@ -90,9 +92,21 @@ bool WriteReactor::AppendDataOnlyMessage() {
     return false;
   }
   const size_t kept = data_.size();
-  data_.resize(kept + size);
-  if (!input.ReadRaw(data_.data() + kept, static_cast<int>(size)) || input.ReadTag() != 0 ||
-      !input.ConsumedEntireMessage()) {
+  // Appended straight from the slices: growing the string first would fill it with zeros
+  // only for them to be overwritten.
+  for (uint32_t left = size; left > 0;) {
+    const void* slice = nullptr;
+    int available = 0;
+    if (!input.GetDirectBufferPointer(&slice, &available)) {
+      data_.resize(kept);
+      return false;
+    }
+    const int taken = static_cast<int>(std::min<uint32_t>(left, available));
+    data_.append(static_cast<const char*>(slice), taken);
+    input.Skip(taken);
+    left -= taken;
+  }
+  if (input.ReadTag() != 0 || !input.ConsumedEntireMessage()) {
     data_.resize(kept);
     return false;
   }

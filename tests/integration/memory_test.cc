@@ -153,9 +153,11 @@ TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
   EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(too_many.error_message(), HasSubstr("more than the 4 bytes it declared"));
   // Continuations whose `data` length claims more than the message holds (the tag of
-  // `data`, a length, two bytes): within the declared size, and past 2^31.
+  // `data`, a length, two bytes): past the message's own length, within it but past its
+  // end (two of the three bytes are there), and past 2^31.
   for (const std::string& lying_length :
-       {std::string("\x12\x08zz", 4), std::string("\x12\x80\x80\x80\x80\x08zz", 8)}) {
+       {std::string("\x12\x08zz", 4), std::string("\x12\x03zz", 4),
+        std::string("\x12\x80\x80\x80\x80\x08zz", 8)}) {
     grpc::Status malformed = testing::CallWithRawBodies(
         channel, kWrite, {header_message(12, "zz"), lying_length});
     EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
