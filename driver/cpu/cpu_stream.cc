@@ -1,5 +1,7 @@
 #include "driver/cpu/cpu_stream.h"
 
+#include <algorithm>
+
 namespace gpucmd {
 
 CpuStream::CpuStream(int index) : index_(index), worker_([this] { Run(); }) {}
@@ -61,17 +63,21 @@ void CpuStream::Run() {
       if (pending_error_.ok()) pending_error_ = status;
     }
     MutexLock lock(&timeline_->mutex);
-    ++timeline_->completed;
-    timeline_->advanced.NotifyAll();
+    if (++timeline_->completed >= timeline_->earliest_awaited) {
+      // Every waiter wakes; those still short of their position set it again.
+      timeline_->earliest_awaited = UINT64_MAX;
+      timeline_->advanced.NotifyAll();
+    }
   }
 }
 
 absl::Status CpuStream::Event::Wait() const {
   if (timeline_ == nullptr) return absl::OkStatus();
   MutexLock lock(&timeline_->mutex);
-  timeline_->advanced.Await(&timeline_->mutex, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return timeline_->completed >= sequence_;
-  });
+  while (timeline_->completed < sequence_) {
+    timeline_->earliest_awaited = std::min(timeline_->earliest_awaited, sequence_);
+    timeline_->advanced.Wait(&timeline_->mutex);
+  }
   return absl::OkStatus();
 }
 

@@ -49,11 +49,14 @@ class CpuStream {
   int index() const { return index_; }
 
  private:
-  // The stream's progress, shared with its events.
+  // The stream's progress, shared with its events. The worker notifies `advanced` only
+  // when `completed` reaches `earliest_awaited`, the smallest position a waiter is
+  // blocked on: a wait for the end of a long run of work sleeps through the rest.
   struct Timeline {
     Mutex mutex;
     CondVar advanced;
     uint64_t completed ABSL_GUARDED_BY(mutex) = 0;
+    uint64_t earliest_awaited ABSL_GUARDED_BY(mutex) = UINT64_MAX;
   };
 
   void Run();

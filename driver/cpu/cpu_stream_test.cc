@@ -1,6 +1,7 @@
 #include "driver/cpu/cpu_stream.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,38 @@ TEST(CpuStreamTest, EventCompletesOnlyAfterEarlierWork) {
   gate.Open();
   ASSERT_TRUE(event.Wait().ok());
   EXPECT_TRUE(event.IsComplete());
+}
+
+// Waiters on different positions, the latest blocked first: each wakes once its own
+// position completed, none before and none left asleep (the worker wakes waiters only
+// when the earliest position awaited is reached).
+TEST(CpuStreamTest, WaitersOnDifferentPositionsEachWakeAtTheirOwn) {
+  CpuStream stream(0);
+  StreamGate gate;
+  gate.Block(stream);
+  std::atomic<int> done{0};
+  std::vector<CpuStream::Event> events;
+  for (int i = 1; i <= 9; ++i) {
+    stream.Enqueue([&done] {
+      ++done;
+      return absl::OkStatus();
+    });
+    if (i % 4 == 1) events.push_back(stream.RecordEvent());  // after 1, 5 and 9 items
+  }
+  std::vector<int> seen(events.size(), -1);
+  std::vector<std::thread> waiters;
+  for (int e = static_cast<int>(events.size()) - 1; e >= 0; --e) {
+    waiters.emplace_back([&, e] {
+      ASSERT_TRUE(events[e].Wait().ok());
+      seen[e] = done;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // blocked in that order
+  }
+  gate.Open();
+  for (std::thread& waiter : waiters) waiter.join();
+  EXPECT_GE(seen[0], 1);
+  EXPECT_GE(seen[1], 5);
+  EXPECT_EQ(seen[2], 9);
 }
 
 TEST(CpuStreamTest, WaitEventHoldsTheOtherStreamBack) {

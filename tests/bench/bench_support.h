@@ -8,8 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "benchmark/benchmark.h"
 #include "client/client.h"
@@ -27,6 +30,33 @@ inline constexpr int kLaunchesPerSync = 64;
 
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What process `pid` has used so far, from /proc/PID/stat: minor page faults, and CPU
+// seconds (user and system, all its threads, not its children). Zeros when it cannot be
+// read.
+struct ProcessUsage {
+  uint64_t minor_faults = 0;
+  double cpu_seconds = 0;
+};
+inline ProcessUsage UsageOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  // After the command name, which ends with the last ')', state is field 3; minflt is 10,
+  // utime 14 and stime 15, in clock ticks.
+  size_t end = line.rfind(')');
+  if (end == std::string::npos) return {};
+  std::istringstream fields(line.substr(end + 2));
+  std::vector<uint64_t> numbers;
+  std::string field;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    numbers.push_back(i == 3 ? 0 : std::stoull(field));
+  }
+  if (numbers.size() < 13) return {};
+  const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return {.minor_faults = numbers[10 - 3],
+          .cpu_seconds = static_cast<double>(numbers[14 - 3] + numbers[15 - 3]) / ticks_per_second};
 }
 
 // The gpucmdd of the benchmark's runfiles, started with `config` (text-format lines) plus
@@ -148,6 +178,34 @@ inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Sessi
   (void)stream->Finish();
   return seconds;
 }
+
+// CPU time per launch over a launch benchmark's loop, from its construction to Report:
+// `cpu_us_per_launch` of this process (the caller, its client's threads, an in-process
+// device's stream workers) and, given the daemon's pid, `daemon_cpu_us_per_launch` of
+// gpucmdd. The kernel executor, a child process of either, is in neither.
+class LaunchCpuMeter {
+ public:
+  explicit LaunchCpuMeter(pid_t daemon = -1)
+      : daemon_(daemon),
+        own_start_(UsageOf(getpid())),
+        daemon_start_(daemon > 0 ? UsageOf(daemon) : ProcessUsage{}) {}
+
+  void Report(benchmark::State& state) const {
+    const double launches =
+        static_cast<double>(std::max<int64_t>(1, state.iterations() * kLaunchesPerSync));
+    state.counters["cpu_us_per_launch"] =
+        (UsageOf(getpid()).cpu_seconds - own_start_.cpu_seconds) * 1e6 / launches;
+    if (daemon_ > 0) {
+      state.counters["daemon_cpu_us_per_launch"] =
+          (UsageOf(daemon_).cpu_seconds - daemon_start_.cpu_seconds) * 1e6 / launches;
+    }
+  }
+
+ private:
+  pid_t daemon_;
+  ProcessUsage own_start_;
+  ProcessUsage daemon_start_;
+};
 
 // Items/s of a launch benchmark and `x_in_process`: its rate over `baseline_per_second`.
 inline void ReportLaunchRate(benchmark::State& state, double seconds,

@@ -11,8 +11,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <memory>
 #include <vector>
 
@@ -101,22 +99,6 @@ void BM_CommandAllocateFree(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// Minor page faults of process `pid` so far (0 when they cannot be read).
-uint64_t MinorFaultsOf(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  // After the command name, which ends with the last ')': state is field 3, minflt 10.
-  size_t end = line.rfind(')');
-  if (end == std::string::npos) return 0;
-  std::istringstream fields(line.substr(end + 2));
-  std::string field;
-  for (int i = 3; i <= 10 && fields >> field; ++i) {
-    if (i == 10) return std::stoull(field);
-  }
-  return 0;
-}
-
 uint64_t OwnMinorFaults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -128,14 +110,14 @@ class FaultCounter {
  public:
   explicit FaultCounter(pid_t daemon) : daemon_(daemon) { Restart(); }
   void Restart() {
-    daemon_start_ = daemon_ > 0 ? MinorFaultsOf(daemon_) : 0;
+    daemon_start_ = daemon_ > 0 ? bench::UsageOf(daemon_).minor_faults : 0;
     own_start_ = OwnMinorFaults();
   }
   void Report(benchmark::State& state) const {
     const double iterations = static_cast<double>(std::max<int64_t>(1, state.iterations()));
     if (daemon_ > 0) {
       state.counters["daemon_faults"] =
-          static_cast<double>(MinorFaultsOf(daemon_) - daemon_start_) / iterations;
+          static_cast<double>(bench::UsageOf(daemon_).minor_faults - daemon_start_) / iterations;
     }
     state.counters["client_faults"] = static_cast<double>(OwnMinorFaults() - own_start_) / iterations;
   }

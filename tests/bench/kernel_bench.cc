@@ -107,12 +107,14 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
        .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
        .modules = *ModuleStore::Open(directory, ".so")});
   Command<CpuDriver> command(*backend, CommandOptions());
+  bench::LaunchCpuMeter cpu;
   KernelLaunch launch{.kernel = compiled.kernel.id,
                       .params = compiled.kernel.params,
                       .grid = {1, 1, 1},
                       .block = {1, 1, 1},
                       .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
   in_process_launches_per_second = bench::LaunchInProcess(state, command, launch);
+  cpu.Report(state);
 }
 
 EmptyKernelDaemon& SharedDaemon() {
@@ -122,23 +124,29 @@ EmptyKernelDaemon& SharedDaemon() {
 
 void BM_LaunchEmptyDaemonUnary(benchmark::State& state) {
   EmptyKernelDaemon& shared = SharedDaemon();
+  bench::LaunchCpuMeter cpu(shared.daemon.process->pid());
   double seconds = LaunchThroughUnaryRpcs(state, *shared.daemon.session, shared.kernel);
   ReportLaunchRate(state, seconds, in_process_launches_per_second);
+  cpu.Report(state);
 }
 
 void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
   EmptyKernelDaemon& shared = SharedDaemon();
+  bench::LaunchCpuMeter cpu(shared.daemon.process->pid());
   double seconds = LaunchThroughSubmit(state, *shared.daemon.client, *shared.daemon.session,
                                        shared.kernel);
   ReportLaunchRate(state, seconds, in_process_launches_per_second);
+  cpu.Report(state);
 }
 
 // Four batches in flight: the daemon reads, converts and answers around the one running.
 void BM_LaunchEmptyDaemonSubmitFourInFlight(benchmark::State& state) {
   EmptyKernelDaemon& shared = SharedDaemon();
+  bench::LaunchCpuMeter cpu(shared.daemon.process->pid());
   double seconds = LaunchThroughSubmit(state, *shared.daemon.client, *shared.daemon.session,
                                        shared.kernel, /*in_flight=*/4);
   ReportLaunchRate(state, seconds, in_process_launches_per_second);
+  cpu.Report(state);
 }
 
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
