@@ -17,9 +17,13 @@ void SubmitReactor::OnReadDone(bool ok) {
   std::unique_ptr<InFlight> batch;
   absl::Status parsed;
   if (ok) {
-    v1::SubmitRequest request;
-    parsed = ParseRequest(&incoming_, &request);
-    if (parsed.ok()) batch = Convert(std::move(request));
+    batch = std::make_unique<InFlight>();
+    parsed = ParseRequest(&incoming_, batch->request);
+    if (parsed.ok()) {
+      Convert(*batch);
+    } else {
+      batch.reset();
+    }
   }
   incoming_.Clear();
   Next next;
@@ -99,17 +103,14 @@ absl::Status SubmitReactor::ReserveInline(const v1::Command& command, SessionId 
   return absl::OkStatus();
 }
 
-std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
-    v1::SubmitRequest request) const {
-  auto in_flight = std::make_unique<InFlight>();
-  in_flight->request = std::move(request);
-  const size_t count = in_flight->request.commands_size();
-  in_flight->sessions.assign(count, std::nullopt);
+void SubmitReactor::Convert(InFlight& in_flight) const {
+  const size_t count = in_flight.request->commands_size();
+  in_flight.sessions.assign(count, std::nullopt);
   std::vector<BatchCommand> commands(count);
   BatchAllocations earlier;
   for (size_t i = 0; i < count; ++i) {
-    v1::Command& command = *in_flight->request.mutable_commands(static_cast<int>(i));
-    in_flight->response.add_replies()->set_sequence(command.sequence());
+    v1::Command& command = *in_flight.request->mutable_commands(static_cast<int>(i));
+    in_flight.response.add_replies()->set_sequence(command.sequence());
     commands[i].sequence = command.sequence();
     commands[i].kind = KindOf(command);
     absl::StatusOr<Operation>& operation = commands[i].operation;
@@ -122,14 +123,14 @@ std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
     } else if (!session.ok()) {
       operation = session.status();
     } else if (command.has_compile()) {
-      in_flight->sessions[i] = *session;
+      in_flight.sessions[i] = *session;
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
-    } else if (absl::Status reserved = ReserveInline(command, session->id, *in_flight);
+    } else if (absl::Status reserved = ReserveInline(command, session->id, in_flight);
                !reserved.ok()) {
-      in_flight->sessions[i] = *session;
+      in_flight.sessions[i] = *session;
       operation = reserved;
     } else {
-      in_flight->sessions[i] = *session;
+      in_flight.sessions[i] = *session;
       operation = ToOperation(command, environment_->devices[session->device], earlier,
                               SessionRegions{&environment_->core->shared_memory(), session->id});
     }
@@ -141,8 +142,7 @@ std::unique_ptr<SubmitReactor::InFlight> SubmitReactor::Convert(
     // dependency on it, not a dangling name.
     if (command.has_allocate()) earlier.Add(command.sequence(), i);
   }
-  in_flight->batch = std::make_shared<Batch>(std::move(commands));
-  return in_flight;
+  in_flight.batch = std::make_shared<Batch>(std::move(commands));
 }
 
 void SubmitReactor::RunNext() {
@@ -173,7 +173,7 @@ void SubmitReactor::RunNext() {
 }
 
 void SubmitReactor::RunCompile(size_t index) {
-  const v1::CompileRequest& request = running_->request.commands(static_cast<int>(index)).compile();
+  const v1::CompileRequest& request = running_->request->commands(static_cast<int>(index)).compile();
   KernelSource kernel{request.source(), request.entry_point(),
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
@@ -184,7 +184,7 @@ void SubmitReactor::RunCompile(size_t index) {
         v1::CommandReply* reply = running_->response.mutable_replies(static_cast<int>(index));
         FillCompileResponse(id, result, reply->mutable_compile());
         SetReplyStatus(result.status(), reply);
-        if (running_->request.stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
+        if (running_->request->stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
         running_->next = index + 1;
         RunNext();
         Unref();
@@ -234,7 +234,7 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
       SetReplyStatus(batch.result(i).status, reply);
     }
   }
-  if (running_->request.stream_replies()) SendReplies(end, /*batch_done=*/false);
+  if (running_->request->stream_replies()) SendReplies(end, /*batch_done=*/false);
 }
 
 void SubmitReactor::SendReplies(size_t end, bool batch_done) {

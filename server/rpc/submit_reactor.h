@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "google/protobuf/arena.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/batch.h"
 #include "server/core/inline_budget.h"
@@ -50,7 +51,11 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  private:
   // One batch: its commands, their sessions, its answers, how far it ran.
   struct InFlight {
-    v1::SubmitRequest request;
+    // The request's messages are allocated in one arena (a few blocks for a batch instead
+    // of several allocations per command), and freed with it.
+    google::protobuf::Arena arena{kArenaOptions};
+    v1::SubmitRequest* const request =
+        google::protobuf::Arena::CreateMessage<v1::SubmitRequest>(&arena);
     std::vector<std::optional<SessionInfo>> sessions;  // per command, when it resolved
     std::shared_ptr<Batch> batch;
     v1::SubmitResponse response;  // a reply per command, in order
@@ -60,8 +65,15 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::vector<InlineBudget::Reservation> reservations;
   };
 
-  // Checks and converts every command of `request`.
-  std::unique_ptr<InFlight> Convert(v1::SubmitRequest request) const;
+  // Sized for a batch of some dozens of commands in its first block.
+  static inline const google::protobuf::ArenaOptions kArenaOptions = [] {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 16 << 10;
+    options.max_block_size = 256 << 10;
+    return options;
+  }();
+  // Checks and converts every command of the parsed `in_flight.request`.
+  void Convert(InFlight& in_flight) const;
   // Counts a write's payload against its session's inline budget for the batch's life
   // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it.
   absl::Status ReserveInline(const v1::Command& command, SessionId session,
@@ -78,7 +90,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // The running batch is done: runs the next, or ends the call when nothing is left.
   void FinishBatch();
   bool IsCompile(size_t index) const {
-    return running_->request.commands(static_cast<int>(index)).has_compile();
+    return running_->request->commands(static_cast<int>(index)).has_compile();
   }
 
   // gRPC holds a reference until OnDone, and so does every callback of the device or
