@@ -6,7 +6,8 @@
 // kMaxLaunchesPerMessage LaunchMessages, launches queued back to back on one stream;
 // the executor runs them in order, each to completion, and answers with datagrams of
 // replies in the same order: one once all have run, and, before it starts a launch
-// when `reply_within_ms` passed since it last answered, one with those run so far. A
+// when `reply_within_ms` passed since it last answered, one with those run so far, and
+// before a reply that would take a datagram past kMaxReplyDatagramBytes. A
 // reply is a LaunchReply followed by the `output_bytes` the launch printed. So
 // consecutive launches cost one round trip, and the daemon, which stops an executor
 // silent for its kernel time limit, hears from it at most `reply_within_ms` before any
@@ -53,9 +54,15 @@ struct LaunchReply {
   uint32_t output_bytes;  // at most kMaxLaunchOutputBytes, right after this struct
 };
 
-// The largest datagram of replies: every launch of a message, each with all its output.
-inline constexpr size_t kMaxReplyDatagramBytes =
-    kMaxLaunchesPerMessage * (sizeof(LaunchReply) + kMaxLaunchOutputBytes);
+// The largest datagram of launches, and of replies (those of several launches, or one
+// with all its output).
+inline constexpr size_t kMaxLaunchDatagramBytes = kMaxLaunchesPerMessage * sizeof(LaunchMessage);
+inline constexpr size_t kMaxReplyDatagramBytes = 4 * (sizeof(LaunchReply) + kMaxLaunchOutputBytes);
+// What each end of the socket must be able to send at once: a datagram goes whole or not
+// at all, and the kernel refuses one larger than the sender's buffer (EMSGSIZE).
+inline constexpr size_t kExecutorSocketBufferBytes =
+    2 * (kMaxLaunchDatagramBytes > kMaxReplyDatagramBytes ? kMaxLaunchDatagramBytes
+                                                          : kMaxReplyDatagramBytes);
 
 }  // namespace gpucmd
 

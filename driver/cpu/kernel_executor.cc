@@ -23,6 +23,24 @@ namespace {
 constexpr int kChildMemfd = 3;
 constexpr int kChildSocket = 4;
 
+// Lets each end of the executor's socket send the protocol's largest datagram
+// (kExecutorSocketBufferBytes): the system's default buffer may be smaller.
+absl::Status SizeSocketBuffers(const int sockets[2]) {
+  for (int i = 0; i < 2; ++i) {
+    int bytes = static_cast<int>(kExecutorSocketBufferBytes);
+    setsockopt(sockets[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+    int granted = 0;
+    socklen_t length = sizeof(granted);
+    if (getsockopt(sockets[i], SOL_SOCKET, SO_SNDBUF, &granted, &length) != 0 ||
+        static_cast<size_t>(granted) < kExecutorSocketBufferBytes) {
+      return absl::UnavailableError(absl::StrCat(
+          "the kernel executor's socket needs send buffers of ", kExecutorSocketBufferBytes,
+          " bytes; the system grants ", granted, " (raise net.core.wmem_max)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 KernelExecutor::~KernelExecutor() {
@@ -39,6 +57,11 @@ absl::Status KernelExecutor::StartLocked() {
   int sockets[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
     return absl::UnavailableError(absl::StrCat("socketpair: ", strerror(errno)));
+  }
+  if (absl::Status sized = SizeSocketBuffers(sockets); !sized.ok()) {
+    close(sockets[0]);
+    close(sockets[1]);
+    return sized;
   }
   std::vector<std::string> argv = {options_.executor_path, std::to_string(kChildMemfd),
                                    std::to_string(kChildSocket),

@@ -698,11 +698,16 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
     replies.clear();
     return sent;
   };
+  // False when the replies so far had to go first and could not be sent.
   auto add_reply = [&](LaunchReply reply) {
     const std::string output = launch_output.Take();
+    if (replies.size() + sizeof(reply) + output.size() > kMaxReplyDatagramBytes && !answer()) {
+      return false;
+    }
     reply.output_bytes = static_cast<uint32_t>(output.size());
     replies.append(reinterpret_cast<const char*>(&reply), sizeof(reply));
     replies.append(output);
+    return true;
   };
   while (true) {
     ssize_t received = recv(socket_fd, launches.data(), launches.size() * sizeof(LaunchMessage), 0);
@@ -723,7 +728,7 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
         if (!answer()) return 1;
         answered = now;
       }
-      add_reply(RunLaunch(message, directory, modules, pool, window));
+      if (!add_reply(RunLaunch(message, directory, modules, pool, window))) return 1;
     }
     if (!answer()) return 1;
   }

@@ -220,6 +220,26 @@ TEST_F(KernelExecutorTest, WhatALaunchPrintsComesBackWithItsResult) {
   EXPECT_EQ(results[2].output, "done\ndone\n") << "each launch its own output";
 }
 
+// A full message of launches that each print as much as a launch keeps: their replies
+// exceed what one datagram of the socket holds, and still all come back.
+TEST_F(KernelExecutorTest, AFullMessageOfLoudLaunchesIsAnsweredWhole) {
+  DeviceResource buffer = *memory_->Allocate(4096);
+  const std::string loud = Build("loud", R"(#include <stdio.h>
+    extern "C" __global__ void loud(int* out, int lines) {
+      for (int i = 0; i < lines; ++i) printf("%0100d\n", i);
+    })");
+  std::vector<KernelExecutor::Request> requests(
+      KernelExecutor::kMaxPipelined,
+      {loud, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}});
+  std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
+  ASSERT_EQ(results.size(), requests.size());
+  for (const KernelExecutor::Result& result : results) {
+    EXPECT_TRUE(result.status.ok()) << result.status;
+    EXPECT_THAT(result.output, HasSubstr("output cut"));
+  }
+  EXPECT_EQ(executor_->starts(), 1) << "no executor died";
+}
+
 TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   DeviceResource buffer = *memory_->Allocate(4096);
   int* data = reinterpret_cast<int*>(buffer.address);

@@ -1130,6 +1130,47 @@ TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Launches back to back that each print more than a launch keeps: the executor's
+// answers for them exceed what one datagram of its socket holds, and every launch still
+// succeeds.
+TEST_F(KernelTest, ABatchOfLoudLaunchesSucceedsWhole) {
+  if (!OnCpu()) GTEST_SKIP() << "GPU kernels print to the daemon's standard output";
+  const std::string id = MustCompile(R"(#include <stdio.h>
+    extern "C" __global__ void loud(int lines) {
+      for (int i = 0; i < lines; ++i) printf("%0100d\n", i);
+    })",
+                                     "loud");
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  v1::SubmitRequest batch;
+  constexpr int kLaunches = 40;
+  for (int i = 0; i <= kLaunches; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    if (i == kLaunches) {
+      command->mutable_synchronize()->set_session(session_->token());
+      continue;
+    }
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session_->token());
+    launch->set_kernel_id(id);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(1000);
+  }
+  ASSERT_TRUE(stream->Write(batch));
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), batch.commands_size());
+  for (const v1::CommandReply& reply : replies.replies()) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+  }
+  EXPECT_TRUE(absl::StrContains(replies.replies(kLaunches).synchronize().kernel_output(),
+                                "output cut"));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
   grpc::ClientContext context;
   auto stream = client_->stub().Submit(&context);
