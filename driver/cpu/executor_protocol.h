@@ -23,7 +23,7 @@ namespace gpucmd {
 inline constexpr uint32_t kExecutorMagic = 0x67707563;  // "gpuc"
 inline constexpr int kMaxKernelArgs = 64;
 inline constexpr int kMaxModulePathBytes = 1024;
-inline constexpr int kMaxLaunchesPerMessage = 32;
+inline constexpr int kMaxLaunchesPerMessage = 64;
 // What one launch's printf output keeps; more is cut, saying so.
 inline constexpr uint32_t kMaxLaunchOutputBytes = 16 << 10;
 
