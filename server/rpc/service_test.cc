@@ -304,6 +304,33 @@ TEST_F(ServiceTest, StreamedRepliesArriveInRunsAndEndWithBatchDone) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+TEST_F(ServiceTest, StreamedRepliesOfOneRunComeOnceThenTheClosingResponse) {
+  v1::SubmitRequest batch;
+  batch.set_stream_replies(true);
+  for (int i = 0; i < 3; ++i) {
+    v1::AllocateRequest* allocate = Add(batch, i)->mutable_allocate();
+    allocate->set_session(token_);
+    allocate->set_size_bytes(64);
+  }
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  ASSERT_TRUE(stream->Write(batch));
+  stream->WritesDone();
+  std::vector<v1::SubmitResponse> responses;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) responses.push_back(replies);
+  ASSERT_EQ(responses.size(), 2u) << "the run's replies, then the close";
+  ASSERT_EQ(responses[0].replies_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(responses[0].replies(i).sequence(), uint64_t(i));
+    EXPECT_GT(responses[0].replies(i).allocate().buffer(), 0u);
+  }
+  EXPECT_FALSE(responses[0].batch_done());
+  EXPECT_EQ(responses[1].replies_size(), 0) << "each reply once";
+  EXPECT_TRUE(responses[1].batch_done());
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(ServiceTest, UnaryAndSubmitRejectTheSameMalformedWrite) {
   v1::WriteHeader header;
   header.set_session(token_);

@@ -238,15 +238,25 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
 }
 
 void SubmitReactor::SendReplies(size_t end, bool batch_done) {
-  v1::SubmitResponse response;
-  for (size_t& i = running_->unsent; i < end; ++i) {
-    response.add_replies()->Swap(running_->response.mutable_replies(static_cast<int>(i)));
+  v1::SubmitResponse& replies = running_->response;
+  grpc::ByteBuffer serialized;
+  if (running_->unsent == 0 && end == static_cast<size_t>(replies.replies_size())) {
+    // Every reply in one message (a batch answered once): sent from where they are.
+    replies.set_batch_done(batch_done);
+    serialized = SerializeResponse(replies);
+    running_->unsent = end;
+  } else {
+    v1::SubmitResponse response;
+    for (size_t& i = running_->unsent; i < end; ++i) {
+      response.add_replies()->Swap(replies.mutable_replies(static_cast<int>(i)));
+    }
+    response.set_batch_done(batch_done);
+    serialized = SerializeResponse(response);
   }
-  response.set_batch_done(batch_done);
   Next next;
   {
     MutexLock lock(&mutex_);
-    if (!client_gone_) outgoing_.push_back(SerializeResponse(response));
+    if (!client_gone_) outgoing_.push_back(std::move(serialized));
     next = Advance();
   }
   Act(next);
