@@ -4,9 +4,11 @@
 // What the benchmarks share: a gpucmdd child process with an open session, timing, the
 // memcpy baseline, and the launch loops through the daemon (unary RPCs and Submit).
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -30,6 +32,11 @@ inline constexpr int kLaunchesPerSync = 64;
 
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The value below which `fraction` of `sorted` (not empty) lies.
+inline double Percentile(const std::vector<double>& sorted, double fraction) {
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
 }
 
 // What process `pid` has used so far, from /proc/PID/stat: minor page faults, and CPU
@@ -111,18 +118,21 @@ inline void ReportThroughput(benchmark::State& state, size_t size, double loop_s
   state.counters["x_memcpy"] = total / loop_seconds / MemcpyBytesPerSecond(size);
 }
 
-// kLaunchesPerSync launches of `launch` then a synchronize, per iteration, on an
-// in-process Command (the launch-rate baseline); returns launches per second.
+// kLaunchesPerSync launches of `launch` then a synchronize, on an in-process Command.
+inline void LaunchBatchInProcess(CommandInterface& command, const KernelLaunch& launch) {
+  constexpr SessionId kSession = 1;
+  for (int i = 0; i < kLaunchesPerSync; ++i) {
+    benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
+  }
+  benchmark::DoNotOptimize(WaitFor(command.Synchronize(kSession, 0)));
+}
+
+// LaunchBatchInProcess per iteration (the launch-rate baseline); returns launches per
+// second.
 inline double LaunchInProcess(benchmark::State& state, CommandInterface& command,
                               const KernelLaunch& launch) {
-  constexpr SessionId kSession = 1;
   auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    for (int i = 0; i < kLaunchesPerSync; ++i) {
-      benchmark::DoNotOptimize(command.Launch(kSession, 0, launch));
-    }
-    benchmark::DoNotOptimize(WaitFor(command.Synchronize(kSession, 0)));
-  }
+  for (auto _ : state) LaunchBatchInProcess(command, launch);
   double launches = static_cast<double>(state.iterations() * kLaunchesPerSync);
   state.SetItemsProcessed(static_cast<int64_t>(launches));
   return launches / SecondsSince(start);
@@ -143,40 +153,66 @@ inline double LaunchThroughUnaryRpcs(benchmark::State& state, Session& session,
   return SecondsSince(start);
 }
 
-// The same as one Submit batch (kLaunchesPerSync launches and a synchronize) per
-// iteration, with `in_flight` batches sent before their replies are read (1: one round
-// trip per batch); returns the loop's seconds.
+// A Submit call that sends batches of kLaunchesPerSync launches of a one-int-argument
+// kernel and a synchronize, and reads their answers.
+class LaunchBatches {
+ public:
+  LaunchBatches(Client& client, Session& session, const std::string& kernel)
+      : stream_(client.stub().Submit(&context_)) {
+    for (int i = 0; i <= kLaunchesPerSync; ++i) {
+      v1::Command* command = batch_.add_commands();
+      command->set_sequence(i);
+      if (i == kLaunchesPerSync) {
+        command->mutable_synchronize()->set_session(session.token());
+        continue;
+      }
+      v1::LaunchRequest* launch = command->mutable_launch();
+      launch->set_session(session.token());
+      launch->set_kernel_id(kernel);
+      *launch->mutable_grid() = MakeDim3(1);
+      *launch->mutable_block() = MakeDim3(1);
+      *launch->add_args() = Int32Argument(0);
+    }
+  }
+  ~LaunchBatches() {
+    stream_->WritesDone();
+    (void)stream_->Finish();
+  }
+
+  void Send() { stream_->Write(batch_); }
+  void Receive() { stream_->Read(&replies_); }
+  // `count` batches with up to `in_flight` sent before their answers are read; returns
+  // once every answer came.
+  void Run(int count, int in_flight) {
+    const int ahead = std::min(count, in_flight) - 1;
+    for (int i = 0; i < ahead; ++i) Send();
+    for (int i = ahead; i < count; ++i) {
+      Send();
+      Receive();
+    }
+    for (int i = 0; i < ahead; ++i) Receive();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SubmitRequest, v1::SubmitResponse>> stream_;
+  v1::SubmitRequest batch_;
+  v1::SubmitResponse replies_;
+};
+
+// One LaunchBatches batch per iteration, with `in_flight` batches sent before their
+// replies are read (1: one round trip per batch); returns the loop's seconds.
 inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Session& session,
                                   const std::string& kernel, int in_flight = 1) {
-  grpc::ClientContext context;
-  auto stream = client.stub().Submit(&context);
-  v1::SubmitRequest batch;
-  for (int i = 0; i <= kLaunchesPerSync; ++i) {
-    v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    if (i == kLaunchesPerSync) {
-      command->mutable_synchronize()->set_session(session.token());
-      continue;
-    }
-    v1::LaunchRequest* launch = command->mutable_launch();
-    launch->set_session(session.token());
-    launch->set_kernel_id(kernel);
-    *launch->mutable_grid() = MakeDim3(1);
-    *launch->mutable_block() = MakeDim3(1);
-    *launch->add_args() = Int32Argument(0);
-  }
-  v1::SubmitResponse replies;
+  LaunchBatches batches(client, session, kernel);
   auto start = std::chrono::steady_clock::now();
-  for (int i = 1; i < in_flight; ++i) stream->Write(batch);
+  for (int i = 1; i < in_flight; ++i) batches.Send();
   for (auto _ : state) {
-    stream->Write(batch);
-    stream->Read(&replies);
+    batches.Send();
+    batches.Receive();
   }
-  for (int i = 1; i < in_flight; ++i) stream->Read(&replies);
-  double seconds = SecondsSince(start);
-  stream->WritesDone();
-  (void)stream->Finish();
-  return seconds;
+  for (int i = 1; i < in_flight; ++i) batches.Receive();
+  return SecondsSince(start);  // before the call is closed
 }
 
 // CPU time per launch over a launch benchmark's loop, from its construction to Report:

@@ -6,10 +6,13 @@
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <future>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "client/client.h"
@@ -97,23 +100,42 @@ void BM_CompileDiskHit(benchmark::State& state) {
   ReportAgainst(state, "x_miss", compile_miss_seconds, timed);
 }
 
+// Command<CpuDriver> over a CPU backend of its own, kEmptyKernel compiled for it, and a
+// launch of it: the launch-rate baseline.
+struct InProcessEmptyKernel {
+  InProcessEmptyKernel()
+      : directory(testing::ShortTempDir()),
+        cache(MakeCache(directory)),
+        compiled(*CompileNow(*cache, {kEmptyKernel, "empty", {}})),
+        backend(*CpuBackend::Create(
+            {.capacity_bytes = 64 << 20,
+             .stream_count = 1,
+             .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
+             .modules = *ModuleStore::Open(directory, ".so")})),
+        command(*backend, CommandOptions()),
+        launch{.kernel = compiled.kernel.id,
+               .params = compiled.kernel.params,
+               .grid = {1, 1, 1},
+               .block = {1, 1, 1},
+               .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}} {}
+
+  std::string directory;
+  std::unique_ptr<CompileCache> cache;
+  CompileCache::Result compiled;
+  std::unique_ptr<CpuBackend> backend;
+  Command<CpuDriver> command;
+  KernelLaunch launch;
+};
+
+InProcessEmptyKernel& SharedInProcess() {
+  static InProcessEmptyKernel device;
+  return device;
+}
+
 void BM_LaunchEmptyInProcess(benchmark::State& state) {
-  std::string directory = testing::ShortTempDir();
-  auto cache = MakeCache(directory);
-  CompileCache::Result compiled = *CompileNow(*cache, {kEmptyKernel, "empty", {}});
-  auto backend = *CpuBackend::Create(
-      {.capacity_bytes = 64 << 20,
-       .stream_count = 1,
-       .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
-       .modules = *ModuleStore::Open(directory, ".so")});
-  Command<CpuDriver> command(*backend, CommandOptions());
+  InProcessEmptyKernel& device = SharedInProcess();
   bench::LaunchCpuMeter cpu;
-  KernelLaunch launch{.kernel = compiled.kernel.id,
-                      .params = compiled.kernel.params,
-                      .grid = {1, 1, 1},
-                      .block = {1, 1, 1},
-                      .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
-  in_process_launches_per_second = bench::LaunchInProcess(state, command, launch);
+  in_process_launches_per_second = bench::LaunchInProcess(state, device.command, device.launch);
   cpu.Report(state);
 }
 
@@ -149,6 +171,33 @@ void BM_LaunchEmptyDaemonSubmitFourInFlight(benchmark::State& state) {
   cpu.Report(state);
 }
 
+// Submit batches (range(0) in flight) against the in-process rate, in alternating chunks
+// of kChunkBatches batches each, so that both meet the machine in the same state (this
+// VM's speed drifts within seconds): the quartiles of the chunk pairs' ratios
+// (`x_in_process_p25`, `_p50`, `_p75`; higher is better).
+void BM_LaunchEmptyAlternating(benchmark::State& state) {
+  constexpr int kChunkBatches = 32;
+  InProcessEmptyKernel& device = SharedInProcess();
+  EmptyKernelDaemon& shared = SharedDaemon();
+  bench::LaunchBatches batches(*shared.daemon.client, *shared.daemon.session, shared.kernel);
+  const int in_flight = static_cast<int>(state.range(0));
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kChunkBatches; ++i) bench::LaunchBatchInProcess(device.command, device.launch);
+    const double in_process_seconds = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
+    batches.Run(kChunkBatches, in_flight);
+    ratios.push_back(in_process_seconds / SecondsSince(start));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  for (auto [name, fraction] : {std::pair{"x_in_process_p25", 0.25},
+                                std::pair{"x_in_process_p50", 0.5},
+                                std::pair{"x_in_process_p75", 0.75}}) {
+    state.counters[name] = bench::Percentile(ratios, fraction);
+  }
+}
+
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
@@ -156,6 +205,7 @@ BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmitFourInFlight)->UseRealTime();
+BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
 
 }  // namespace
 }  // namespace gpucmd

@@ -38,6 +38,7 @@ namespace {
 
 using bench::BenchDaemon;
 using bench::EmptyKernelDaemon;
+using bench::Percentile;
 using bench::SecondsSince;
 
 // Launches are synchronized this often, untimed, so they never meet backpressure.
@@ -189,11 +190,6 @@ void BM_DaemonEmptyLaunch(benchmark::State& state) {
     }
   }
   ReportAgainstRaw(state, timed);
-}
-
-// The value below which `fraction` of `sorted` (not empty) lies.
-double Percentile(const std::vector<double>& sorted, double fraction) {
-  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
 }
 
 // Latency with nothing else running: each iteration times one raw echo across processes
