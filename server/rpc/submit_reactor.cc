@@ -108,14 +108,20 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
   in_flight.sessions.assign(count, std::nullopt);
   std::vector<BatchCommand> commands(count);
   BatchAllocations earlier;
+  std::string session_token;  // that `session` was looked up for
+  absl::StatusOr<SessionInfo> session = absl::NotFoundError("no session");
   for (size_t i = 0; i < count; ++i) {
     v1::Command& command = *in_flight.request->mutable_commands(static_cast<int>(i));
-    in_flight.response.add_replies()->set_sequence(command.sequence());
+    in_flight.response->add_replies()->set_sequence(command.sequence());
     commands[i].sequence = command.sequence();
     commands[i].kind = KindOf(command);
     absl::StatusOr<Operation>& operation = commands[i].operation;
     absl::Status shape = CheckShape(command);
-    absl::StatusOr<SessionInfo> session = environment_->Touch(SessionOf(command));
+    // Looked up once per run of commands naming the same session.
+    if (i == 0 || SessionOf(command) != session_token) {
+      session_token = SessionOf(command);
+      session = environment_->Touch(session_token);
+    }
     // Taken before conversion, which moves a write's payload out of the command.
     std::vector<BufferRef> writes = WrittenBuffers(command, earlier);
     if (!shape.ok()) {
@@ -181,7 +187,7 @@ void SubmitReactor::RunCompile(size_t index) {
   environment_->compiler->Compile(
       running_->sessions[index]->id, std::move(kernel),
       [this, index, id](absl::StatusOr<CompileCache::Result> result) {
-        v1::CommandReply* reply = running_->response.mutable_replies(static_cast<int>(index));
+        v1::CommandReply* reply = running_->response->mutable_replies(static_cast<int>(index));
         FillCompileResponse(id, result, reply->mutable_compile());
         SetReplyStatus(result.status(), reply);
         if (running_->request->stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
@@ -226,7 +232,7 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
   Batch& batch = *running_->batch;
   for (size_t i = begin; i < end; ++i) {
     if (IsCompile(i) && running_->sessions[i].has_value()) continue;  // answered by its compile
-    v1::CommandReply* reply = running_->response.mutable_replies(static_cast<int>(i));
+    v1::CommandReply* reply = running_->response->mutable_replies(static_cast<int>(i));
     const absl::StatusOr<Operation>& operation = batch.command(i).operation;
     if (operation.ok()) {
       FillReply(*operation, batch.result(i), reply);
@@ -238,7 +244,7 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
 }
 
 void SubmitReactor::SendReplies(size_t end, bool batch_done) {
-  v1::SubmitResponse& replies = running_->response;
+  v1::SubmitResponse& replies = *running_->response;
   grpc::ByteBuffer serialized;
   if (running_->unsent == 0 && end == static_cast<size_t>(replies.replies_size())) {
     // Every reply in one message (a batch answered once): sent from where they are.
@@ -248,7 +254,7 @@ void SubmitReactor::SendReplies(size_t end, bool batch_done) {
   } else {
     v1::SubmitResponse response;
     for (size_t& i = running_->unsent; i < end; ++i) {
-      response.add_replies()->Swap(replies.mutable_replies(static_cast<int>(i)));
+      *response.add_replies() = replies.replies(static_cast<int>(i));
     }
     response.set_batch_done(batch_done);
     serialized = SerializeResponse(response);

@@ -51,14 +51,15 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  private:
   // One batch: its commands, their sessions, its answers, how far it ran.
   struct InFlight {
-    // The request's messages are allocated in one arena (a few blocks for a batch instead
-    // of several allocations per command), and freed with it.
+    // The request's and the replies' messages are allocated in one arena (a few blocks
+    // for a batch instead of several allocations per command), and freed with it.
     google::protobuf::Arena arena{kArenaOptions};
     v1::SubmitRequest* const request =
         google::protobuf::Arena::CreateMessage<v1::SubmitRequest>(&arena);
+    v1::SubmitResponse* const response =  // a reply per command, in order
+        google::protobuf::Arena::CreateMessage<v1::SubmitResponse>(&arena);
     std::vector<std::optional<SessionInfo>> sessions;  // per command, when it resolved
     std::shared_ptr<Batch> batch;
-    v1::SubmitResponse response;  // a reply per command, in order
     size_t next = 0;              // the first command not run yet
     size_t unsent = 0;            // the first reply not sent yet (stream_replies)
     // Its writes' share of their sessions' inline budgets, until the batch is done.
