@@ -1,6 +1,7 @@
 #include "base/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace gpucmd {
 
@@ -14,6 +15,15 @@ void ReserveInHugePages(std::string& payload, uint64_t size) {
   const uintptr_t first = (start + payload.size() + kHugePage - 1) & ~(kHugePage - 1);
   const uintptr_t last = (start + payload.capacity()) & ~(kHugePage - 1);
   if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+void ReleaseLazily(std::string& payload) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = reinterpret_cast<uintptr_t>(payload.data());
+  // Whole pages only: the allocator's own bookkeeping lies before the string's memory.
+  const uintptr_t first = (start + page - 1) & ~(page - 1);
+  const uintptr_t last = (start + payload.capacity()) & ~(page - 1);
+  if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_FREE);
 }
 
 }  // namespace gpucmd

@@ -22,6 +22,12 @@ inline constexpr uint64_t kHugePageThreshold = uint64_t{4} << 20;
 // kept contents).
 void ReserveInHugePages(std::string& payload, uint64_t size);
 
+// Lets the kernel take `payload`'s whole pages back whenever it needs memory
+// (MADV_FREE), without unmapping them: until it does, they stay in place, and writing to
+// them keeps them. The string's characters are unspecified afterwards (a page taken back
+// reads as zeros); its size and capacity stay.
+void ReleaseLazily(std::string& payload);
+
 }  // namespace gpucmd
 
 #endif  // GPUCMDD_BASE_HUGE_PAGES_H_

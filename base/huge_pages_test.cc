@@ -12,9 +12,9 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-// The VmFlags line of the mapping of this process that holds `address`, from
-// /proc/self/smaps; empty when no mapping holds it.
-std::string MappingFlags(const void* address) {
+// The line starting with `field` of the mapping of this process that holds `address`,
+// from /proc/self/smaps; empty when no mapping holds it.
+std::string MappingField(const void* address, const std::string& field) {
   const uintptr_t wanted = reinterpret_cast<uintptr_t>(address);
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
@@ -25,12 +25,14 @@ std::string MappingFlags(const void* address) {
     std::istringstream range(line);
     if (range >> std::hex >> begin >> dash >> end && dash == '-') {
       inside = begin <= wanted && wanted < end;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+    } else if (inside && line.rfind(field, 0) == 0) {
       return line;
     }
   }
   return "";
 }
+
+std::string MappingFlags(const void* address) { return MappingField(address, "VmFlags:"); }
 
 TEST(HugePagesTest, LargeReservationsAreAdvisedIntoHugePages) {
   std::string payload = "kept";
@@ -53,6 +55,26 @@ TEST(HugePagesTest, LargeReservationsAreAdvisedIntoHugePages) {
   const char* memory = payload.data();
   ReserveInHugePages(payload, 8 * kMiB);
   EXPECT_EQ(payload.data(), memory) << "enough capacity already: nothing moves";
+}
+
+TEST(HugePagesTest, LazilyReleasedPagesStayMappedUntilTheKernelNeedsThem) {
+  std::string payload(16 * kMiB, 'x');  // its own mapping, every page touched
+  const char* memory = payload.data();
+  auto lazy_free_kib = [&] {
+    std::istringstream line(MappingField(memory, "LazyFree:"));
+    std::string name;
+    uint64_t kib = 0;
+    line >> name >> kib;
+    return kib;
+  };
+  EXPECT_EQ(lazy_free_kib(), 0u);
+  ReleaseLazily(payload);
+  EXPECT_GE(lazy_free_kib(), 15 * 1024u) << "all its whole pages";
+  EXPECT_EQ(payload.data(), memory);
+  EXPECT_EQ(payload.size(), 16 * kMiB);
+  payload.assign(kMiB, 'y');  // written again: in use, in place
+  EXPECT_EQ(payload.data(), memory);
+  EXPECT_EQ(payload, std::string(kMiB, 'y'));
 }
 
 }  // namespace

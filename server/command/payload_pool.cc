@@ -1,6 +1,7 @@
 #include "server/command/payload_pool.h"
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "base/huge_pages.h"
@@ -19,14 +20,40 @@ std::string PayloadPool::Take() {
 void PayloadPool::Give(std::string payload) {
   const uint64_t capacity = payload.capacity();
   if (capacity < kMinCachedBytes) return;
+  {
+    MutexLock lock(&mutex_);
+    if (cached_bytes_ + capacity <= max_cached_bytes_) {
+      cached_bytes_ += capacity;
+      cached_.push_back(std::move(payload));
+      return;
+    }
+  }
+  ReleaseLazily(payload);
   MutexLock lock(&mutex_);
-  if (cached_bytes_ + capacity > max_cached_bytes_) return;  // freed outside the lock
-  cached_bytes_ += capacity;
-  cached_.push_back(std::move(payload));
+  spare_.swap(payload);  // the previous spare is freed outside the lock
+}
+
+std::string PayloadPool::TakeSpare(uint64_t size) {
+  std::string taken;
+  MutexLock lock(&mutex_);
+  if (spare_.capacity() >= size && size > spare_.capacity() / 2) taken.swap(spare_);
+  return taken;
+}
+
+void PayloadPool::Grow(std::string& payload, uint64_t size) {
+  if (payload.capacity() >= size) return;
+  std::string spare = TakeSpare(size);
+  if (spare.capacity() < size) {
+    ReserveInHugePages(payload, size);
+    return;
+  }
+  spare.assign(payload);
+  Give(std::exchange(payload, std::move(spare)));
 }
 
 Bytes PayloadPool::TakeBytes(uint64_t size) {
-  std::string payload = Take();
+  std::string payload = TakeSpare(size);
+  if (payload.capacity() < size) payload = Take();
   ReserveInHugePages(payload, size);
   payload.resize(size);
   return Wrap(std::move(payload));
@@ -44,6 +71,11 @@ Bytes PayloadPool::Wrap(std::string payload) {
 uint64_t PayloadPool::cached_bytes() const {
   MutexLock lock(&mutex_);
   return cached_bytes_;
+}
+
+uint64_t PayloadPool::spare_bytes() const {
+  MutexLock lock(&mutex_);
+  return spare_.capacity() >= kMinCachedBytes ? spare_.capacity() : 0;
 }
 
 }  // namespace gpucmd

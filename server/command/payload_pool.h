@@ -13,8 +13,12 @@
 // capacity and nothing under kMinCachedBytes (small payloads are staged in pinned memory
 // and cost little); the most recently given string is taken first (its pages are the
 // likeliest to be in cache).
-// Beyond the cache a payload's memory is fresh again, and reserved in huge pages
-// (base/huge_pages.h).
+// A payload the cache cannot hold becomes the pool's one spare instead (replacing the
+// previous spare), its pages released lazily (base/huge_pages.h ReleaseLazily): they
+// stay mapped, and count in the daemon's resident memory, until the kernel needs them
+// (then they are taken back at no cost to the daemon), so the next transfer of that size
+// finds them in place instead of faulting fresh memory in. Beyond the cache and the
+// spare a payload's memory is fresh again, and reserved in huge pages.
 //
 // Thread-safety: every method may be called from any thread.
 
@@ -39,23 +43,37 @@ class PayloadPool {
   // shrinking it to a new payload's size writes nothing), or an empty new one.
   std::string Take();
 
-  // Keeps `payload`'s memory for a later Take, unless it is small or the pool is full.
+  // Keeps `payload`'s memory for a later Take, unless it is small; what the cache cannot
+  // hold becomes the spare.
   void Give(std::string payload);
 
-  // `size` bytes of host memory from a cached string (not zero-filled where it already
-  // held that many), given back when the Bytes die.
+  // Gives `payload` room for `size` bytes, keeping its contents: the spare's memory when
+  // it is that large (and `size` more than half of it), else new capacity reserved in
+  // huge pages.
+  void Grow(std::string& payload, uint64_t size);
+
+  // `size` bytes of host memory from the spare as Grow takes it, else from a cached
+  // string (not zero-filled where it already held that many), given back when the Bytes
+  // die.
   Bytes TakeBytes(uint64_t size);
 
   // Wraps `payload` so that its memory comes back here when the Bytes die.
   Bytes Wrap(std::string payload);
 
   uint64_t cached_bytes() const;
+  // The spare's capacity (0: none).
+  uint64_t spare_bytes() const;
 
  private:
+  // The spare, when it can hold `size` bytes and `size` is more than half of it (a small
+  // payload does not take a large spare); else an empty string.
+  std::string TakeSpare(uint64_t size);
+
   const uint64_t max_cached_bytes_;
   mutable Mutex mutex_;
   std::vector<std::string> cached_ ABSL_GUARDED_BY(mutex_);
   uint64_t cached_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::string spare_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace gpucmd

@@ -53,5 +53,44 @@ TEST(PayloadPoolTest, AWrappedPayloadKeepsItsBytesAndComesBack) {
   EXPECT_GE(pool.cached_bytes(), kMiB);
 }
 
+TEST(PayloadPoolTest, APayloadTheCacheCannotHoldBecomesTheSpare) {
+  PayloadPool pool(4 * kMiB);
+  std::string large(16 * kMiB, 'l');
+  const char* memory = large.data();
+  pool.Give(std::move(large));
+  EXPECT_EQ(pool.cached_bytes(), 0u);
+  EXPECT_GE(pool.spare_bytes(), 16 * kMiB);
+  // A write growing to about that size takes it, keeping the bytes it already had.
+  std::string payload = "first chunk";
+  pool.Grow(payload, 12 * kMiB);
+  EXPECT_EQ(payload.data(), memory) << "the spare's pages, already in place";
+  EXPECT_EQ(payload, "first chunk");
+  EXPECT_GE(payload.capacity(), 12 * kMiB);
+  EXPECT_EQ(pool.spare_bytes(), 0u);
+  // With no spare, new capacity.
+  std::string another = "x";
+  pool.Grow(another, 8 * kMiB);
+  EXPECT_GE(another.capacity(), 8 * kMiB);
+  EXPECT_EQ(another, "x");
+}
+
+TEST(PayloadPoolTest, OnlyAPayloadOfMoreThanHalfTheSparesSizeTakesIt) {
+  PayloadPool pool(4 * kMiB);
+  std::string large(16 * kMiB, 'l');
+  const std::byte* memory = reinterpret_cast<const std::byte*>(large.data());
+  pool.Give(std::move(large));
+  {
+    Bytes small = pool.TakeBytes(2 * kMiB);
+    EXPECT_NE(small.data(), memory);
+    EXPECT_GE(pool.spare_bytes(), 16 * kMiB) << "left for a payload its size";
+    Bytes read = pool.TakeBytes(10 * kMiB);
+    EXPECT_EQ(read.data(), memory);
+    EXPECT_EQ(read.size(), 10 * kMiB);
+  }
+  EXPECT_GE(pool.spare_bytes(), 16 * kMiB) << "given back when the Bytes died";
+  pool.Give(std::string(32 * kMiB, 'n'));
+  EXPECT_GE(pool.spare_bytes(), 32 * kMiB) << "the latest payload replaces the spare";
+}
+
 }  // namespace
 }  // namespace gpucmd

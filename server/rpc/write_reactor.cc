@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/huge_pages.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -70,7 +69,7 @@ void WriteReactor::OnReadDone(bool ok) {
     // in one message is never re-assembled.
     data_.swap(*request_.mutable_data());
     if (data_.size() < header_->inline_size_bytes()) {
-      ReserveInHugePages(data_, header_->inline_size_bytes());
+      environment_->core->payloads().Grow(data_, header_->inline_size_bytes());
       *request_.mutable_data() = environment_->core->payloads().Take();
     }
   } else {
