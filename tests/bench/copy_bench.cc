@@ -345,7 +345,9 @@ void BM_DaemonAllocateFree(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-#define THROUGHPUT_SIZES RangeMultiplier(16)->Range(4 << 10, 256 << 20)->UseRealTime()
+// Powers of 16 from 4 KiB to 256 MiB, and 64 MiB (the default payload cache's size).
+#define THROUGHPUT_SIZES \
+  RangeMultiplier(16)->Range(4 << 10, 256 << 20)->Arg(64 << 20)->UseRealTime()
 
 BENCHMARK(BM_Memcpy)->THROUGHPUT_SIZES;
 BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
@@ -354,7 +356,10 @@ BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 // Second argument: 0 the default daemon, 1 the one with a large payload cache.
 #define DAEMON_SIZES \
-  ArgsProduct({benchmark::CreateRange(4 << 10, 256 << 20, 16), {0}})->Args({256 << 20, 1})->UseRealTime()
+  ArgsProduct({benchmark::CreateRange(4 << 10, 256 << 20, 16), {0}}) \
+      ->Args({64 << 20, 0})                                          \
+      ->Args({256 << 20, 1})                                         \
+      ->UseRealTime()
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
 // Bulk sizes, where shared memory is meant to come close to memcpy.
