@@ -505,6 +505,10 @@ void PrepareLaunch(LaunchOp& launch, CompileCache& compiler) {
 }
 
 void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply) {
+  if (status.ok()) {
+    reply->clear_status();  // absent: code 0
+    return;
+  }
   reply->mutable_status()->set_code(static_cast<int>(status.code()));
   reply->mutable_status()->set_message(std::string(status.message()));
 }

@@ -101,6 +101,7 @@ void PrepareLaunch(LaunchOp& launch, CompileCache& compiler);
 // The reply of a finished command of `operation`'s kind, with its status.
 void FillReply(const Operation& operation, const OperationResult& result,
                v1::CommandReply* reply);
+// Sets `reply`'s status; an OK one is left absent (it reads as code 0).
 void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply);
 // A compile's response: on success the kernel and its parameters, and in every case
 // the kernel id.

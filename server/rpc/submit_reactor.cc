@@ -199,12 +199,20 @@ void SubmitReactor::RunCompile(size_t index) {
 
 void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
   Batch& batch = *running_->batch;
-  // Kernels are looked up now, after the batch's earlier compiles finished.
+  // Kernels are looked up now, after the batch's earlier compiles finished; a run of
+  // launches of one kernel looks it up once.
+  const LaunchOp* previous = nullptr;
   for (size_t i = begin; i < end; ++i) {
     if (batch.answered(i)) continue;
-    if (auto* launch = std::get_if<LaunchOp>(&*batch.command(i).operation)) {
+    auto* launch = std::get_if<LaunchOp>(&*batch.command(i).operation);
+    if (launch == nullptr) continue;
+    if (previous != nullptr && previous->launch.kernel.hex == launch->launch.kernel.hex) {
+      launch->launch.params = previous->launch.params;
+      launch->refused = previous->refused;
+    } else {
       PrepareLaunch(*launch, *environment_->compiler);
     }
+    previous = launch;
   }
   const SessionInfo& session = *running_->sessions[begin];
   Ref();  // for the device's callback

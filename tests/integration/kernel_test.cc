@@ -1171,6 +1171,39 @@ TEST_F(KernelTest, ABatchOfLoudLaunchesSucceedsWhole) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Launches of one kernel in a row share its lookup: each of a run of launches of a kernel
+// nobody compiled is refused, and the compiled kernel's launches around them run.
+TEST_F(KernelTest, ABatchRefusesEachLaunchOfAnUncompiledKernel) {
+  const std::string compiled = MustCompile("extern \"C\" __global__ void idle(int n) {}\n", "idle");
+  const std::string unknown(compiled.size(), 'a');
+  ASSERT_NE(unknown, compiled);
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  v1::SubmitRequest batch;
+  const std::vector<std::string> kernels = {compiled, unknown, unknown, compiled};
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session_->token());
+    launch->set_kernel_id(kernels[i]);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(0);
+  }
+  ASSERT_TRUE(stream->Write(batch));
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), 4);
+  for (int i : {0, 3}) EXPECT_EQ(replies.replies(i).status().code(), 0) << i;
+  for (int i : {1, 2}) {
+    EXPECT_EQ(replies.replies(i).status().code(), grpc::StatusCode::FAILED_PRECONDITION) << i;
+    EXPECT_THAT(replies.replies(i).status().message(), HasSubstr("is not compiled")) << i;
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
   grpc::ClientContext context;
   auto stream = client_->stub().Submit(&context);
