@@ -120,6 +120,38 @@ class KernelTest : public ::testing::Test {
     return compiled.ok() ? compiled->kernel_id() : "";
   }
 
+  // Appends a launch of `kernel` on one thread with one int argument, `n`, to `batch`.
+  void AddLaunch(v1::SubmitRequest& batch, uint64_t sequence, const std::string& kernel,
+                 int32_t n) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(sequence);
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session_->token());
+    launch->set_kernel_id(kernel);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(n);
+  }
+
+  // Sends `batch` on a Submit call of its own; its answer, a reply per command.
+  v1::SubmitResponse SubmitOnce(const v1::SubmitRequest& batch) {
+    grpc::ClientContext context;
+    auto stream = client_->stub().Submit(&context);
+    v1::SubmitResponse replies;
+    EXPECT_TRUE(stream->Write(batch));
+    EXPECT_TRUE(stream->Read(&replies));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_EQ(replies.replies_size(), batch.commands_size());
+    return replies;
+  }
+
+  static void ExpectAllOk(const v1::SubmitResponse& replies) {
+    for (const v1::CommandReply& reply : replies.replies()) {
+      EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+    }
+  }
+
   template <typename T>
   Buffer Upload(const std::vector<T>& values) {
     absl::StatusOr<Buffer> buffer = session_->Allocate(values.size() * sizeof(T));
@@ -1140,35 +1172,17 @@ TEST_F(KernelTest, ABatchOfLoudLaunchesSucceedsWhole) {
       for (int i = 0; i < lines; ++i) printf("%0100d\n", i);
     })",
                                      "loud");
-  grpc::ClientContext context;
-  auto stream = client_->stub().Submit(&context);
   v1::SubmitRequest batch;
   constexpr int kLaunches = 40;
-  for (int i = 0; i <= kLaunches; ++i) {
-    v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    if (i == kLaunches) {
-      command->mutable_synchronize()->set_session(session_->token());
-      continue;
-    }
-    v1::LaunchRequest* launch = command->mutable_launch();
-    launch->set_session(session_->token());
-    launch->set_kernel_id(id);
-    *launch->mutable_grid() = MakeDim3(1);
-    *launch->mutable_block() = MakeDim3(1);
-    *launch->add_args() = Int32Argument(1000);
-  }
-  ASSERT_TRUE(stream->Write(batch));
-  v1::SubmitResponse replies;
-  ASSERT_TRUE(stream->Read(&replies));
-  ASSERT_EQ(replies.replies_size(), batch.commands_size());
-  for (const v1::CommandReply& reply : replies.replies()) {
-    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
-  }
+  for (int i = 0; i < kLaunches; ++i) AddLaunch(batch, i, id, 1000);
+  v1::Command* synchronize = batch.add_commands();
+  synchronize->set_sequence(kLaunches);
+  synchronize->mutable_synchronize()->set_session(session_->token());
+  v1::SubmitResponse replies = SubmitOnce(batch);
+  ASSERT_EQ(replies.replies_size(), kLaunches + 1);
+  ExpectAllOk(replies);
   EXPECT_TRUE(absl::StrContains(replies.replies(kLaunches).synchronize().kernel_output(),
                                 "output cut"));
-  stream->WritesDone();
-  EXPECT_TRUE(stream->Finish().ok());
 }
 
 // Launches of one kernel in a row share its lookup: each of a run of launches of a kernel
@@ -1177,36 +1191,19 @@ TEST_F(KernelTest, ABatchRefusesEachLaunchOfAnUncompiledKernel) {
   const std::string compiled = MustCompile("extern \"C\" __global__ void idle(int n) {}\n", "idle");
   const std::string unknown(compiled.size(), 'a');
   ASSERT_NE(unknown, compiled);
-  grpc::ClientContext context;
-  auto stream = client_->stub().Submit(&context);
   v1::SubmitRequest batch;
   const std::vector<std::string> kernels = {compiled, unknown, unknown, compiled};
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    v1::LaunchRequest* launch = command->mutable_launch();
-    launch->set_session(session_->token());
-    launch->set_kernel_id(kernels[i]);
-    *launch->mutable_grid() = MakeDim3(1);
-    *launch->mutable_block() = MakeDim3(1);
-    *launch->add_args() = Int32Argument(0);
-  }
-  ASSERT_TRUE(stream->Write(batch));
-  v1::SubmitResponse replies;
-  ASSERT_TRUE(stream->Read(&replies));
+  for (size_t i = 0; i < kernels.size(); ++i) AddLaunch(batch, i, kernels[i], 0);
+  v1::SubmitResponse replies = SubmitOnce(batch);
   ASSERT_EQ(replies.replies_size(), 4);
   for (int i : {0, 3}) EXPECT_EQ(replies.replies(i).status().code(), 0) << i;
   for (int i : {1, 2}) {
     EXPECT_EQ(replies.replies(i).status().code(), grpc::StatusCode::FAILED_PRECONDITION) << i;
     EXPECT_THAT(replies.replies(i).status().message(), HasSubstr("is not compiled")) << i;
   }
-  stream->WritesDone();
-  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
-  grpc::ClientContext context;
-  auto stream = client_->stub().Submit(&context);
   const std::string token = session_->token();
   v1::SubmitRequest batch;
   auto add = [&](uint64_t sequence) {
@@ -1256,13 +1253,9 @@ TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
     free->set_session(token);
     free->set_buffer_ref(ref);
   }
-  ASSERT_TRUE(stream->Write(batch));
-  v1::SubmitResponse replies;
-  ASSERT_TRUE(stream->Read(&replies));
+  v1::SubmitResponse replies = SubmitOnce(batch);
   ASSERT_EQ(replies.replies_size(), batch.commands_size());
-  for (const v1::CommandReply& reply : replies.replies()) {
-    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
-  }
+  ExpectAllOk(replies);
   EXPECT_EQ(replies.replies(0).compile().kernel_id(), *kernel);
   const auto& params = replies.replies(0).compile().params();
   ASSERT_EQ(params.size(), 4);
@@ -1270,8 +1263,6 @@ TEST_F(KernelTest, OneSubmitRoundTripAllocatesWritesLaunchesReadsAndFrees) {
   EXPECT_FALSE(params[2].read_only()) << "float* c";
   EXPECT_EQ(FromBytes<float>(replies.replies(7).read().data()),
             (std::vector<float>{11, 22, 33, 44}));
-  stream->WritesDone();
-  EXPECT_TRUE(stream->Finish().ok());
   absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->session().buffers(), 0u) << "every buffer freed by reference";
