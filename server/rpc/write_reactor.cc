@@ -41,8 +41,9 @@ void WriteReactor::OnReadDone(bool ok) {
     Run();
     return;
   }
-  // The first bytes are taken as parsed, into pooled memory (below); later ones appended.
-  if (header_ && !data_.empty() && AppendDataOnlyMessage()) {
+  // The first bytes are taken as parsed, into pooled memory (below); later ones appended
+  // to the payload, which has room for the whole from then on.
+  if (header_ && data_.capacity() >= header_->inline_size_bytes() && AppendDataOnlyMessage()) {
     StartRead(&incoming_);
     return;
   }
@@ -64,7 +65,7 @@ void WriteReactor::OnReadDone(bool ok) {
         "write sends more than the ", header_->inline_size_bytes(), " bytes it declared")));
     return;
   }
-  if (data_.empty()) {
+  if (data_.capacity() < header_->inline_size_bytes()) {
     // The first bytes are taken as they were parsed, not copied: a payload that arrives
     // in one message is never re-assembled.
     data_.swap(*request_.mutable_data());

@@ -33,8 +33,8 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  private:
   absl::Status AcceptHeader();
   // Appends the bytes of a continuation message that carries nothing but `data` within
-  // the declared size to `data_` (which holds the payload's first bytes and its whole
-  // capacity), copied once from gRPC's slices. False, with `data_` and the message
+  // the declared size to `data_` (which holds the payload's first bytes, if any, and its
+  // whole capacity), copied once from gRPC's slices. False, with `data_` and the message
   // untouched, for any other message (it is then parsed whole).
   bool AppendDataOnlyMessage();
   // Ends the call with `status`, its inline budget given back first.

@@ -144,6 +144,25 @@ TEST_F(MemoryTest, WriteContinuationsParseAsProtobufDoes) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(*read, "abcdefghijkl");
 
+  // A header without bytes before megabytes of continuations: the payload gets its whole
+  // room at the header, and every continuation lands in it.
+  Buffer large = MustAllocate(6 * kMiB);
+  const std::string bytes = testing::RandomBytes(6 * kMiB, 17);
+  std::vector<std::string> bodies;
+  {
+    v1::WriteRequest request;
+    request.mutable_header()->set_session(session_->token());
+    request.mutable_header()->set_buffer(large.id());
+    request.mutable_header()->set_inline_size_bytes(bytes.size());
+    bodies.push_back(request.SerializeAsString());
+  }
+  for (size_t offset = 0; offset < bytes.size(); offset += kMiB / 2) {
+    bodies.push_back(data_message(bytes.substr(offset, kMiB / 2)));
+  }
+  written = testing::CallWithRawBodies(channel, kWrite, bodies);
+  ASSERT_TRUE(written.ok()) << written.error_message();
+  EXPECT_EQ(session_->Read(large, 0, bytes.size()).value(), bytes);
+
   grpc::Status second_header = testing::CallWithRawBodies(
       channel, kWrite, {header_message(4, "zz"), header_message(4, "zz")});
   EXPECT_EQ(second_header.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
