@@ -1,6 +1,7 @@
 #include "server/command/payload_pool.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -33,27 +34,26 @@ void PayloadPool::Give(std::string payload) {
   spare_.swap(payload);  // the previous spare is freed outside the lock
 }
 
-std::string PayloadPool::TakeSpare(uint64_t size) {
-  std::string taken;
+std::optional<std::string> PayloadPool::TakeSpare(uint64_t size) {
   MutexLock lock(&mutex_);
-  if (spare_.capacity() >= size && size > spare_.capacity() / 2) taken.swap(spare_);
-  return taken;
+  if (spare_.capacity() < size || size <= spare_.capacity() / 2) return std::nullopt;
+  return std::exchange(spare_, std::string());
 }
 
 void PayloadPool::Grow(std::string& payload, uint64_t size) {
   if (payload.capacity() >= size) return;
-  std::string spare = TakeSpare(size);
-  if (spare.capacity() < size) {
+  std::optional<std::string> spare = TakeSpare(size);
+  if (!spare) {
     ReserveInHugePages(payload, size);
     return;
   }
-  spare.assign(payload);
-  Give(std::exchange(payload, std::move(spare)));
+  spare->assign(payload);
+  Give(std::exchange(payload, *std::move(spare)));
 }
 
 Bytes PayloadPool::TakeBytes(uint64_t size) {
-  std::string payload = TakeSpare(size);
-  if (payload.capacity() < size) payload = Take();
+  std::optional<std::string> spare = TakeSpare(size);
+  std::string payload = spare ? *std::move(spare) : Take();
   ReserveInHugePages(payload, size);
   payload.resize(size);
   return Wrap(std::move(payload));

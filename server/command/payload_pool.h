@@ -23,6 +23,7 @@
 // Thread-safety: every method may be called from any thread.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,8 @@ class PayloadPool {
 
  private:
   // The spare, when it can hold `size` bytes and `size` is more than half of it (a small
-  // payload does not take a large spare); else an empty string.
-  std::string TakeSpare(uint64_t size);
+  // payload does not take a large spare).
+  std::optional<std::string> TakeSpare(uint64_t size);
 
   const uint64_t max_cached_bytes_;
   mutable Mutex mutex_;

@@ -11,12 +11,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
-
-#include <sys/resource.h>
-
-#include <map>
 
 #include "benchmark/benchmark.h"
 #include "client/client.h"
@@ -99,19 +96,13 @@ void BM_CommandAllocateFree(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-uint64_t OwnMinorFaults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_minflt);
-}
-
 // Counts minor page faults over a benchmark's timed loop, per iteration.
 class FaultCounter {
  public:
   explicit FaultCounter(pid_t daemon) : daemon_(daemon) { Restart(); }
   void Restart() {
     daemon_start_ = daemon_ > 0 ? bench::UsageOf(daemon_).minor_faults : 0;
-    own_start_ = OwnMinorFaults();
+    own_start_ = bench::UsageOf(getpid()).minor_faults;
   }
   void Report(benchmark::State& state) const {
     const double iterations = static_cast<double>(std::max<int64_t>(1, state.iterations()));
@@ -119,7 +110,8 @@ class FaultCounter {
       state.counters["daemon_faults"] =
           static_cast<double>(bench::UsageOf(daemon_).minor_faults - daemon_start_) / iterations;
     }
-    state.counters["client_faults"] = static_cast<double>(OwnMinorFaults() - own_start_) / iterations;
+    state.counters["client_faults"] =
+        static_cast<double>(bench::UsageOf(getpid()).minor_faults - own_start_) / iterations;
   }
 
  private:
