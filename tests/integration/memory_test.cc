@@ -33,9 +33,12 @@ class MemoryTest : public ::testing::Test {
   void SetUp() override {
     std::string directory = ShortTempDir();
     std::string config = directory + "/gpucmdd.textproto";
+    // A payload cache of 1 MiB: payloads of megabytes go through the pool's spare, in
+    // lazily released memory (Note [Payload pool]).
     std::ofstream(config) << "cpu { memory_bytes_per_device: " << kDeviceBytes << " }\n"
                           << "limits { max_message_bytes: " << kMaxMessageBytes
-                          << " session_lease_grace_seconds: 1 }\n";
+                          << " session_lease_grace_seconds: 1 payload_cache_bytes: " << kMiB
+                          << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
