@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/rpc/peer_identity.h"
 
 namespace gpucmd {
 namespace {
@@ -46,7 +47,7 @@ void ServeConnection(int connection, DescriptorHandoffs& handoffs) {
     Reply(connection, 'E', "send exactly one descriptor (SCM_RIGHTS) per connection");
     return;
   }
-  absl::StatusOr<std::string> token = handoffs.Put(received.front());
+  absl::StatusOr<std::string> token = handoffs.Put(received.front(), IdentifyUnixPeer(connection).Key());
   if (token.ok()) {
     Reply(connection, 'T', *token);
   } else {

@@ -6,6 +6,7 @@
 // Unix socket (a UnixListener, server/unix_listener.h) beside the gRPC socket; a client
 // connects, sends one message carrying one descriptor (SCM_RIGHTS) and receives one
 // message: "T" and the token it then names in RegisterSharedMemory, or "E" and why not.
+// The token is bound to the connecting user (SO_PEERCRED), who alone may register it.
 // A connection that sends nothing within a second is dropped. Descriptors arrive
 // close-on-exec.
 //

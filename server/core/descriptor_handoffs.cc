@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "base/random_token.h"
 
@@ -12,7 +14,12 @@ DescriptorHandoffs::~DescriptorHandoffs() {
   for (const auto& [token, waiting] : waiting_) close(waiting.fd);
 }
 
-absl::StatusOr<std::string> DescriptorHandoffs::Put(int fd, Clock::time_point now) {
+absl::StatusOr<std::string> DescriptorHandoffs::Put(int fd, std::string owner,
+                                                    Clock::time_point now) {
+  if (owner.empty()) {
+    close(fd);
+    return absl::InvalidArgumentError("a descriptor is taken only from an identified peer");
+  }
   MutexLock lock(&mutex_);
   CloseExpiredLocked(now);
   if (waiting_.size() >= capacity_) {
@@ -23,17 +30,19 @@ absl::StatusOr<std::string> DescriptorHandoffs::Put(int fd, Clock::time_point no
   }
   std::string token = RandomToken();
   while (waiting_.contains(token)) token = RandomToken();
-  waiting_[token] = Waiting{fd, now + lifetime_};
+  waiting_[token] = Waiting{fd, std::move(owner), now + lifetime_};
   return token;
 }
 
-absl::StatusOr<int> DescriptorHandoffs::Take(const std::string& token, Clock::time_point now) {
+absl::StatusOr<int> DescriptorHandoffs::Take(const std::string& token, const std::string& caller,
+                                             Clock::time_point now) {
   MutexLock lock(&mutex_);
   CloseExpiredLocked(now);
   auto it = waiting_.find(token);
-  if (it == waiting_.end()) {
-    return absl::NotFoundError(
-        "no handed-over descriptor under this token (unknown, already registered, or expired)");
+  if (it == waiting_.end() || it->second.owner != caller) {
+    return absl::InvalidArgumentError(
+        "handoff names no descriptor this caller handed over (unknown, already registered, "
+        "expired, or handed over by another user)");
   }
   int fd = it->second.fd;
   waiting_.erase(it);

@@ -3,9 +3,11 @@
 
 // Descriptors a client handed over on the descriptor socket (server/descriptor_socket.h)
 // and has not yet registered (Note [Shared-memory regions] in shared_memory.h): each
-// waits under an unguessable token that the client then names in RegisterSharedMemory.
-// A token is taken once; a descriptor not taken within its lifetime is closed; at most
-// `capacity` wait at a time.
+// waits under an unguessable token that the client then names in RegisterSharedMemory,
+// bound to who handed it over (the peer's identity key, server/rpc/peer_identity.h): a
+// token is the proof of possession only in the hands of that same peer. A token is taken
+// once; a descriptor not taken within its lifetime is closed; at most `capacity` wait at
+// a time.
 //
 // Thread-safety: every method may be called from any thread.
 
@@ -29,17 +31,20 @@ class DescriptorHandoffs {
   DescriptorHandoffs(const DescriptorHandoffs&) = delete;
   DescriptorHandoffs& operator=(const DescriptorHandoffs&) = delete;
 
-  // Keeps `fd` (taken: closed on error) and returns its token. RESOURCE_EXHAUSTED when
-  // `capacity` descriptors wait already.
-  absl::StatusOr<std::string> Put(int fd, Clock::time_point now = Clock::now());
+  // Keeps `fd` (taken: closed on error), handed over by `owner` (not empty), and returns
+  // its token. RESOURCE_EXHAUSTED when `capacity` descriptors wait already.
+  absl::StatusOr<std::string> Put(int fd, std::string owner, Clock::time_point now = Clock::now());
 
-  // The descriptor under `token`, now the caller's to close. NOT_FOUND for an unknown,
-  // taken or expired token.
-  absl::StatusOr<int> Take(const std::string& token, Clock::time_point now = Clock::now());
+  // The descriptor under `token`, now the caller's to close, when `caller` is the owner
+  // it was put with. INVALID_ARGUMENT, with the same words whichever it is, for a token
+  // that is unknown, taken, expired or another owner's; another owner's stays for its own.
+  absl::StatusOr<int> Take(const std::string& token, const std::string& caller,
+                           Clock::time_point now = Clock::now());
 
  private:
   struct Waiting {
     int fd;
+    std::string owner;
     Clock::time_point expires;
   };
   void CloseExpiredLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

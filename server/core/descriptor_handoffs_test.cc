@@ -12,34 +12,53 @@ using Clock = DescriptorHandoffs::Clock;
 
 bool IsOpen(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
-TEST(DescriptorHandoffsTest, ATokenIsTakenOnce) {
+constexpr char kOwner[] = "uid:1000";
+
+TEST(DescriptorHandoffsTest, ATokenIsTakenOnceByItsOwner) {
   DescriptorHandoffs handoffs(std::chrono::seconds(30), 4);
   int fd = dup(0);
-  absl::StatusOr<std::string> token = handoffs.Put(fd);
+  absl::StatusOr<std::string> token = handoffs.Put(fd, kOwner);
   ASSERT_TRUE(token.ok());
   EXPECT_EQ(token->size(), 32u);
-  EXPECT_EQ(handoffs.Take("0123456789abcdef0123456789abcdef").status().code(),
-            absl::StatusCode::kNotFound);
-  absl::StatusOr<int> taken = handoffs.Take(*token);
-  ASSERT_TRUE(taken.ok());
+  absl::Status unknown = handoffs.Take("0123456789abcdef0123456789abcdef", kOwner).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  absl::Status foreign = handoffs.Take(*token, "uid:1001").status();
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(foreign.message(), unknown.message()) << "another owner's token reads as unknown";
+  EXPECT_EQ(handoffs.Take(*token, "").status().code(), absl::StatusCode::kInvalidArgument)
+      << "an anonymous caller";
+  EXPECT_TRUE(IsOpen(fd)) << "refused callers leave the descriptor to its owner";
+  absl::StatusOr<int> taken = handoffs.Take(*token, kOwner);
+  ASSERT_TRUE(taken.ok()) << taken.status();
   EXPECT_EQ(*taken, fd);
-  EXPECT_EQ(handoffs.Take(*token).status().code(), absl::StatusCode::kNotFound);
+  absl::Status again = handoffs.Take(*token, kOwner).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(again.message(), unknown.message());
   close(fd);
+}
+
+TEST(DescriptorHandoffsTest, ADescriptorFromNoIdentifiedPeerIsRefused) {
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4);
+  int fd = dup(0);
+  EXPECT_EQ(handoffs.Put(fd, "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(IsOpen(fd)) << "a refused descriptor is closed";
 }
 
 TEST(DescriptorHandoffsTest, UntakenDescriptorsExpireAndCapacityHolds) {
   DescriptorHandoffs handoffs(std::chrono::seconds(30), 2);
   const Clock::time_point now = Clock::now();
   int first = dup(0);
-  absl::StatusOr<std::string> token = handoffs.Put(first, now);
-  ASSERT_TRUE(handoffs.Put(dup(0), now).ok());
+  absl::StatusOr<std::string> token = handoffs.Put(first, kOwner, now);
+  ASSERT_TRUE(handoffs.Put(dup(0), kOwner, now).ok());
   int third = dup(0);
-  EXPECT_EQ(handoffs.Put(third, now).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(handoffs.Put(third, kOwner, now).status().code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_FALSE(IsOpen(third)) << "a refused descriptor is closed";
   const Clock::time_point later = now + std::chrono::seconds(31);
-  EXPECT_EQ(handoffs.Take(*token, later).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(handoffs.Take(*token, kOwner, later).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(IsOpen(first)) << "an expired descriptor is closed";
-  EXPECT_TRUE(handoffs.Put(dup(0), later).ok()) << "expired ones make room";
+  EXPECT_TRUE(handoffs.Put(dup(0), kOwner, later).ok()) << "expired ones make room";
 }
 
 }  // namespace

@@ -293,7 +293,7 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
   if (!session.ok()) return FinishUnary(context, session.status());
   ServerCore& core = *environment_.core;
-  absl::StatusOr<int> fd = core.handoffs().Take(request->handoff());
+  absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(), IdentifyPeer(*context).Key());
   if (!fd.ok()) return FinishUnary(context, fd.status());
   SharedMemoryTable* table = &core.shared_memory();
   absl::StatusOr<RegionId> region = table->Register(session->id, *fd, request->size_bytes());

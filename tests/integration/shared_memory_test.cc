@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <optional>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -23,7 +26,10 @@
 namespace gpucmd {
 namespace {
 
+using ::gpucmd::testing::CommandResult;
 using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RunCommand;
+using ::gpucmd::testing::RunfilePath;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
@@ -36,7 +42,8 @@ class SharedMemoryTest : public ::testing::Test {
   void SetUp() override {
     directory_ = ShortTempDir();
     std::string config = directory_ + "/gpucmdd.textproto";
-    std::ofstream(config) << "cpu { memory_bytes_per_device: " << 64 * kMiB << " }\n"
+    std::ofstream(config) << "socket_mode: 438\n"  // 0666: a client of another user
+                          << "cpu { memory_bytes_per_device: " << 64 * kMiB << " }\n"
                           << "limits { max_shared_memory_regions: " << kMaxRegions
                           << " max_registered_shared_memory_bytes: " << kMaxRegisteredBytes
                           << " }\n";
@@ -238,9 +245,11 @@ TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
   absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), memfd);
   ASSERT_TRUE(token.ok()) << token.status();
   EXPECT_TRUE(RegisterToken(*token, 4096).ok());
-  EXPECT_EQ(RegisterToken(*token, 4096).code(), absl::StatusCode::kNotFound) << "reused";
+  absl::Status reused = RegisterToken(*token, 4096);
+  EXPECT_EQ(reused.code(), absl::StatusCode::kInvalidArgument) << reused;
+  EXPECT_THAT(std::string(reused.message()), HasSubstr("already registered"));
   EXPECT_EQ(RegisterToken("0123456789abcdef0123456789abcdef", 4096).code(),
-            absl::StatusCode::kNotFound);
+            absl::StatusCode::kInvalidArgument);
   close(memfd);
 
   std::string path = directory_ + "/regular-file";
@@ -250,6 +259,23 @@ TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
   EXPECT_EQ(regular.code(), absl::StatusCode::kInvalidArgument) << regular;
   EXPECT_THAT(std::string(regular.message()), HasSubstr("memfd"));
   close(file);
+}
+
+TEST_F(SharedMemoryTest, AnotherUsersTokenProvesNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
+  constexpr uid_t kNobody = 65534;
+  constexpr gid_t kNogroup = 65534;
+  ASSERT_EQ(chmod(directory_.c_str(), 0755), 0);  // for nobody; the sockets are 0666
+  CommandResult run = RunCommand({RunfilePath("tests/integration/handoff_peer"),
+                                  daemon_->grpc_target(), std::to_string(kNobody),
+                                  std::to_string(kNogroup)});
+  ASSERT_EQ(run.exit_code, 0) << run.stdout_text << run.stderr_text;
+  ASSERT_TRUE(absl::StartsWith(run.stdout_text, "token=")) << run.stdout_text;
+  const std::string token(absl::StripAsciiWhitespace(run.stdout_text.substr(6)));
+  absl::Status stolen = RegisterToken(token, 4096);
+  EXPECT_EQ(stolen.code(), absl::StatusCode::kInvalidArgument) << stolen;
+  EXPECT_THAT(std::string(stolen.message()), HasSubstr("handed over by another user"));
+  EXPECT_EQ(RegionsOpen(), 0u);
 }
 
 TEST_F(SharedMemoryTest, RegionsPerSessionAreLimited) {
