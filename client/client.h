@@ -75,6 +75,13 @@ struct Pitched {
   uint64_t stride_bytes = 0;
 };
 
+struct RegionOptions {
+  // In huge pages (a hugetlbfs memfd, MFD_HUGETLB): fewer TLB misses on both sides of a
+  // bulk copy. The memfd takes whole huge pages; the system must have them free
+  // (vm.nr_hugepages), else SharedMemoryRegion::Create is RESOURCE_EXHAUSTED.
+  bool huge_pages = false;
+};
+
 // A memfd shared with the daemon (Note [Shared-memory regions] in
 // server/core/shared_memory.h): created, sealed against shrinking, mapped here, handed
 // over on the daemon's descriptor socket and registered for the session; unregistered
@@ -82,7 +89,8 @@ struct Pitched {
 // over gRPC. Needs a Unix-socket connection. The session must outlive it.
 class SharedMemoryRegion {
  public:
-  static absl::StatusOr<SharedMemoryRegion> Create(Session& session, uint64_t size_bytes);
+  static absl::StatusOr<SharedMemoryRegion> Create(Session& session, uint64_t size_bytes,
+                                                   RegionOptions options = {});
   SharedMemoryRegion(SharedMemoryRegion&& other) noexcept;
   SharedMemoryRegion& operator=(SharedMemoryRegion&&) = delete;
   ~SharedMemoryRegion();
@@ -95,12 +103,14 @@ class SharedMemoryRegion {
   bool direct_device_access() const { return direct_device_access_; }
 
  private:
-  SharedMemoryRegion(Session* session, uint64_t id, char* data, uint64_t size)
-      : session_(session), id_(id), data_(data), size_bytes_(size) {}
+  SharedMemoryRegion(Session* session, uint64_t id, char* data, uint64_t size,
+                     uint64_t mapped_bytes)
+      : session_(session), id_(id), data_(data), size_bytes_(size), mapped_bytes_(mapped_bytes) {}
   Session* session_;
   uint64_t id_;
   char* data_;
   uint64_t size_bytes_;
+  uint64_t mapped_bytes_;  // size_bytes_, or whole huge pages
   bool direct_device_access_ = false;
 };
 

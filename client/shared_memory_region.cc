@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/scoped_fd.h"
+#include "base/status_macros.h"
 #include "client/client.h"
 
 namespace gpucmd {
@@ -64,19 +66,43 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
   return text;
 }
 
-absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
-                                                              uint64_t size_bytes) {
-  ScopedFd memfd(memfd_create("gpucmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (memfd.get() < 0 || ftruncate(memfd.get(), static_cast<off_t>(size_bytes)) != 0 ||
+namespace {
+
+// A memfd of at least `size_bytes` sealed against shrinking, and how many bytes it holds
+// (whole huge pages in huge pages).
+absl::StatusOr<std::pair<ScopedFd, uint64_t>> CreateSealedMemfd(uint64_t size_bytes,
+                                                                bool huge_pages) {
+  const unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge_pages ? MFD_HUGETLB : 0u);
+  ScopedFd memfd(memfd_create("gpucmd-region", flags));
+  struct stat status;
+  if (memfd.get() < 0 || fstat(memfd.get(), &status) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot create a memfd: ", strerror(errno)));
+  }
+  // A hugetlbfs file holds whole huge pages (st_blksize each).
+  const uint64_t page = huge_pages ? static_cast<uint64_t>(status.st_blksize) : 1;
+  const uint64_t file_bytes = (size_bytes + page - 1) / page * page;
+  if (ftruncate(memfd.get(), static_cast<off_t>(file_bytes)) != 0 ||
       fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot create a ", size_bytes, "-byte memfd: ", strerror(errno)));
+        absl::StrCat("cannot size a memfd to ", file_bytes, " bytes: ", strerror(errno)));
   }
-  void* mapped = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+  return std::make_pair(std::move(memfd), file_bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
+                                                              uint64_t size_bytes,
+                                                              RegionOptions options) {
+  ASSIGN_OR_RETURN(auto created, CreateSealedMemfd(size_bytes, options.huge_pages));
+  auto& [memfd, mapped_bytes] = created;
+  void* mapped = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
   if (mapped == MAP_FAILED) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot map the memfd: ", strerror(errno)));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot map the memfd: ", strerror(errno),
+        options.huge_pages ? " (are enough huge pages free? see vm.nr_hugepages)" : ""));
   }
-  SharedMemoryRegion region(&session, 0, static_cast<char*>(mapped), size_bytes);
+  SharedMemoryRegion region(&session, 0, static_cast<char*>(mapped), size_bytes, mapped_bytes);
   absl::StatusOr<std::string> token = HandOverDescriptor(session.client_->target_, memfd.get());
   if (!token.ok()) return token.status();
   grpc::ClientContext context;
@@ -99,6 +125,7 @@ SharedMemoryRegion::SharedMemoryRegion(SharedMemoryRegion&& other) noexcept
       id_(std::exchange(other.id_, 0)),
       data_(std::exchange(other.data_, nullptr)),
       size_bytes_(std::exchange(other.size_bytes_, 0)),
+      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
       direct_device_access_(other.direct_device_access_) {}
 
 SharedMemoryRegion::~SharedMemoryRegion() {
@@ -112,7 +139,7 @@ SharedMemoryRegion::~SharedMemoryRegion() {
     v1::UnregisterSharedMemoryResponse response;
     session_->client_->stub_->UnregisterSharedMemory(&context, request, &response);
   }
-  if (data_ != nullptr) munmap(data_, size_bytes_);
+  if (data_ != nullptr) munmap(data_, mapped_bytes_);
 }
 
 }  // namespace gpucmd

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/scoped_fd.h"
+#include "base/status_macros.h"
 
 namespace gpucmd {
 
@@ -20,13 +21,17 @@ namespace gpucmd {
 // its device registration ends first.
 class SharedMemoryTable::Mapping {
  public:
-  Mapping(void* address, uint64_t size) : address_(address), size_(size) {}
+  // `size` bytes of the region at `address`, in a mapping of `mapped_bytes` (more where
+  // the region lives in huge pages).
+  Mapping(void* address, uint64_t size, uint64_t mapped_bytes)
+      : address_(address), size_(size), mapped_bytes_(mapped_bytes) {}
   ~Mapping() {
     registration = HostRegistration();
-    munmap(address_, size_);
+    munmap(address_, mapped_bytes_);
   }
   std::byte* data() const { return static_cast<std::byte*>(address_); }
   uint64_t size() const { return size_; }
+  uint64_t mapped_bytes() const { return mapped_bytes_; }
 
   // Set once, under the table's lock.
   HostRegistration registration;
@@ -35,12 +40,14 @@ class SharedMemoryTable::Mapping {
  private:
   void* const address_;
   const uint64_t size_;
+  const uint64_t mapped_bytes_;
 };
 
 namespace {
 
-// Why `fd` cannot be a region of `size_bytes`, or OK.
-absl::Status CheckRegionDescriptor(int fd, uint64_t size_bytes) {
+// How many bytes a mapping of a region of `size_bytes` in `fd` takes (on hugetlbfs, whole
+// huge pages), or why `fd` cannot be such a region.
+absl::StatusOr<uint64_t> RegionMappingBytes(int fd, uint64_t size_bytes) {
   struct stat status;
   struct statfs filesystem;
   if (fstat(fd, &status) != 0 || fstatfs(fd, &filesystem) != 0) {
@@ -48,10 +55,12 @@ absl::Status CheckRegionDescriptor(int fd, uint64_t size_bytes) {
         absl::StrCat("the handed-over descriptor cannot be examined: ", strerror(errno)));
   }
   const int seals = fcntl(fd, F_GET_SEALS);
-  if (!S_ISREG(status.st_mode) || filesystem.f_type != TMPFS_MAGIC || seals < 0) {
+  const bool huge_pages = filesystem.f_type == HUGETLBFS_MAGIC;
+  if (!S_ISREG(status.st_mode) || (filesystem.f_type != TMPFS_MAGIC && !huge_pages) ||
+      seals < 0) {
     return absl::InvalidArgumentError(
-        "a shared-memory region must be a memfd (memfd_create with MFD_ALLOW_SEALING): "
-        "the handed-over descriptor is not one");
+        "a shared-memory region must be a memfd (memfd_create with MFD_ALLOW_SEALING, "
+        "MFD_HUGETLB allowed): the handed-over descriptor is not one");
   }
   if ((seals & F_SEAL_SHRINK) == 0) {
     return absl::InvalidArgumentError(
@@ -62,7 +71,10 @@ absl::Status CheckRegionDescriptor(int fd, uint64_t size_bytes) {
                                                    " bytes, fewer than the ", size_bytes,
                                                    " registered"));
   }
-  return absl::OkStatus();
+  if (!huge_pages) return size_bytes;
+  // A hugetlbfs file holds whole huge pages (st_blksize each), and is mapped in them.
+  const uint64_t page = static_cast<uint64_t>(status.st_blksize);
+  return (size_bytes + page - 1) / page * page;
 }
 
 }  // namespace
@@ -73,7 +85,7 @@ absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
                                                      uint64_t size_bytes) {
   const ScopedFd closer(fd);
   if (size_bytes == 0) return absl::InvalidArgumentError("size_bytes must be positive");
-  if (absl::Status usable = CheckRegionDescriptor(fd, size_bytes); !usable.ok()) return usable;
+  ASSIGN_OR_RETURN(const uint64_t mapping_bytes, RegionMappingBytes(fd, size_bytes));
   {
     MutexLock lock(&mutex_);
     if (per_session_[session] >= limits_.max_regions_per_session) {
@@ -81,28 +93,28 @@ absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
           absl::StrCat("the session holds ", per_session_[session],
                        " shared-memory regions, its limit (limits.max_shared_memory_regions)"));
     }
-    if (mapped_bytes_ + size_bytes > limits_.max_mapped_bytes) {
+    if (mapped_bytes_ + mapping_bytes > limits_.max_mapped_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "mapping ", size_bytes, " more bytes of shared memory would pass the daemon's limit "
+          "mapping ", mapping_bytes, " more bytes of shared memory would pass the daemon's limit "
           "of ", limits_.max_mapped_bytes, " (limits.max_shared_memory_bytes)"));
     }
   }
-  void* address = mmap(nullptr, size_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* address = mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (address == MAP_FAILED) {
     return absl::InvalidArgumentError(
         absl::StrCat("the memfd cannot be mapped for reading and writing: ", strerror(errno)));
   }
-  auto mapping = std::make_shared<Mapping>(address, size_bytes);
+  auto mapping = std::make_shared<Mapping>(address, size_bytes, mapping_bytes);
   MutexLock lock(&mutex_);
   // Checked again: another registration may have come in while this one mapped.
   if (per_session_[session] >= limits_.max_regions_per_session ||
-      mapped_bytes_ + size_bytes > limits_.max_mapped_bytes) {
+      mapped_bytes_ + mapping_bytes > limits_.max_mapped_bytes) {
     return absl::ResourceExhaustedError("shared-memory limits reached while mapping");
   }
   RegionId region = next_region_++;
   regions_[Key{session, region}] = std::move(mapping);
   ++per_session_[session];
-  mapped_bytes_ += size_bytes;
+  mapped_bytes_ += mapping_bytes;
   return region;
 }
 
@@ -151,7 +163,7 @@ absl::Status SharedMemoryTable::Unregister(SessionId session, RegionId region) {
   gone = std::move(it->second);
   regions_.erase(it);
   if (--per_session_[session] == 0) per_session_.erase(session);
-  mapped_bytes_ -= gone->size();
+  mapped_bytes_ -= gone->mapped_bytes();
   return absl::OkStatus();
 }
 
@@ -188,7 +200,7 @@ void SharedMemoryTable::DropSession(SessionId session) {
       ++it;
       continue;
     }
-    mapped_bytes_ -= it->second->size();
+    mapped_bytes_ -= it->second->mapped_bytes();
     gone.push_back(std::move(it->second));
     regions_.erase(it++);
   }

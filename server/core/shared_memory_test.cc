@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/testing/huge_page_memfd.h"
 
 namespace gpucmd {
 namespace {
@@ -77,6 +78,33 @@ TEST(SharedMemoryTableTest, OnlySealedMemfdsOfTheRightSizeAreAccepted) {
   EXPECT_EQ(regular.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(regular.message().find("memfd"), std::string::npos) << regular;
   EXPECT_EQ(table.usage().regions, 0u);
+}
+
+TEST(SharedMemoryTableTest, HugePageMemfdsAreMappedInWholeHugePages) {
+  testing::ScopedHugePages pages(2);
+  if (!pages.available()) GTEST_SKIP() << "no huge page free, and not root to add one";
+  SharedMemoryTable table({});
+  int fd = testing::MakeHugePageMemfd(testing::kHugePageBytes);
+  ASSERT_GE(fd, 0);
+  void* client = mmap(nullptr, testing::kHugePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(client, MAP_FAILED);
+  std::memcpy(client, "in a huge page", 14);
+  absl::StatusOr<RegionId> region = table.Register(kSession, dup(fd), 4096);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ(table.usage().mapped_bytes, testing::kHugePageBytes) << "mapped in whole pages";
+  absl::StatusOr<Bytes> slice = table.Slice(kSession, *region, 0, 14);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  EXPECT_EQ(slice->ToString(), "in a huge page");
+  std::memcpy(slice->data(), "from the daemo", 14);
+  EXPECT_EQ(std::string(static_cast<char*>(client), 14), "from the daemo");
+  EXPECT_EQ(table.Slice(kSession, *region, 4096, 1).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "bounds are the region's, not the mapping's";
+  *slice = Bytes();
+  ASSERT_TRUE(table.Unregister(kSession, *region).ok());
+  EXPECT_EQ(table.usage().mapped_bytes, 0u);
+  munmap(client, testing::kHugePageBytes);
+  close(fd);
 }
 
 TEST(SharedMemoryTableTest, LimitsAndSessionsEnd) {

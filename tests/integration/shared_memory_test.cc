@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/huge_page_memfd.h"
 #include "tests/testing/random_bytes.h"
 
 namespace gpucmd {
@@ -117,6 +118,29 @@ TEST_F(SharedMemoryTest, WritesAndReadsGoThroughTheRegion) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->session().shared_memory_regions(), 1u);
   EXPECT_EQ(stats->shared_memory_bytes(), 2 * kSize);
+}
+
+TEST_F(SharedMemoryTest, ARegionInHugePagesCarriesCopiesBothWays) {
+  testing::ScopedHugePages pages(2);
+  if (!pages.available()) GTEST_SKIP() << "no huge pages free, and not root to add them";
+  constexpr uint64_t kSize = 3 * kMiB + 5;  // two huge pages
+  absl::StatusOr<SharedMemoryRegion> region =
+      SharedMemoryRegion::Create(*session_, kSize, {.huge_pages = true});
+  ASSERT_TRUE(region.ok()) << region.status();
+  const std::string data = testing::RandomBytes(kSize / 2, 11);
+  std::memcpy(region->data(), data.data(), data.size());
+  Buffer buffer = MustAllocate(data.size());
+  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{*region, 0, data.size()}).ok());
+  EXPECT_EQ(session_->Read(buffer, 0, data.size()).value_or(""), data);
+  ASSERT_TRUE(session_->Read(buffer, 0, RegionSlice{*region, kSize - data.size(), data.size()})
+                  .ok());
+  EXPECT_EQ(std::string(region->data() + kSize - data.size(), data.size()), data);
+  absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->shared_memory_bytes(), 2 * testing::kHugePageBytes) << "whole pages mapped";
+  absl::Status past_end = session_->Write(buffer, 0, RegionSlice{*region, kSize, 1});
+  EXPECT_EQ(past_end.code(), absl::StatusCode::kInvalidArgument)
+      << "the region ends at its size, not at its last page's end";
 }
 
 // Past limits.max_registered_shared_memory_bytes a region is not registered with the
