@@ -15,7 +15,6 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -285,17 +284,22 @@ TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
   close(file);
 }
 
-TEST_F(SharedMemoryTest, AnotherUsersTokenProvesNothing) {
+// The installed service runs as its own user and its clients as theirs: shared memory
+// works across users, and a token proves possession only for the user who handed the
+// memfd over.
+TEST_F(SharedMemoryTest, AClientOfAnotherUserSharesMemoryAndItsTokenProvesNothingToOthers) {
   if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
   constexpr uid_t kNobody = 65534;
   constexpr gid_t kNogroup = 65534;
   ASSERT_EQ(chmod(directory_.c_str(), 0755), 0);  // for nobody; the sockets are 0666
-  CommandResult run = RunCommand({RunfilePath("tests/integration/handoff_peer"),
+  CommandResult run = RunCommand({RunfilePath("tests/integration/shared_memory_peer"),
                                   daemon_->grpc_target(), std::to_string(kNobody),
                                   std::to_string(kNogroup)});
   ASSERT_EQ(run.exit_code, 0) << run.stdout_text << run.stderr_text;
-  ASSERT_TRUE(absl::StartsWith(run.stdout_text, "token=")) << run.stdout_text;
-  const std::string token(absl::StripAsciiWhitespace(run.stdout_text.substr(6)));
+  EXPECT_THAT(run.stdout_text, HasSubstr("round_trip=ok\n"));
+  const size_t at = run.stdout_text.find("token=");
+  ASSERT_NE(at, std::string::npos) << run.stdout_text;
+  const std::string token(absl::StripAsciiWhitespace(run.stdout_text.substr(at + 6)));
   absl::Status stolen = RegisterToken(token, 4096);
   EXPECT_EQ(stolen.code(), absl::StatusCode::kInvalidArgument) << stolen;
   EXPECT_THAT(std::string(stolen.message()), HasSubstr("handed over by another user"));

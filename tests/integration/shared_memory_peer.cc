@@ -1,0 +1,84 @@
+// Test helper: a client of another Unix user sharing memory with the daemon. Run as root,
+// it becomes UID:GID (no supplementary groups); writes through a shared-memory region of
+// its own and reads the bytes back; then hands one more sealed memfd over, without
+// registering it, and prints the token answered:
+//
+//   shared_memory_peer TARGET UID GID
+//   round_trip=ok
+//   token=<32 hex digits>
+//
+// Exit status: 0 success, 1 a step failed (printed), 2 usage, 3 cannot become the user.
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "client/client.h"
+
+namespace {
+
+constexpr uint64_t kRegionBytes = 8192;
+
+// Writes a pattern through a region of the session's and reads it back inline.
+absl::Status RoundTrip(gpucmd::Client& client) {
+  absl::StatusOr<gpucmd::Session> session = client.OpenSession(0, "shared-memory-peer");
+  if (!session.ok()) return session.status();
+  absl::StatusOr<gpucmd::SharedMemoryRegion> region =
+      gpucmd::SharedMemoryRegion::Create(*session, kRegionBytes);
+  if (!region.ok()) return region.status();
+  absl::StatusOr<gpucmd::Buffer> buffer = session->Allocate(kRegionBytes);
+  if (!buffer.ok()) return buffer.status();
+  for (uint64_t i = 0; i < kRegionBytes; ++i) region->data()[i] = static_cast<char>(i * 7);
+  absl::Status written =
+      session->Write(*buffer, 0, gpucmd::RegionSlice{*region, 0, kRegionBytes});
+  if (!written.ok()) return written;
+  absl::StatusOr<std::string> read = session->Read(*buffer, 0, kRegionBytes);
+  if (!read.ok()) return read.status();
+  if (std::memcmp(read->data(), region->data(), kRegionBytes) != 0) {
+    return absl::DataLossError("the bytes read back differ from the region's");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint32_t uid = 0, gid = 0;
+  if (argc != 4 || !absl::SimpleAtoi(argv[2], &uid) || !absl::SimpleAtoi(argv[3], &gid)) {
+    std::cerr << "usage: shared_memory_peer TARGET UID GID\n";
+    return 2;
+  }
+  if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+    std::perror("shared_memory_peer: cannot become the user");
+    return 3;
+  }
+  absl::StatusOr<std::unique_ptr<gpucmd::Client>> client = gpucmd::Client::Connect(argv[1]);
+  if (!client.ok()) {
+    std::cout << "connect: " << client.status() << "\n";
+    return 1;
+  }
+  if (absl::Status round_trip = RoundTrip(**client); !round_trip.ok()) {
+    std::cout << "round_trip: " << round_trip << "\n";
+    return 1;
+  }
+  std::cout << "round_trip=ok\n";
+  int memfd = memfd_create("shared-memory-peer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (memfd < 0 || ftruncate(memfd, 4096) != 0 || fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+    std::perror("shared_memory_peer: memfd");
+    return 1;
+  }
+  absl::StatusOr<std::string> token = gpucmd::HandOverDescriptor(argv[1], memfd);
+  close(memfd);
+  if (!token.ok()) {
+    std::cout << "handoff: " << token.status() << "\n";
+    return 1;
+  }
+  std::cout << "token=" << *token << "\n";
+  return 0;
+}
