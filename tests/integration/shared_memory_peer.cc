@@ -1,11 +1,14 @@
-// Test helper: a client of another Unix user sharing memory with the daemon. Run as root,
-// it becomes UID:GID (no supplementary groups); writes through a shared-memory region of
-// its own and reads the bytes back; then hands one more sealed memfd over, without
-// registering it, and prints the token answered:
+// Test helper: a client of another Unix user sharing memory with the daemon. It becomes
+// UID:GID (no supplementary groups; run as root unless UID is its own); writes through a
+// shared-memory region of its own and reads the bytes back; then hands one more sealed
+// memfd over, without registering it, and prints the token answered:
 //
 //   shared_memory_peer TARGET UID GID
 //   round_trip=ok
 //   token=<32 hex digits>
+//
+// With a fourth argument "hold" it instead registers a region and keeps it, printing
+// "holding", until it is killed: a client that dies with a region registered.
 //
 // Exit status: 0 success, 1 a step failed (printed), 2 usage, 3 cannot become the user.
 
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "client/client.h"
@@ -46,15 +50,35 @@ absl::Status RoundTrip(gpucmd::Client& client) {
   return absl::OkStatus();
 }
 
+// Registers a region and keeps it until killed; 1 if it cannot.
+int Hold(gpucmd::Client& client) {
+  absl::StatusOr<gpucmd::Session> session = client.OpenSession(0, "shared-memory-holder");
+  if (!session.ok()) {
+    std::cout << "open: " << session.status() << "\n";
+    return 1;
+  }
+  absl::StatusOr<gpucmd::SharedMemoryRegion> region =
+      gpucmd::SharedMemoryRegion::Create(*session, kRegionBytes);
+  if (!region.ok()) {
+    std::cout << "region: " << region.status() << "\n";
+    return 1;
+  }
+  std::cout << "holding" << std::endl;
+  while (true) pause();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint32_t uid = 0, gid = 0;
-  if (argc != 4 || !absl::SimpleAtoi(argv[2], &uid) || !absl::SimpleAtoi(argv[3], &gid)) {
-    std::cerr << "usage: shared_memory_peer TARGET UID GID\n";
+  const bool hold = argc == 5 && std::string(argv[4]) == "hold";
+  if ((argc != 4 && !hold) || !absl::SimpleAtoi(argv[2], &uid) ||
+      !absl::SimpleAtoi(argv[3], &gid)) {
+    std::cerr << "usage: shared_memory_peer TARGET UID GID [hold]\n";
     return 2;
   }
-  if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+  if (uid != geteuid() &&
+      (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
     std::perror("shared_memory_peer: cannot become the user");
     return 3;
   }
@@ -63,6 +87,7 @@ int main(int argc, char** argv) {
     std::cout << "connect: " << client.status() << "\n";
     return 1;
   }
+  if (hold) return Hold(**client);
   if (absl::Status round_trip = RoundTrip(**client); !round_trip.ok()) {
     std::cout << "round_trip: " << round_trip << "\n";
     return 1;

@@ -1,18 +1,23 @@
 // Shared-memory regions through the real daemon (Note [Shared-memory regions] in
 // server/core/shared_memory.h): a memfd handed over on the descriptor socket and
-// registered carries writes and receives reads, unary and in Submit batches, with
-// bounds, scoping, limits and what a client may hand over checked.
+// registered carries writes and receives reads, unary and in Submit batches, for clients
+// of other users too, with bounds, scoping, limits, what a client may hand over, and
+// what a dying client leaves behind checked.
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstring>
-#include <optional>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "client/client.h"
@@ -26,10 +31,12 @@
 namespace gpucmd {
 namespace {
 
+using ::gpucmd::testing::BackgroundCommand;
 using ::gpucmd::testing::CommandResult;
 using ::gpucmd::testing::DaemonProcess;
 using ::gpucmd::testing::RunCommand;
 using ::gpucmd::testing::RunfilePath;
+using ::gpucmd::testing::StartCommand;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
@@ -44,7 +51,8 @@ class SharedMemoryTest : public ::testing::Test {
     std::string config = directory_ + "/gpucmdd.textproto";
     std::ofstream(config) << "socket_mode: 438\n"  // 0666: a client of another user
                           << "cpu { memory_bytes_per_device: " << 64 * kMiB << " }\n"
-                          << "limits { max_shared_memory_regions: " << kMaxRegions
+                          << "limits { session_lease_grace_seconds: 1"
+                          << " max_shared_memory_regions: " << kMaxRegions
                           << " max_registered_shared_memory_bytes: " << kMaxRegisteredBytes
                           << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
@@ -304,6 +312,45 @@ TEST_F(SharedMemoryTest, AClientOfAnotherUserSharesMemoryAndItsTokenProvesNothin
   EXPECT_EQ(stolen.code(), absl::StatusCode::kInvalidArgument) << stolen;
   EXPECT_THAT(std::string(stolen.message()), HasSubstr("handed over by another user"));
   EXPECT_EQ(RegionsOpen(), 0u);
+}
+
+// Whether gpucmdd (`pid`) maps any client region (the client library names its memfds
+// "gpucmd-region").
+bool MapsAClientRegion(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("memfd:gpucmd-region") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(SharedMemoryTest, AClientThatDiesLosesItsRegionsWithItsSession) {
+  BackgroundCommand holder = StartCommand(
+      {RunfilePath("tests/integration/shared_memory_peer"), daemon_->grpc_target(),
+       std::to_string(geteuid()), std::to_string(getegid()), "hold"});
+  ASSERT_GT(holder.pid, 0);
+  std::string said;
+  char chunk[256];
+  ssize_t got;
+  while (said.find('\n') == std::string::npos &&
+         (got = read(holder.stdout_fd, chunk, sizeof(chunk))) > 0) {
+    said.append(chunk, got);
+  }
+  close(holder.stdout_fd);
+  ASSERT_EQ(said, "holding\n");
+  EXPECT_EQ(RegionsOpen(), 1u);
+  EXPECT_TRUE(MapsAClientRegion(daemon_->pid()));
+
+  kill(holder.pid, SIGKILL);
+  waitpid(holder.pid, nullptr, 0);
+  // The lease's grace is a second.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (RegionsOpen() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(RegionsOpen(), 0u);
+  EXPECT_FALSE(MapsAClientRegion(daemon_->pid())) << "nothing stays mapped";
 }
 
 TEST_F(SharedMemoryTest, RegionsPerSessionAreLimited) {

@@ -81,6 +81,14 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return {ExitCode(wait_status), ReadFileOrEmpty(out_path), ReadFileOrEmpty(err_path)};
 }
 
+BackgroundCommand StartCommand(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return {};
+  pid_t pid = Spawn(argv, pipe_fds[1], ShortTempDir() + "/stderr");
+  close(pipe_fds[1]);
+  return {pid, pipe_fds[0]};
+}
+
 std::string DaemonDriver() {
   constexpr std::string_view kField = "driver: ";
   std::string version = RunCommand({RunfilePath("server/gpucmdd"), "--version"}).stdout_text;

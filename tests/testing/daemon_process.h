@@ -32,6 +32,14 @@ struct CommandResult {
 // Runs `argv` to completion, capturing its output.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 
+struct BackgroundCommand {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // the read end of its stdout; the caller closes it
+};
+
+// Starts `argv` without waiting for it; its stderr goes to a file nobody reads.
+BackgroundCommand StartCommand(const std::vector<std::string>& argv);
+
 // The driver the runfiles' gpucmdd was built with, from its --version: "cpu", "cuda",
 // "hip", or "unknown".
 std::string DaemonDriver();
