@@ -39,6 +39,17 @@ inline double Percentile(const std::vector<double>& sorted, double fraction) {
   return sorted[std::min(sorted.size() - 1, static_cast<size_t>(fraction * sorted.size()))];
 }
 
+// Sets counters PREFIX_p25, PREFIX_p50 and PREFIX_p75: the quartiles of `ratios` (not
+// empty; sorted here).
+inline void ReportQuartiles(benchmark::State& state, const std::string& prefix,
+                            std::vector<double>& ratios) {
+  std::sort(ratios.begin(), ratios.end());
+  for (auto [suffix, fraction] : {std::pair{"_p25", 0.25}, std::pair{"_p50", 0.5},
+                                  std::pair{"_p75", 0.75}}) {
+    state.counters[prefix + suffix] = Percentile(ratios, fraction);
+  }
+}
+
 // What process `pid` has used so far, from /proc/PID/stat: minor page faults, and CPU
 // seconds (user and system, all its threads, not its children). Zeros when it cannot be
 // read.
@@ -110,6 +121,25 @@ inline double MemcpyBytesPerSecond(size_t size) {
   }
   return static_cast<double>(size) * rounds / SecondsSince(start);
 }
+
+// A single-threaded memcpy of `size` bytes between buffers of its own, to time beside
+// each transfer of the same size.
+class MemcpyAlongside {
+ public:
+  explicit MemcpyAlongside(size_t size) : source_(size, 1), target_(size) {
+    std::memcpy(target_.data(), source_.data(), size);  // fault the pages in
+  }
+  // One memcpy's seconds.
+  double Seconds() {
+    auto start = std::chrono::steady_clock::now();
+    std::memcpy(target_.data(), source_.data(), source_.size());
+    benchmark::ClobberMemory();
+    return SecondsSince(start);
+  }
+
+ private:
+  std::vector<char> source_, target_;
+};
 
 // Sets bytes/s and `x_memcpy`: this throughput divided by memcpy's, both measured now.
 inline void ReportThroughput(benchmark::State& state, size_t size, double loop_seconds) {

@@ -190,12 +190,7 @@ void BM_LaunchEmptyAlternating(benchmark::State& state) {
     batches.Run(kChunkBatches, in_flight);
     ratios.push_back(in_process_seconds / SecondsSince(start));
   }
-  std::sort(ratios.begin(), ratios.end());
-  for (auto [name, fraction] : {std::pair{"x_in_process_p25", 0.25},
-                                std::pair{"x_in_process_p50", 0.5},
-                                std::pair{"x_in_process_p75", 0.75}}) {
-    state.counters[name] = bench::Percentile(ratios, fraction);
-  }
+  bench::ReportQuartiles(state, "x_in_process", ratios);
 }
 
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
