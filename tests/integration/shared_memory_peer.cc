@@ -13,7 +13,6 @@
 // Exit status: 0 success, 1 a step failed (printed), 2 usage, 3 cannot become the user.
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,8 +21,8 @@
 #include <iostream>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "client/client.h"
+#include "tests/integration/peer_process.h"
 
 namespace {
 
@@ -70,25 +69,16 @@ int Hold(gpucmd::Client& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t uid = 0, gid = 0;
   const bool hold = argc == 5 && std::string(argv[4]) == "hold";
-  if ((argc != 4 && !hold) || !absl::SimpleAtoi(argv[2], &uid) ||
-      !absl::SimpleAtoi(argv[3], &gid)) {
+  if (argc != 4 && !hold) {
     std::cerr << "usage: shared_memory_peer TARGET UID GID [hold]\n";
     return 2;
   }
-  if (uid != geteuid() &&
-      (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
-    std::perror("shared_memory_peer: cannot become the user");
-    return 3;
-  }
-  absl::StatusOr<std::unique_ptr<gpucmd::Client>> client = gpucmd::Client::Connect(argv[1]);
-  if (!client.ok()) {
-    std::cout << "connect: " << client.status() << "\n";
-    return 1;
-  }
-  if (hold) return Hold(**client);
-  if (absl::Status round_trip = RoundTrip(**client); !round_trip.ok()) {
+  gpucmd::testing::Peer peer = gpucmd::testing::BecomePeer(argv);
+  if (peer.client == nullptr) return peer.exit_status;
+  gpucmd::Client& client = *peer.client;
+  if (hold) return Hold(client);
+  if (absl::Status round_trip = RoundTrip(client); !round_trip.ok()) {
     std::cout << "round_trip: " << round_trip << "\n";
     return 1;
   }
