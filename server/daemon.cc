@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -39,6 +40,8 @@ constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
 // How long new calls still get their UNAVAILABLE answer once the devices are quiet,
 // before gRPC's shutdown starts (Note [Draining]).
 constexpr std::chrono::milliseconds kRefusalLinger{100};
+// How often the drain looks whether the calls in flight are done.
+constexpr std::chrono::milliseconds kDrainPoll{10};
 // How long past the drain's end the devices may take to stop (Daemon::Shutdown).
 constexpr std::chrono::milliseconds kDevicesStopGrace{800};
 
@@ -396,8 +399,18 @@ bool Daemon::Shutdown() {
   std::future<void> drained = std::async(std::launch::async, [this, drain_end] {
     server_->Shutdown(drain_end + std::chrono::milliseconds(500));
   });
-  if (drained.wait_until(drain_end) == std::future_status::timeout) {
-    core_->FailQueuedWork(shutting_down);
+  // gRPC's shutdown also waits for each client to close its connection, which one that
+  // is not reading it (idle between calls, or stopped) does only at the deadline: once
+  // no call is in flight, the connections are closed from this side.
+  while (drained.wait_for(kDrainPoll) == std::future_status::timeout) {
+    if (std::chrono::system_clock::now() >= drain_end) {
+      core_->FailQueuedWork(shutting_down);
+      break;
+    }
+    if (metrics_->RpcsInFlight().Value() == 0) {
+      grpc_server_cancel_all_calls(server_->c_server());
+      break;
+    }
   }
   drained.wait();
   server_->Wait();

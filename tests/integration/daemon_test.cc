@@ -407,7 +407,9 @@ TEST_F(DaemonTest, SigtermExitsZeroAndRemovesTheSocket) {
 }
 
 // A lease stream holds no work: SIGTERM ends it at once, UNAVAILABLE, instead of the
-// drain waiting its whole time (10 s by default) for the client to let go.
+// drain waiting its whole time (10 s by default) for the client to let go. Nor does a
+// client that is not reading its connection hold the exit: the library's lease waits on
+// no thread, and once no call is in flight the daemon closes the connections itself.
 TEST_F(DaemonTest, SigtermEndsLeaseStreamsAtOnce) {
   absl::StatusOr<Session> session = client_->OpenSession(0, "leased");  // the library's lease
   ASSERT_TRUE(session.ok()) << session.status();
