@@ -109,20 +109,14 @@ class Session::Lease final {
     lease->stream_->StartCall(nullptr);
     lease->stream_->Write(hello, &lease->written_);
     lease->stream_->Read(&lease->ack_, &lease->read_);
-    // The hello must stay alive until its write completed, which precedes the answer.
-    bool answered = false;
-    bool written = false;
-    while (!(answered && written)) {
-      void* tag = nullptr;
-      bool ok = false;
-      if (!lease->queue_.Next(&tag, &ok)) break;
-      if (tag == &lease->written_) written = true;
-      if (tag != &lease->read_) continue;
-      answered = true;
-      if (!ok) {  // the daemon refused, or the stream broke: its status says why
-        absl::Status refused = FromGrpcStatus(lease->Finish());
-        return refused.ok() ? absl::UnavailableError("the lease stream ended at once") : refused;
-      }
+    // Until the daemon's answer (the write's completion comes first, or stays queued).
+    void* tag = nullptr;
+    bool ok = false;
+    while (lease->queue_.Next(&tag, &ok) && tag != &lease->read_) {
+    }
+    if (tag != &lease->read_ || !ok) {  // refused, or the stream broke: its status says why
+      absl::Status refused = FromGrpcStatus(lease->Finish());
+      return refused.ok() ? absl::UnavailableError("the lease stream ended at once") : refused;
     }
     lease->stream_->Read(&lease->ack_, &lease->read_);
     return lease;
