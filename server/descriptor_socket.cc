@@ -47,7 +47,8 @@ void ServeConnection(int connection, DescriptorHandoffs& handoffs) {
     Reply(connection, 'E', "send exactly one descriptor (SCM_RIGHTS) per connection");
     return;
   }
-  absl::StatusOr<std::string> token = handoffs.Put(received.front(), IdentifyUnixPeer(connection).Key());
+  absl::StatusOr<std::string> token =
+      handoffs.Put(received.front(), IdentifyUnixPeer(connection).Key());
   if (token.ok()) {
     Reply(connection, 'T', *token);
   } else {

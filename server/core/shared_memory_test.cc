@@ -86,7 +86,8 @@ TEST(SharedMemoryTableTest, HugePageMemfdsAreMappedInWholeHugePages) {
   SharedMemoryTable table({});
   int fd = testing::MakeHugePageMemfd(testing::kHugePageBytes);
   ASSERT_GE(fd, 0);
-  void* client = mmap(nullptr, testing::kHugePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* client =
+      mmap(nullptr, testing::kHugePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ASSERT_NE(client, MAP_FAILED);
   std::memcpy(client, "in a huge page", 14);
   absl::StatusOr<RegionId> region = table.Register(kSession, dup(fd), 4096);

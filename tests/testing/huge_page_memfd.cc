@@ -54,7 +54,8 @@ ScopedHugePages::~ScopedHugePages() {
 int MakeHugePageMemfd(uint64_t size) {
   int fd = memfd_create("gpucmd-test-huge", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
   if (fd < 0) return -1;
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
     close(fd);
     return -1;
   }
