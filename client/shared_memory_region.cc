@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/round_up.h"
 #include "base/scoped_fd.h"
 #include "base/status_macros.h"
 #include "client/client.h"
@@ -79,8 +80,8 @@ absl::StatusOr<std::pair<ScopedFd, uint64_t>> CreateSealedMemfd(uint64_t size_by
     return absl::ResourceExhaustedError(absl::StrCat("cannot create a memfd: ", strerror(errno)));
   }
   // A hugetlbfs file holds whole huge pages (st_blksize each).
-  const uint64_t page = huge_pages ? static_cast<uint64_t>(status.st_blksize) : 1;
-  const uint64_t file_bytes = (size_bytes + page - 1) / page * page;
+  const uint64_t file_bytes =
+      huge_pages ? RoundUp(size_bytes, static_cast<uint64_t>(status.st_blksize)) : size_bytes;
   if (ftruncate(memfd.get(), static_cast<off_t>(file_bytes)) != 0 ||
       fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
     return absl::ResourceExhaustedError(

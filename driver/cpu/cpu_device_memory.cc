@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/round_up.h"
 
 namespace gpucmd {
 namespace {
@@ -19,10 +20,6 @@ constexpr uint64_t kLowRangeStep = uint64_t{16} << 30;
 constexpr uint64_t kHighRangeBegin = uint64_t{1} << 44;  // 16 TiB
 constexpr uint64_t kHighSlotBytes = uint64_t{1} << 40;   // 1 TiB
 constexpr uint64_t kHighSlots = 64;
-
-uint64_t RoundUp(uint64_t value, uint64_t granularity) {
-  return (value + granularity - 1) / granularity * granularity;
-}
 
 }  // namespace
 

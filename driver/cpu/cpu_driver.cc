@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/round_up.h"
 #include "base/status_macros.h"
 
 namespace gpucmd {
@@ -61,8 +62,7 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
 }
 
 absl::StatusOr<HostResource> CpuBackend::AllocatePinned(uint64_t size_bytes) {
-  uint64_t rounded = (size_bytes + kPinnedAlignmentBytes - 1) / kPinnedAlignmentBytes *
-                     kPinnedAlignmentBytes;
+  uint64_t rounded = RoundUp(size_bytes, kPinnedAlignmentBytes);
   void* data = std::aligned_alloc(kPinnedAlignmentBytes, std::max<uint64_t>(rounded, 64));
   if (data == nullptr) {
     return absl::ResourceExhaustedError(

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
+#include "base/round_up.h"
 
 namespace gpucmd {
 namespace {
@@ -11,10 +12,6 @@ namespace {
 constexpr uint64_t kLargeGranularityBytes = 64 << 10;
 
 uint64_t NextPowerOfTwo(uint64_t value) { return value <= 1 ? 1 : std::bit_ceil(value); }
-
-uint64_t RoundUp(uint64_t value, uint64_t granularity) {
-  return (value + granularity - 1) / granularity * granularity;
-}
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/round_up.h"
 #include "base/scoped_fd.h"
 #include "base/status_macros.h"
 
@@ -73,8 +74,7 @@ absl::StatusOr<uint64_t> RegionMappingBytes(int fd, uint64_t size_bytes) {
   }
   if (!huge_pages) return size_bytes;
   // A hugetlbfs file holds whole huge pages (st_blksize each), and is mapped in them.
-  const uint64_t page = static_cast<uint64_t>(status.st_blksize);
-  return (size_bytes + page - 1) / page * page;
+  return RoundUp(size_bytes, static_cast<uint64_t>(status.st_blksize));
 }
 
 }  // namespace

@@ -109,21 +109,8 @@ struct EmptyKernelDaemon {
   std::string kernel;
 };
 
-// Bytes per second of a single-threaded memcpy of `size` bytes, measured now.
-inline double MemcpyBytesPerSecond(size_t size) {
-  std::vector<char> source(size, 1), target(size);
-  std::memcpy(target.data(), source.data(), size);  // fault the pages in
-  int rounds = static_cast<int>(std::max<size_t>(1, (64 << 20) / size));
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < rounds; ++i) {
-    std::memcpy(target.data(), source.data(), size);
-    benchmark::ClobberMemory();
-  }
-  return static_cast<double>(size) * rounds / SecondsSince(start);
-}
-
-// A single-threaded memcpy of `size` bytes between buffers of its own, to time beside
-// each transfer of the same size.
+// A single-threaded memcpy of `size` bytes between buffers of its own, timed one copy at
+// a time (e.g. beside each transfer of the same size).
 class MemcpyAlongside {
  public:
   explicit MemcpyAlongside(size_t size) : source_(size, 1), target_(size) {
@@ -140,6 +127,16 @@ class MemcpyAlongside {
  private:
   std::vector<char> source_, target_;
 };
+
+// Bytes per second of a single-threaded memcpy of `size` bytes, measured now (64 MiB
+// copied in all, at least one copy).
+inline double MemcpyBytesPerSecond(size_t size) {
+  MemcpyAlongside memcpy_rounds(size);
+  const int rounds = static_cast<int>(std::max<size_t>(1, (64 << 20) / size));
+  double seconds = 0;
+  for (int i = 0; i < rounds; ++i) seconds += memcpy_rounds.Seconds();
+  return static_cast<double>(size) * rounds / seconds;
+}
 
 // Sets bytes/s and `x_memcpy`: this throughput divided by memcpy's, both measured now.
 inline void ReportThroughput(benchmark::State& state, size_t size, double loop_seconds) {
