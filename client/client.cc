@@ -292,22 +292,30 @@ void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                             uint64_t stream) {
   v1::WriteHeader header;
+  header.set_session(token_);
   header.set_stream(stream);
   header.set_buffer(buffer.id());
   header.set_offset_bytes(offset);
   SetSlice(source, header.mutable_shared_memory());
-  return WriteRequest(std::move(header), "");
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::WriteResponse response;
+  return FromGrpcStatus(client_->stub_->WriteShared(&context, header, &response));
 }
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
                            uint64_t stream) {
   v1::ReadRequest request;
+  request.set_session(token_);
   request.set_stream(stream);
   request.set_buffer(buffer.id());
   request.set_offset_bytes(offset);
   request.set_size_bytes(target.size_bytes);
   SetSlice(target, request.mutable_shared_memory());
-  return ReadRequest(std::move(request)).status();
+  grpc::ClientContext context;
+  client_->PrepareContext(&context);
+  v1::ReadResponse response;
+  return FromGrpcStatus(client_->stub_->ReadShared(&context, request, &response));
 }
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,

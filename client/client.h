@@ -159,7 +159,9 @@ class Session {
   // Payloads above the message limit are streamed in chunks.
   absl::Status Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
                      uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt);
-  // Host -> device from shared memory: the slice's bytes land at `offset`.
+  // Host -> device from shared memory: the slice's bytes land at `offset`. Returns once
+  // they did (WriteShared), so the slice may be rewritten at once; earlier work on the
+  // stream finishes first.
   absl::Status Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                      uint64_t stream = 0);
   absl::StatusOr<std::string> Read(const Buffer& buffer, uint64_t offset, uint64_t size,

@@ -145,11 +145,17 @@ class Command final : public CommandInterface {
                      [&] { return Stage(std::move(data)); });
   }
 
-  absl::Status WriteShared(SessionId session, LogicalStream logical, BufferId id,
-                           const CopyLayout& layout, Bytes source) override {
+  absl::StatusOr<PendingWait> WriteShared(SessionId session, LogicalStream logical,
+                                          BufferId id, const CopyLayout& layout,
+                                          Bytes source) override {
     const uint64_t size = source.size();
-    return WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
-                     [&]() -> absl::StatusOr<Bytes> { return std::move(source); });
+    RETURN_IF_ERROR(WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
+                              [&]() -> absl::StatusOr<Bytes> { return std::move(source); }));
+    if (size == 0) return PendingWait();  // nothing was queued
+    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
+    Event copied = backend_.stream(index).RecordEvent();
+    if (copied.IsComplete()) return PendingWait();
+    return PendingWait([copied] { return copied.Wait(); });
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream logical, BufferId id,

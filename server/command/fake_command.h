@@ -44,7 +44,8 @@ class FakeCommand final : public CommandInterface {
 
   absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
                      const CopyLayout& layout, std::string data) override {
-    return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)));
+    return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)))
+        .status();
   }
 
   // Host memory is the fake's device memory: reached directly.
@@ -52,8 +53,9 @@ class FakeCommand final : public CommandInterface {
     return HostRegistration();
   }
 
-  absl::Status WriteShared(SessionId session, LogicalStream, BufferId buffer,
-                           const CopyLayout& layout, Bytes source) override {
+  // Copies at once: the returned wait is null.
+  absl::StatusOr<PendingWait> WriteShared(SessionId session, LogicalStream, BufferId buffer,
+                                          const CopyLayout& layout, Bytes source) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
     if (!bytes.ok()) return bytes.status();
     if (absl::Status inside = CheckLayoutBounds(layout, (*bytes)->size()); !inside.ok()) {
@@ -63,7 +65,7 @@ class FakeCommand final : public CommandInterface {
       std::memcpy((*bytes)->data() + layout.offset_bytes + row * layout.stride_bytes,
                   source.data() + row * layout.width_bytes, layout.width_bytes);
     }
-    return absl::OkStatus();
+    return PendingWait();
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream, BufferId buffer,

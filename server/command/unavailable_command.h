@@ -25,8 +25,8 @@ class UnavailableCommand final : public CommandInterface {
   absl::StatusOr<HostRegistration> RegisterHost(const HostResource&) override {
     return reason_;
   }
-  absl::Status WriteShared(SessionId, LogicalStream, BufferId, const CopyLayout&,
-                           Bytes) override {
+  absl::StatusOr<PendingWait> WriteShared(SessionId, LogicalStream, BufferId,
+                                          const CopyLayout&, Bytes) override {
     return reason_;
   }
   absl::StatusOr<PendingRead> Read(SessionId, LogicalStream, BufferId,

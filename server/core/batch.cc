@@ -56,6 +56,7 @@ bool Batch::NeverWaits(size_t begin, size_t end) const {
     if (answered(i)) continue;
     const Operation& operation = *commands_[i].operation;
     if (!std::holds_alternative<LaunchOp>(operation) &&
+        !std::holds_alternative<ReadOp>(operation) &&
         !std::holds_alternative<SynchronizeOp>(operation)) {
       return false;
     }
@@ -151,12 +152,17 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
           [&](FreeOp& free) { result.status = command.Free(session, free.buffer.id); },
           [&](WriteOp& write) {
             const uint64_t size = write.layout.host_bytes();
-            result.status =
-                write.shared.has_value()
-                    ? command.WriteShared(session, write.stream, write.buffer.id, write.layout,
-                                          *std::move(write.shared))
-                    : command.Write(session, write.stream, write.buffer.id, write.layout,
-                                    std::move(write.data));
+            if (write.shared.has_value()) {
+              absl::StatusOr<PendingWait> copied = command.WriteShared(
+                  session, write.stream, write.buffer.id, write.layout, *std::move(write.shared));
+              result.status = copied.status();
+              if (copied.ok() && write.answer_when_copied) {
+                result.synchronization = *std::move(copied);
+              }
+            } else {
+              result.status = command.Write(session, write.stream, write.buffer.id,
+                                            write.layout, std::move(write.data));
+            }
             if (result.status.ok()) result.bytes_written = size;
           },
           [&](ReadOp& read) {

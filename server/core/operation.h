@@ -43,6 +43,9 @@ struct WriteOp {
   CopyLayout layout;
   std::string data;             // inline: exactly layout.host_bytes()
   std::optional<Bytes> shared;  // or a shared-memory slice of that size (data empty)
+  // A write from `shared` answered once its copy completed (the WriteShared RPC), so the
+  // client may reuse the slice on the answer; else once queued.
+  bool answer_when_copied = false;
 };
 
 struct ReadOp {
@@ -98,7 +101,8 @@ struct OperationResult {
   BufferId allocated = 0;           // Allocate
   uint64_t bytes_written = 0;       // Write
   std::optional<PendingRead> read;  // Read: the bytes, complete once `status` is final
-  PendingWait synchronization;      // Synchronize: its end, waited for off the device thread
+  // Synchronize, or a write answered once copied: its end, waited for off the device thread.
+  PendingWait synchronization;
   std::shared_ptr<KernelOutput> printed;  // Synchronize: where the session's kernels print
   std::string kernel_output;              // Synchronize: what they printed, once it ended
 };

@@ -34,12 +34,11 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                   }
                   read_ = std::move(result.read);
                   if (into_shared_memory) {
-                    // The bytes are in the region: one message saying how many.
-                    sent_ = read_->bytes.size();
-                    sent_any_ = true;
+                    // The bytes are in the region: one message saying how many, and the
+                    // status with it.
                     response_.Clear();
-                    response_.set_total_bytes(sent_);
-                    StartWrite(&response_);
+                    response_.set_total_bytes(read_->bytes.size());
+                    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
                     return;
                   }
                   WriteNextChunk();
@@ -62,17 +61,17 @@ void ReadReactor::OnWriteDone(bool ok) {
 
 void ReadReactor::WriteNextChunk() {
   const Bytes& bytes = read_->bytes;
-  if (sent_ == bytes.size() && sent_any_) {
-    Finish(grpc::Status::OK);
-    return;
-  }
   uint64_t size = std::min<uint64_t>(chunk_bytes_, bytes.size() - sent_);
   response_.Clear();
-  if (!sent_any_) response_.set_total_bytes(bytes.size());
+  if (sent_ == 0) response_.set_total_bytes(bytes.size());
   response_.set_data(reinterpret_cast<const char*>(bytes.data()) + sent_, size);
   sent_ += size;
-  sent_any_ = true;
-  StartWrite(&response_);
+  // The last chunk carries the status along.
+  if (sent_ == bytes.size()) {
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  } else {
+    StartWrite(&response_);
+  }
 }
 
 }  // namespace gpucmd

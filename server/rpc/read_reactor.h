@@ -3,8 +3,8 @@
 
 // Device -> host over the streaming Read RPC: the read runs as a batch of one (the same
 // operation a Submit read is); once its copy completed (off the device thread) the bytes
-// are streamed in chunks below the message limit, each copied into a message whose
-// memory comes from the payload pool (Note [Payload pool]).
+// are streamed in chunks below the message limit, the last with the status, each copied
+// into a message whose memory comes from the payload pool (Note [Payload pool]).
 //
 // Thread-safety: gRPC runs one reactor callback at a time; the completion thread starts
 // the first write once, before any write callback can run.
@@ -35,7 +35,6 @@ class ReadReactor final : public grpc::ServerWriteReactor<v1::ReadResponse> {
   std::optional<PendingRead> read_;
   v1::ReadResponse response_;
   uint64_t sent_ = 0;
-  bool sent_any_ = false;
 };
 
 }  // namespace gpucmd

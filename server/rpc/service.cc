@@ -57,12 +57,16 @@ GpuCommandService::GpuCommandService(std::vector<DeviceDescription> devices, Ser
 grpc::ServerUnaryReactor* GpuCommandService::RunUnary(
     grpc::CallbackServerContext* context, const absl::Status& valid, const std::string& token,
     absl::string_view kind,
-    absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&)> convert,
+    absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&,
+                                                 const SessionRegions&)>
+        convert,
     absl::AnyInvocable<void(const OperationResult&)> reply) {
   if (!valid.ok()) return FinishUnary(context, valid);
   absl::StatusOr<SessionInfo> session = environment_.Touch(token);
   if (!session.ok()) return FinishUnary(context, session.status());
-  absl::StatusOr<Operation> operation = convert(environment_.devices[session->device]);
+  absl::StatusOr<Operation> operation =
+      convert(environment_.devices[session->device],
+              SessionRegions{&environment_.core->shared_memory(), session->id});
   if (!operation.ok()) return FinishUnary(context, operation.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   RunBatchOfOne(environment_, context, *session, kind, *std::move(operation),
@@ -153,7 +157,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Allocate(grpc::CallbackServerContex
                                                       v1::AllocateResponse* response) {
   return RunUnary(
       context, ValidateAllocate(*request), request->session(), "allocate",
-      [request](const DeviceDescription&) { return ToOperation(*request); },
+      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request); },
       [response](const OperationResult& result) { response->set_buffer(result.allocated); });
 }
 
@@ -162,7 +166,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Free(grpc::CallbackServerContext* c
                                                   v1::FreeResponse*) {
   return RunUnary(
       context, ValidateSessionToken(request->session()), request->session(), "free",
-      [request](const DeviceDescription&) { return ToOperation(*request, BatchAllocations()); },
+      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request, BatchAllocations()); },
       [](const OperationResult&) {});
 }
 
@@ -176,12 +180,54 @@ grpc::ServerWriteReactor<v1::ReadResponse>* GpuCommandService::Read(
   return new ReadReactor(&environment_, context, *request);
 }
 
+grpc::ServerUnaryReactor* GpuCommandService::WriteShared(grpc::CallbackServerContext* context,
+                                                         const v1::WriteHeader* request,
+                                                         v1::WriteResponse* response) {
+  absl::Status valid = ValidateWriteHeader(*request);
+  if (valid.ok() && !request->has_shared_memory()) {
+    valid = absl::InvalidArgumentError(
+        "WriteShared copies from a shared-memory slice: set `shared_memory` (inline bytes "
+        "go through Write)");
+  }
+  return RunUnary(
+      context, valid, request->session(), "write",
+      [request](const DeviceDescription& device,
+                const SessionRegions& regions) -> absl::StatusOr<Operation> {
+        ASSIGN_OR_RETURN(Operation write,
+                         ToOperation(*request, "", device, BatchAllocations(), regions));
+        std::get<WriteOp>(write).answer_when_copied = true;
+        return write;
+      },
+      [response](const OperationResult& result) {
+        response->set_bytes_written(result.bytes_written);
+      });
+}
+
+grpc::ServerUnaryReactor* GpuCommandService::ReadShared(grpc::CallbackServerContext* context,
+                                                        const v1::ReadRequest* request,
+                                                        v1::ReadResponse* response) {
+  absl::Status valid = ValidateRead(*request);
+  if (valid.ok() && !request->has_shared_memory()) {
+    valid = absl::InvalidArgumentError(
+        "ReadShared copies into a shared-memory slice: set `shared_memory` (inline reads go "
+        "through Read)");
+  }
+  return RunUnary(
+      context, valid, request->session(), "read",
+      [request](const DeviceDescription&, const SessionRegions& regions) {
+        return ToOperation(*request, BatchAllocations(), regions);
+      },
+      [response](const OperationResult& result) {
+        response->set_total_bytes(result.read->bytes.size());
+      });
+}
+
 grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* context,
                                                   const v1::CopyRequest* request,
                                                   v1::CopyResponse*) {
   return RunUnary(
       context, ValidateCopy(*request), request->session(), "copy",
-      [request](const DeviceDescription&) { return ToOperation(*request, BatchAllocations()); },
+      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request, BatchAllocations()); },
       [](const OperationResult&) {});
 }
 
@@ -258,7 +304,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Launch(grpc::CallbackServerContext*
                                                     v1::LaunchResponse*) {
   return RunUnary(
       context, ValidateLaunch(*request), request->session(), "launch",
-      [request](const DeviceDescription& device) {
+      [request](const DeviceDescription& device, const SessionRegions&) {
         return ToOperation(*request, device, BatchAllocations());
       },
       [](const OperationResult&) {});
@@ -271,7 +317,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Synchronize(grpc::CallbackServerCon
                                                          v1::SynchronizeResponse* response) {
   return RunUnary(
       context, ValidateSessionToken(request->session()), request->session(), "synchronize",
-      [request](const DeviceDescription&) { return ToOperation(*request); },
+      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request); },
       [response](const OperationResult& result) {
         response->set_kernel_output(result.kernel_output);
       });

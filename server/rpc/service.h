@@ -21,6 +21,7 @@
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/rpc/lease_streams.h"
 #include "server/rpc/peer_identity.h"
+#include "server/rpc/request_conversion.h"
 #include "server/rpc/rpc_environment.h"
 
 namespace gpucmd {
@@ -38,6 +39,8 @@ using GpuCommandServiceBase =
     G::WithCallbackMethod_Free<
     G::WithRawCallbackMethod_Write<
     G::WithCallbackMethod_Read<
+    G::WithCallbackMethod_WriteShared<
+    G::WithCallbackMethod_ReadShared<
     G::WithCallbackMethod_Copy<
     G::WithCallbackMethod_Defragment<
     G::WithCallbackMethod_Compile<
@@ -49,7 +52,7 @@ using GpuCommandServiceBase =
     G::WithCallbackMethod_UnregisterSharedMemory<
     G::WithCallbackMethod_GetStats<
     G::WithCallbackMethod_ListSessions<
-    G::Service>>>>>>>>>>>>>>>>>>>;
+    G::Service>>>>>>>>>>>>>>>>>>>>>;
 }  // namespace service_internal
 
 using service_internal::GpuCommandServiceBase;
@@ -84,6 +87,12 @@ class GpuCommandService final : public GpuCommandServiceBase {
                                                    grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<v1::ReadResponse>* Read(grpc::CallbackServerContext* context,
                                                    const v1::ReadRequest* request) override;
+  grpc::ServerUnaryReactor* WriteShared(grpc::CallbackServerContext* context,
+                                        const v1::WriteHeader* request,
+                                        v1::WriteResponse* response) override;
+  grpc::ServerUnaryReactor* ReadShared(grpc::CallbackServerContext* context,
+                                       const v1::ReadRequest* request,
+                                       v1::ReadResponse* response) override;
   grpc::ServerUnaryReactor* Copy(grpc::CallbackServerContext* context,
                                  const v1::CopyRequest* request,
                                  v1::CopyResponse* response) override;
@@ -122,12 +131,15 @@ class GpuCommandService final : public GpuCommandServiceBase {
   void EndLeases(const absl::Status& status);
 
  private:
-  // Checks the shape (`valid`), resolves `token`, converts with `convert` and runs the
-  // operation as a batch of one; `reply` fills the response from a successful result.
+  // Checks the shape (`valid`), resolves `token`, converts with `convert` (given the
+  // session's device and shared-memory regions) and runs the operation as a batch of one;
+  // `reply` fills the response from a successful result.
   grpc::ServerUnaryReactor* RunUnary(
       grpc::CallbackServerContext* context, const absl::Status& valid,
       const std::string& token, absl::string_view kind,
-      absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&)> convert,
+      absl::AnyInvocable<absl::StatusOr<Operation>(const DeviceDescription&,
+                                                   const SessionRegions&)>
+          convert,
       absl::AnyInvocable<void(const OperationResult&)> reply);
 
   const RpcEnvironment environment_;

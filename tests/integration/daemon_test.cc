@@ -134,7 +134,7 @@ TEST_F(DaemonTest, GpucmdctlBenchMeasuresEveryPathThroughTheDaemon) {
                           "empty launches + Synchronize, unary",
                           "empty launches + Synchronize, Submit batches of 64",
                           "inline write + Synchronize", "inline read",
-                          "shared-memory write + Synchronize", "shared-memory read"}) {
+                          "shared-memory write", "shared-memory read"}) {
     EXPECT_THAT(bench.stdout_text, HasSubstr(row)) << bench.stdout_text;
   }
   EXPECT_THAT(bench.stdout_text, Not(HasSubstr("("))) << "a figure could not be measured";

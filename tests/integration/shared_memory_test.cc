@@ -1,6 +1,7 @@
 // Shared-memory regions through the real daemon (Note [Shared-memory regions] in
 // server/core/shared_memory.h): a memfd handed over on the descriptor socket and
-// registered carries writes and receives reads, unary and in Submit batches, for clients
+// registered carries writes and receives reads (the unary WriteShared and ReadShared, the
+// streaming Write and Read, and in Submit batches), for clients
 // of other users too, with bounds, scoping, limits, what a client may hand over, and
 // what a dying client leaves behind checked.
 
@@ -24,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/huge_page_memfd.h"
 #include "tests/testing/random_bytes.h"
@@ -125,6 +127,106 @@ TEST_F(SharedMemoryTest, WritesAndReadsGoThroughTheRegion) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->session().shared_memory_regions(), 1u);
   EXPECT_EQ(stats->shared_memory_bytes(), 2 * kSize);
+}
+
+TEST_F(SharedMemoryTest, TheStreamingWriteAndReadTakeSlicesToo) {
+  SharedMemoryRegion region = MustCreate(*session_, 8192);
+  std::memcpy(region.data(), "streamed slices!", 16);
+  Buffer buffer = MustAllocate(16);
+  {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    auto writer = client_->stub().Write(&context, &response);
+    v1::WriteRequest request;
+    v1::WriteHeader* header = request.mutable_header();
+    header->set_session(session_->token());
+    header->set_buffer(buffer.id());
+    header->mutable_shared_memory()->set_region(region.id());
+    header->mutable_shared_memory()->set_size_bytes(16);
+    writer->WriteLast(request, grpc::WriteOptions());
+    ASSERT_TRUE(writer->Finish().ok());
+    EXPECT_EQ(response.bytes_written(), 16u);
+  }
+  ASSERT_TRUE(session_->Synchronize().ok()) << "a streaming write returns once queued";
+  grpc::ClientContext context;
+  v1::ReadRequest request;
+  request.set_session(session_->token());
+  request.set_buffer(buffer.id());
+  request.set_size_bytes(16);
+  request.mutable_shared_memory()->set_region(region.id());
+  request.mutable_shared_memory()->set_offset_bytes(4096);
+  request.mutable_shared_memory()->set_size_bytes(16);
+  auto reader = client_->stub().Read(&context, request);
+  v1::ReadResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.total_bytes(), 16u);
+  EXPECT_TRUE(response.data().empty()) << "the bytes went to the region";
+  EXPECT_FALSE(reader->Read(&response)) << "one message";
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(std::string(region.data() + 4096, 16), "streamed slices!");
+}
+
+TEST_F(SharedMemoryTest, AWriteReturnsOnceItsBytesLeftTheRegion) {
+  absl::StatusOr<v1::CompileResponse> spin = session_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  SharedMemoryRegion region = MustCreate(*session_, 4096);
+  Buffer buffer = MustAllocate(16);
+  std::memcpy(region.data(), "the first bytes!", 16);
+  // The write's copy waits behind a 300 ms kernel on its stream, and the write for it.
+  ASSERT_TRUE(session_
+                  ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                           {Int64Argument(300'000'000)})
+                  .ok());
+  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{region, 0, 16}).ok());
+  std::memcpy(region.data(), "refilled at once", 16);
+  EXPECT_EQ(session_->Read(buffer, 0, 16).value_or(""), "the first bytes!")
+      << "refilling the region after the write returned changed what it wrote";
+}
+
+TEST_F(SharedMemoryTest, TheUnaryCopiesTakeASliceAndNothingElse) {
+  SharedMemoryRegion region = MustCreate(*session_, 4096);
+  Buffer buffer = MustAllocate(16);
+  auto write_shared = [&](const v1::WriteHeader& header) {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    return FromGrpcStatus(client_->stub().WriteShared(&context, header, &response));
+  };
+  auto read_shared = [&](const v1::ReadRequest& request) {
+    grpc::ClientContext context;
+    v1::ReadResponse response;
+    return FromGrpcStatus(client_->stub().ReadShared(&context, request, &response));
+  };
+  v1::WriteHeader inline_write;
+  inline_write.set_session(session_->token());
+  inline_write.set_buffer(buffer.id());
+  inline_write.set_inline_size_bytes(16);
+  absl::Status refused = write_shared(inline_write);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("shared_memory"));
+  v1::ReadRequest inline_read;
+  inline_read.set_session(session_->token());
+  inline_read.set_buffer(buffer.id());
+  inline_read.set_size_bytes(16);
+  refused = read_shared(inline_read);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("shared_memory"));
+
+  v1::WriteHeader by_reference = inline_write;
+  by_reference.set_buffer_ref(1);
+  by_reference.mutable_shared_memory()->set_region(region.id());
+  by_reference.mutable_shared_memory()->set_size_bytes(16);
+  EXPECT_EQ(write_shared(by_reference).code(), absl::StatusCode::kInvalidArgument)
+      << "a batch reference outside a batch";
+  v1::WriteHeader unknown_region = by_reference;
+  unknown_region.set_buffer(buffer.id());
+  unknown_region.mutable_shared_memory()->set_region(region.id() + 100);
+  EXPECT_EQ(write_shared(unknown_region).code(), absl::StatusCode::kNotFound);
+  inline_read.mutable_shared_memory()->set_region(region.id() + 100);
+  inline_read.mutable_shared_memory()->set_size_bytes(16);
+  EXPECT_EQ(read_shared(inline_read).code(), absl::StatusCode::kNotFound);
+  v1::WriteHeader unknown_session = unknown_region;
+  unknown_session.set_session("not-a-session");
+  EXPECT_NE(write_shared(unknown_session).code(), absl::StatusCode::kOk);
 }
 
 TEST_F(SharedMemoryTest, ARegionInHugePagesCarriesCopiesBothWays) {

@@ -20,6 +20,7 @@
 #include "base/mutex.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
@@ -142,8 +143,24 @@ TEST(SystemdTest, ReadyStatusWatchdogWithheldWhileADeviceIsStuckAndStopping) {
   ASSERT_TRUE(session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
                               {Int64Argument(5'000'000'000LL)})
                   .ok());
+  // Streaming writes from the region: each answers once queued (WriteShared would wait
+  // for its copy, off the device thread).
+  auto queue_write = [&] {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    auto writer = (*client)->stub().Write(&context, &response);
+    v1::WriteRequest request;
+    v1::WriteHeader* header = request.mutable_header();
+    header->set_session(session->token());
+    header->set_buffer(buffer->id());
+    header->mutable_shared_memory()->set_region(region->id());
+    header->mutable_shared_memory()->set_size_bytes(64 * kMiB);
+    writer->WriteLast(request, grpc::WriteOptions());
+    return FromGrpcStatus(writer->Finish());
+  };
   for (int i = 0; i < 20; ++i) {  // 1.25 GiB
-    ASSERT_TRUE(session->Write(*buffer, 0, RegionSlice{*region, 0, 64 * kMiB}).ok());
+    absl::Status queued = queue_write();
+    ASSERT_TRUE(queued.ok()) << queued;
   }
   ASSERT_TRUE(session->Synchronize().ok());
   const auto unstuck = Clock::now();

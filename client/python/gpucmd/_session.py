@@ -120,9 +120,6 @@ class Session:
         self.closed = False
         self._lease: Optional[_Lease] = None
         self._region: Optional[SharedRegion] = None
-        # The stream of a write that may still be copying out of the region: the region
-        # is not refilled before that stream is synchronized.
-        self._region_read_by_stream: Optional[int] = None
         self._shared_memory_refused = False
         self._lock = threading.Lock()
 
@@ -280,7 +277,6 @@ class Session:
         """Unregisters and unmaps the region; a copy still reading it keeps the daemon's
         mapping until it completed (Note [Shared-memory regions])."""
         region, self._region = self._region, None
-        self._region_read_by_stream = None
         try:
             call(self.client._stub.UnregisterSharedMemory,
                  pb.UnregisterSharedMemoryRequest(session=self.token, region=region.region),
@@ -307,13 +303,12 @@ class Session:
                 del view
                 header.shared_memory.CopyFrom(pb.SharedMemorySlice(
                     region=region.region, offset_bytes=0, size_bytes=piece.size))
-                requests: Iterator[pb.WriteRequest] = iter([pb.WriteRequest(header=header)])
-                # A write returns once queued; its copy reads the region later.
-                self._region_read_by_stream = stream_number(stream)
+                # Returns once the bytes left the region: it may be refilled at once.
+                call(self.client._stub.WriteShared, header, timeout=self.client.timeout)
             else:
                 header.inline_size_bytes = piece.size
-                requests = self._inline_chunks(header, piece)
-            call(self.client._stub.Write, requests, timeout=self.client.timeout)
+                call(self.client._stub.Write, self._inline_chunks(header, piece),
+                     timeout=self.client.timeout)
 
     def _inline_chunks(self, header: pb.WriteHeader,
                        piece: numpy.ndarray) -> Iterator[pb.WriteRequest]:
@@ -346,9 +341,7 @@ class Session:
             if region is not None:
                 request.shared_memory.CopyFrom(pb.SharedMemorySlice(
                     region=region.region, offset_bytes=0, size_bytes=size))
-                for _ in self._drain_stream(
-                        self.client._stub.Read(request, timeout=self.client.timeout)):
-                    pass  # one message: how many bytes landed in the region
+                call(self.client._stub.ReadShared, request, timeout=self.client.timeout)
                 view = region.view(size)
                 target[:] = view
                 del view
@@ -394,12 +387,4 @@ class Session:
             return
         rows_per_piece = region.size // row_bytes
         for first in range(0, rows_total, rows_per_piece):
-            self._await_region()
             yield first, min(rows_per_piece, rows_total - first), region
-
-    def _await_region(self) -> None:
-        """Waits until no queued write still copies out of the region, so that it can be
-        filled again. The stream's synchronize may raise an earlier asynchronous error."""
-        stream, self._region_read_by_stream = self._region_read_by_stream, None
-        if stream is not None:
-            self.synchronize(stream)
