@@ -57,10 +57,11 @@ class Batch : public std::enable_shared_from_this<Batch> {
 
   // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
   // calling thread instead when it holds only launches, reads and synchronizes and the
-  // device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs, `abandoned` is
-  // asked first: a non-OK answer fails every command with it. `done` runs once the task
-  // finished and every read and synchronize among the commands completed (results
-  // final): after the task, or on a completion thread when there were any.
+  // device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
+  // `abandoned` is asked first: a non-OK answer fails every command with it. `done` runs
+  // once the task finished and every read, synchronize and write answered when copied
+  // among the commands completed (results final): after the task, or on a completion
+  // thread when there were any.
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,

@@ -136,7 +136,8 @@ TEST_F(BatchTest, RejectedCommandsAreAnsweredWithoutRunning) {
 // Which thread ran a batch of `operation`: its task asks `abandoned` first.
 std::thread::id ThreadThatRan(DeviceWorker& worker, Operation operation) {
   std::vector<BatchCommand> commands;
-  commands.push_back(BatchCommand{.sequence = 1, .kind = "command", .operation = std::move(operation)});
+  commands.push_back(
+      BatchCommand{.sequence = 1, .kind = "command", .operation = std::move(operation)});
   auto batch = std::make_shared<Batch>(std::move(commands));
   std::thread::id ran;
   std::promise<void> done;

@@ -166,7 +166,9 @@ grpc::ServerUnaryReactor* GpuCommandService::Free(grpc::CallbackServerContext* c
                                                   v1::FreeResponse*) {
   return RunUnary(
       context, ValidateSessionToken(request->session()), request->session(), "free",
-      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request, BatchAllocations()); },
+      [request](const DeviceDescription&, const SessionRegions&) {
+        return ToOperation(*request, BatchAllocations());
+      },
       [](const OperationResult&) {});
 }
 
@@ -227,7 +229,9 @@ grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* c
                                                   v1::CopyResponse*) {
   return RunUnary(
       context, ValidateCopy(*request), request->session(), "copy",
-      [request](const DeviceDescription&, const SessionRegions&) { return ToOperation(*request, BatchAllocations()); },
+      [request](const DeviceDescription&, const SessionRegions&) {
+        return ToOperation(*request, BatchAllocations());
+      },
       [](const OperationResult&) {});
 }
 
