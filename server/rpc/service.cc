@@ -30,6 +30,13 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// `valid`, or else INVALID_ARGUMENT saying `missing` when the request names no
+// shared-memory slice.
+absl::Status NamesSlice(absl::Status valid, bool names_slice, absl::string_view missing) {
+  if (valid.ok() && !names_slice) return absl::InvalidArgumentError(missing);
+  return valid;
+}
+
 v1::DriverKind ToProto(DriverKind kind) {
   switch (kind) {
     case DriverKind::kCpu:
@@ -185,14 +192,12 @@ grpc::ServerWriteReactor<v1::ReadResponse>* GpuCommandService::Read(
 grpc::ServerUnaryReactor* GpuCommandService::WriteShared(grpc::CallbackServerContext* context,
                                                          const v1::WriteHeader* request,
                                                          v1::WriteResponse* response) {
-  absl::Status valid = ValidateWriteHeader(*request);
-  if (valid.ok() && !request->has_shared_memory()) {
-    valid = absl::InvalidArgumentError(
-        "WriteShared copies from a shared-memory slice: set `shared_memory` (inline bytes "
-        "go through Write)");
-  }
   return RunUnary(
-      context, valid, request->session(), "write",
+      context,
+      NamesSlice(ValidateWriteHeader(*request), request->has_shared_memory(),
+                 "WriteShared copies from a shared-memory slice: set `shared_memory` (inline "
+                 "bytes go through Write)"),
+      request->session(), "write",
       [request](const DeviceDescription& device,
                 const SessionRegions& regions) -> absl::StatusOr<Operation> {
         ASSIGN_OR_RETURN(Operation write,
@@ -208,14 +213,12 @@ grpc::ServerUnaryReactor* GpuCommandService::WriteShared(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* GpuCommandService::ReadShared(grpc::CallbackServerContext* context,
                                                         const v1::ReadRequest* request,
                                                         v1::ReadResponse* response) {
-  absl::Status valid = ValidateRead(*request);
-  if (valid.ok() && !request->has_shared_memory()) {
-    valid = absl::InvalidArgumentError(
-        "ReadShared copies into a shared-memory slice: set `shared_memory` (inline reads go "
-        "through Read)");
-  }
   return RunUnary(
-      context, valid, request->session(), "read",
+      context,
+      NamesSlice(ValidateRead(*request), request->has_shared_memory(),
+                 "ReadShared copies into a shared-memory slice: set `shared_memory` (inline "
+                 "reads go through Read)"),
+      request->session(), "read",
       [request](const DeviceDescription&, const SessionRegions& regions) {
         return ToOperation(*request, BatchAllocations(), regions);
       },
