@@ -183,6 +183,43 @@ TEST_F(SharedMemoryTest, AWriteReturnsOnceItsBytesLeftTheRegion) {
       << "refilling the region after the write returned changed what it wrote";
 }
 
+TEST_F(SharedMemoryTest, PitchedRowsComeFromAndGoToTheRegion) {
+  // Three rows of 5 bytes, 8 bytes apart in the buffer, packed in the region.
+  SharedMemoryRegion region = MustCreate(*session_, 4096);
+  Buffer buffer = MustAllocate(24);
+  ASSERT_TRUE(session_->Write(buffer, 0, std::string(24, '.')).ok());
+  std::memcpy(region.data(), "row0.row1.row2.", 15);
+  v1::PitchedLayout pitched;
+  pitched.set_width_bytes(5);
+  pitched.set_height(3);
+  pitched.set_stride_bytes(8);
+  v1::WriteHeader write;
+  write.set_session(session_->token());
+  write.set_buffer(buffer.id());
+  *write.mutable_pitched() = pitched;
+  write.mutable_shared_memory()->set_region(region.id());
+  write.mutable_shared_memory()->set_size_bytes(15);
+  {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    ASSERT_TRUE(client_->stub().WriteShared(&context, write, &response).ok());
+    EXPECT_EQ(response.bytes_written(), 15u);
+  }
+  EXPECT_EQ(session_->Read(buffer, 0, 24).value_or(""), "row0....row1....row2....");
+  v1::ReadRequest read;
+  read.set_session(session_->token());
+  read.set_buffer(buffer.id());
+  *read.mutable_pitched() = pitched;
+  read.mutable_shared_memory()->set_region(region.id());
+  read.mutable_shared_memory()->set_offset_bytes(100);
+  read.mutable_shared_memory()->set_size_bytes(15);
+  grpc::ClientContext context;
+  v1::ReadResponse response;
+  ASSERT_TRUE(client_->stub().ReadShared(&context, read, &response).ok());
+  EXPECT_EQ(response.total_bytes(), 15u);
+  EXPECT_EQ(std::string(region.data() + 100, 15), "row0.row1.row2.");
+}
+
 TEST_F(SharedMemoryTest, TheUnaryCopiesTakeASliceAndNothingElse) {
   SharedMemoryRegion region = MustCreate(*session_, 4096);
   Buffer buffer = MustAllocate(16);
