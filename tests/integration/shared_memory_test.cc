@@ -263,7 +263,9 @@ TEST_F(SharedMemoryTest, TheUnaryCopiesTakeASliceAndNothingElse) {
   EXPECT_EQ(read_shared(inline_read).code(), absl::StatusCode::kNotFound);
   v1::WriteHeader unknown_session = unknown_region;
   unknown_session.set_session("not-a-session");
-  EXPECT_NE(write_shared(unknown_session).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(write_shared(unknown_session).code(), absl::StatusCode::kNotFound);
+  inline_read.set_session("not-a-session");
+  EXPECT_EQ(read_shared(inline_read).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SharedMemoryTest, ARegionInHugePagesCarriesCopiesBothWays) {
