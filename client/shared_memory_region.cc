@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "base/round_up.h"
 #include "base/scoped_fd.h"
+#include "base/send_descriptor.h"
 #include "base/status_macros.h"
 #include "client/client.h"
 
@@ -41,22 +42,7 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
     return absl::UnavailableError(
         absl::StrCat("cannot reach the descriptor socket ", path, ": ", strerror(errno)));
   }
-  char tag = 'R';
-  iovec data{.iov_base = &tag, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
-  if (sendmsg(connection.get(), &message, MSG_NOSIGNAL) != 1) {
-    return absl::UnavailableError(absl::StrCat("cannot hand over the memfd: ", strerror(errno)));
-  }
+  RETURN_IF_ERROR(SendDescriptor(connection.get(), fd));
   char reply[512];
   ssize_t size = recv(connection.get(), reply, sizeof(reply), 0);
   if (size < 1) return absl::UnavailableError("the descriptor socket closed without an answer");

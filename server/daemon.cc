@@ -242,6 +242,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
     }
     addresses.push_back(std::move(address));
   }
+  ASSIGN_OR_RETURN(daemon->descriptor_server_,
+                   DescriptorSocketServer::Start(&daemon->core_->handoffs(),
+                                                 DescriptorSocketServer::Limits()));
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(
@@ -249,7 +252,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
         " (address in use or bad host)"));
   }
   grpc::Server* server = daemon->server_.get();
-  DescriptorHandoffs* handoffs = &daemon->core_->handoffs();
+  DescriptorSocketServer* descriptor_server = daemon->descriptor_server_.get();
   for (size_t i = 0; i < addresses.size(); ++i) {
     ListenAddress& address = addresses[i];
     if (address.kind == ListenAddress::Kind::kUnix) {
@@ -263,7 +266,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
           grpc_listener.ok()
               ? ListenOnUnixSocket(
                     DescriptorSocketPathFor(address.path), SOCK_SEQPACKET, activated, config,
-                    [handoffs](int connection) { ServeDescriptorHandoff(connection, *handoffs); })
+                    [descriptor_server](int connection) { descriptor_server->Serve(connection); })
               : grpc_listener.status();
       if (!descriptor_listener.ok()) {
         daemon->unix_listeners_.clear();
@@ -415,6 +418,7 @@ bool Daemon::Shutdown() {
   drained.wait();
   server_->Wait();
   unix_listeners_.clear();
+  descriptor_server_.reset();
   http_.reset();
   // A GPU kernel cannot be stopped from the host (the CPU driver kills its executors),
   // and a device thread waiting for one would hold the exit past the drain: a second

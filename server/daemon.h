@@ -19,6 +19,7 @@
 #include "server/http_endpoint.h"
 #include "server/core/metrics.h"
 #include "server/core/server_core.h"
+#include "server/descriptor_socket.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "server/rpc/service.h"
 #include "server/service_notifier.h"
@@ -63,6 +64,9 @@ class Daemon {
   std::unique_ptr<ServerCore> core_;
   std::unique_ptr<GpuCommandService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // Serves every descriptor socket's connections (declared before the listeners that
+  // hand them over, so it goes after them).
+  std::unique_ptr<DescriptorSocketServer> descriptor_server_;
   // The Unix gRPC sockets (Note [Peer identity] in server/rpc/peer_identity.h) and
   // the descriptor socket beside each, which hands descriptors to the core.
   std::vector<std::unique_ptr<UnixListener>> unix_listeners_;

@@ -1,10 +1,14 @@
 #include "server/descriptor_socket.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/rpc/peer_identity.h"
@@ -12,16 +16,83 @@
 namespace gpucmd {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr int kMaxDescriptorsPerMessage = 4;
 
 void Reply(int connection, char kind, const std::string& text) {
   std::string message = std::string(1, kind) + text;
-  send(connection, message.data(), message.size(), MSG_NOSIGNAL);
+  send(connection, message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-void ServeConnection(int connection, DescriptorHandoffs& handoffs) {
-  timeval timeout{.tv_sec = 1, .tv_usec = 0};
-  setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+void Wake(int eventfd_descriptor) {
+  const uint64_t one = 1;
+  (void)!write(eventfd_descriptor, &one, sizeof(one));
+}
+
+// Milliseconds from `now` until `deadline`, rounded up; 0 once it passed.
+int MillisecondsUntil(Clock::time_point deadline, Clock::time_point now) {
+  if (deadline <= now) return 0;
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
+}
+
+}  // namespace
+
+std::string DescriptorSocketPathFor(const std::string& grpc_socket_path) {
+  return grpc_socket_path + ".fds";
+}
+
+absl::StatusOr<std::unique_ptr<DescriptorSocketServer>> DescriptorSocketServer::Start(
+    DescriptorHandoffs* handoffs, Limits limits) {
+  const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    return absl::UnavailableError(absl::StrCat("eventfd: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<DescriptorSocketServer>(
+      new DescriptorSocketServer(handoffs, limits, wake));
+}
+
+DescriptorSocketServer::DescriptorSocketServer(DescriptorHandoffs* handoffs, Limits limits,
+                                               int wake)
+    : handoffs_(handoffs), limits_(limits), wake_(wake), thread_([this] { Run(); }) {}
+
+DescriptorSocketServer::~DescriptorSocketServer() {
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  Wake(wake_);
+  thread_.join();
+  MutexLock lock(&mutex_);
+  for (const Waiting& waiting : waiting_) close(waiting.connection);
+  close(wake_);
+}
+
+void DescriptorSocketServer::Serve(int connection) {
+  std::string user = IdentifyUnixPeer(connection).Key();
+  if (TryAnswer(connection, user)) {
+    close(connection);
+    return;
+  }
+  {
+    MutexLock lock(&mutex_);
+    const auto users_waiting = std::count_if(
+        waiting_.begin(), waiting_.end(),
+        [&user](const Waiting& waiting) { return waiting.user == user; });
+    if (!stopping_ && waiting_.size() < limits_.max_waiting &&
+        static_cast<size_t>(users_waiting) < limits_.max_waiting_per_user) {
+      waiting_.push_back(Waiting{connection, std::move(user), Clock::now() + limits_.silence});
+      Wake(wake_);
+      return;
+    }
+  }
+  Reply(connection, 'E',
+        "too many of this user's connections to the descriptor socket wait for their "
+        "message: send it right after connecting");
+  close(connection);
+}
+
+bool DescriptorSocketServer::TryAnswer(int connection, const std::string& user) {
   char payload[64];
   iovec data{.iov_base = payload, .iov_len = sizeof(payload)};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptorsPerMessage)];
@@ -30,7 +101,9 @@ void ServeConnection(int connection, DescriptorHandoffs& handoffs) {
   message.msg_iovlen = 1;
   message.msg_control = control;
   message.msg_controllen = sizeof(control);
-  if (recvmsg(connection, &message, MSG_CMSG_CLOEXEC) < 0) return;
+  if (recvmsg(connection, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) < 0) {
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
   std::vector<int> received;
   for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
        header = CMSG_NXTHDR(&message, header)) {
@@ -45,26 +118,57 @@ void ServeConnection(int connection, DescriptorHandoffs& handoffs) {
   if (received.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
     for (int fd : received) close(fd);
     Reply(connection, 'E', "send exactly one descriptor (SCM_RIGHTS) per connection");
-    return;
+    return true;
   }
-  absl::StatusOr<std::string> token =
-      handoffs.Put(received.front(), IdentifyUnixPeer(connection).Key());
+  absl::StatusOr<std::string> token = handoffs_->Put(received.front(), user);
   if (token.ok()) {
     Reply(connection, 'T', *token);
   } else {
     Reply(connection, 'E', std::string(token.status().message()));
   }
+  return true;
 }
 
-}  // namespace
-
-std::string DescriptorSocketPathFor(const std::string& grpc_socket_path) {
-  return grpc_socket_path + ".fds";
-}
-
-void ServeDescriptorHandoff(int connection, DescriptorHandoffs& handoffs) {
-  ServeConnection(connection, handoffs);
-  close(connection);
+void DescriptorSocketServer::Run() {
+  std::vector<pollfd> polled;
+  while (true) {
+    polled.assign(1, pollfd{.fd = wake_, .events = POLLIN, .revents = 0});
+    int timeout_ms = -1;
+    {
+      MutexLock lock(&mutex_);
+      if (stopping_) return;
+      const Clock::time_point now = Clock::now();
+      for (const Waiting& waiting : waiting_) {
+        polled.push_back(pollfd{.fd = waiting.connection, .events = POLLIN, .revents = 0});
+        const int left = MillisecondsUntil(waiting.deadline, now);
+        timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+      }
+    }
+    if (poll(polled.data(), polled.size(), timeout_ms) < 0) {
+      if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (polled[0].revents != 0) {
+      uint64_t wakes;
+      (void)!read(wake_, &wakes, sizeof(wakes));
+    }
+    MutexLock lock(&mutex_);
+    const Clock::time_point now = Clock::now();
+    // Serve only appends: the first polled.size() - 1 connections are the ones polled.
+    size_t kept = 0;
+    for (size_t i = 0; i < waiting_.size(); ++i) {
+      const bool readable = i + 1 < polled.size() && polled[i + 1].revents != 0;
+      const bool done = (readable && TryAnswer(waiting_[i].connection, waiting_[i].user)) ||
+                        waiting_[i].deadline <= now;
+      if (done) {
+        close(waiting_[i].connection);
+        continue;
+      }
+      if (kept != i) waiting_[kept] = std::move(waiting_[i]);
+      ++kept;
+    }
+    waiting_.resize(kept);
+  }
 }
 
 }  // namespace gpucmd

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,16 @@ absl::StatusOr<std::string> DescriptorHandoffs::Put(int fd, std::string owner,
     return absl::ResourceExhaustedError(absl::StrCat(
         capacity_, " handed-over descriptors wait to be registered already; register or "
         "let them expire first"));
+  }
+  const auto owners_waiting =
+      std::count_if(waiting_.begin(), waiting_.end(),
+                    [&owner](const auto& entry) { return entry.second.owner == owner; });
+  if (static_cast<size_t>(owners_waiting) >= capacity_per_owner_) {
+    close(fd);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this user's ", owners_waiting, " handed-over descriptors wait to be registered "
+        "already (at most ", capacity_per_owner_, " per user); register or let them expire "
+        "first"));
   }
   std::string token = RandomToken();
   while (waiting_.contains(token)) token = RandomToken();

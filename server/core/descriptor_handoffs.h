@@ -7,7 +7,8 @@
 // bound to who handed it over (the peer's identity key, server/rpc/peer_identity.h): a
 // token is the proof of possession only in the hands of that same peer. A token is taken
 // once; a descriptor not taken within its lifetime is closed; at most `capacity` wait at
-// a time.
+// a time, at most `capacity_per_owner` of them from one owner (so that one user cannot
+// hold every place and keep the others from registering).
 //
 // Thread-safety: every method may be called from any thread.
 
@@ -25,14 +26,16 @@ class DescriptorHandoffs {
  public:
   using Clock = std::chrono::steady_clock;
 
-  DescriptorHandoffs(std::chrono::milliseconds lifetime, size_t capacity)
-      : lifetime_(lifetime), capacity_(capacity) {}
+  DescriptorHandoffs(std::chrono::milliseconds lifetime, size_t capacity,
+                     size_t capacity_per_owner)
+      : lifetime_(lifetime), capacity_(capacity), capacity_per_owner_(capacity_per_owner) {}
   ~DescriptorHandoffs();
   DescriptorHandoffs(const DescriptorHandoffs&) = delete;
   DescriptorHandoffs& operator=(const DescriptorHandoffs&) = delete;
 
   // Keeps `fd` (taken: closed on error), handed over by `owner` (not empty), and returns
-  // its token. RESOURCE_EXHAUSTED when `capacity` descriptors wait already.
+  // its token. RESOURCE_EXHAUSTED when `capacity` descriptors wait already, or
+  // `capacity_per_owner` of `owner`'s.
   absl::StatusOr<std::string> Put(int fd, std::string owner, Clock::time_point now = Clock::now());
 
   // The descriptor under `token`, now the caller's to close, when `caller` is the owner
@@ -51,6 +54,7 @@ class DescriptorHandoffs {
 
   const std::chrono::milliseconds lifetime_;
   const size_t capacity_;
+  const size_t capacity_per_owner_;
   Mutex mutex_;
   absl::flat_hash_map<std::string, Waiting> waiting_ ABSL_GUARDED_BY(mutex_);
 };

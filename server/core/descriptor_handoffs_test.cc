@@ -15,7 +15,7 @@ bool IsOpen(int fd) { return fcntl(fd, F_GETFD) != -1; }
 constexpr char kOwner[] = "uid:1000";
 
 TEST(DescriptorHandoffsTest, ATokenIsTakenOnceByItsOwner) {
-  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4);
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4, 4);
   int fd = dup(0);
   absl::StatusOr<std::string> token = handoffs.Put(fd, kOwner);
   ASSERT_TRUE(token.ok());
@@ -38,14 +38,14 @@ TEST(DescriptorHandoffsTest, ATokenIsTakenOnceByItsOwner) {
 }
 
 TEST(DescriptorHandoffsTest, ADescriptorFromNoIdentifiedPeerIsRefused) {
-  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4);
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4, 4);
   int fd = dup(0);
   EXPECT_EQ(handoffs.Put(fd, "").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(IsOpen(fd)) << "a refused descriptor is closed";
 }
 
 TEST(DescriptorHandoffsTest, UntakenDescriptorsExpireAndCapacityHolds) {
-  DescriptorHandoffs handoffs(std::chrono::seconds(30), 2);
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 2, 2);
   const Clock::time_point now = Clock::now();
   int first = dup(0);
   absl::StatusOr<std::string> token = handoffs.Put(first, kOwner, now);
@@ -59,6 +59,18 @@ TEST(DescriptorHandoffsTest, UntakenDescriptorsExpireAndCapacityHolds) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(IsOpen(first)) << "an expired descriptor is closed";
   EXPECT_TRUE(handoffs.Put(dup(0), kOwner, later).ok()) << "expired ones make room";
+}
+
+TEST(DescriptorHandoffsTest, OneOwnerHoldsAtMostItsShare) {
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4, 2);
+  ASSERT_TRUE(handoffs.Put(dup(0), kOwner).ok());
+  ASSERT_TRUE(handoffs.Put(dup(0), kOwner).ok());
+  int third = dup(0);
+  absl::Status refused = handoffs.Put(third, kOwner).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("at most 2 per user"), absl::string_view::npos) << refused;
+  EXPECT_FALSE(IsOpen(third)) << "a refused descriptor is closed";
+  EXPECT_TRUE(handoffs.Put(dup(0), "uid:1001").ok()) << "another owner still has room";
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ class ServerCore {
   SessionRegistry sessions_;
   InlineBudget inline_budget_;
   SharedMemoryTable shared_memory_;
-  DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256};
+  DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256, 32};
   const std::shared_ptr<PayloadPool> payloads_;
   Mutex mutex_;
   CondVar wake_;

@@ -24,6 +24,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
+#include "server/descriptor_socket.h"
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
@@ -398,11 +399,46 @@ TEST_F(SharedMemoryTest, TheDescriptorSocketRefusesMessagesWithoutADescriptor) {
   EXPECT_TRUE(SharedMemoryRegion::Create(*session_, 4096).ok()) << "the socket serves on";
 }
 
-TEST_F(SharedMemoryTest, ASilentConnectionDoesNotWedgeTheDescriptorSocket) {
-  int silent = ConnectToDescriptorSocket(directory_);  // sends nothing
-  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(*session_, 4096);
-  EXPECT_TRUE(region.ok()) << region.status();
-  close(silent);
+// True while the daemon holds `connection` open without having answered it.
+bool WaitsUnanswered(int connection) {
+  char byte;
+  return recv(connection, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+TEST_F(SharedMemoryTest, SilentConnectionsDelayNoOtherHandoff) {
+  std::vector<int> silent;
+  for (int i = 0; i < 4; ++i) silent.push_back(ConnectToDescriptorSocket(directory_));
+  int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  ASSERT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), memfd);
+  ASSERT_TRUE(token.ok()) << token.status();
+  for (int connection : silent) {
+    EXPECT_TRUE(WaitsUnanswered(connection))
+        << "the handoff was answered while the silent connections before it still waited, "
+           "not after each of them was dropped";
+    close(connection);
+  }
+  EXPECT_TRUE(RegisterToken(*token, 4096).ok());
+  close(memfd);
+}
+
+TEST_F(SharedMemoryTest, AUsersSilentConnectionsAreLimited) {
+  std::vector<int> silent;
+  for (size_t i = 0; i < DescriptorSocketServer::Limits().max_waiting_per_user; ++i) {
+    silent.push_back(ConnectToDescriptorSocket(directory_));
+  }
+  int one_more = ConnectToDescriptorSocket(directory_);
+  timeval timeout{.tv_sec = 10, .tv_usec = 0};
+  ASSERT_EQ(setsockopt(one_more, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)), 0);
+  char reply[512];
+  const ssize_t size = recv(one_more, reply, sizeof(reply), 0);
+  ASSERT_GT(size, 0) << "answered at once, not dropped after a wait";
+  EXPECT_EQ(reply[0], 'E');
+  EXPECT_THAT(std::string(reply + 1, size - 1), HasSubstr("too many"));
+  EXPECT_TRUE(WaitsUnanswered(silent.front()));
+  close(one_more);
+  for (int connection : silent) close(connection);
 }
 
 TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
