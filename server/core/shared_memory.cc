@@ -9,30 +9,35 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/round_up.h"
 #include "base/scoped_fd.h"
 #include "base/status_macros.h"
+#include "server/core/region_fault_guard.h"
 
 namespace gpucmd {
 
 // One mapped region, unmapped when the last reference (the table's, or a Slice's) goes;
-// its device registration ends first.
+// its device registration and its guard (Note [Faults in client memory]) end first.
 class SharedMemoryTable::Mapping {
  public:
   // `size` bytes of the region at `address`, in a mapping of `mapped_bytes` (more where
-  // the region lives in huge pages).
-  Mapping(void* address, uint64_t size, uint64_t mapped_bytes)
-      : address_(address), size_(size), mapped_bytes_(mapped_bytes) {}
+  // the region lives in huge pages), guarded by `guard`.
+  Mapping(void* address, uint64_t size, uint64_t mapped_bytes, GuardedRange guard)
+      : address_(address), size_(size), mapped_bytes_(mapped_bytes), guard_(std::move(guard)) {}
   ~Mapping() {
     registration = HostRegistration();
+    guard_.reset();
     munmap(address_, mapped_bytes_);
   }
   std::byte* data() const { return static_cast<std::byte*>(address_); }
   uint64_t size() const { return size_; }
   uint64_t mapped_bytes() const { return mapped_bytes_; }
+  bool lost() const { return guard_->lost(); }
 
   // Set once, under the table's lock.
   HostRegistration registration;
@@ -42,6 +47,7 @@ class SharedMemoryTable::Mapping {
   void* const address_;
   const uint64_t size_;
   const uint64_t mapped_bytes_;
+  std::optional<GuardedRange> guard_;  // reset only by the destructor
 };
 
 namespace {
@@ -104,7 +110,12 @@ absl::StatusOr<RegionId> SharedMemoryTable::Register(SessionId session, int fd,
     return absl::InvalidArgumentError(
         absl::StrCat("the memfd cannot be mapped for reading and writing: ", strerror(errno)));
   }
-  auto mapping = std::make_shared<Mapping>(address, size_bytes, mapping_bytes);
+  absl::StatusOr<GuardedRange> guard = GuardedRange::Guard(address, mapping_bytes);
+  if (!guard.ok()) {
+    munmap(address, mapping_bytes);
+    return guard.status();
+  }
+  auto mapping = std::make_shared<Mapping>(address, size_bytes, mapping_bytes, *std::move(guard));
   MutexLock lock(&mutex_);
   // Checked again: another registration may have come in while this one mapped.
   if (per_session_[session] >= limits_.max_regions_per_session ||
@@ -181,6 +192,12 @@ absl::StatusOr<Bytes> SharedMemoryTable::Slice(SessionId session, RegionId regio
     }
     mapping = it->second;
     registered = mapping->registered;
+  }
+  if (mapping->lost()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared-memory region ", region, " lost its memory: its pages went away while the "
+        "daemon mapped them (e.g. a hole punched in its memfd), so the daemon no longer "
+        "shares them; unregister it"));
   }
   if (offset_bytes > mapping->size() || size_bytes > mapping->size() - offset_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(

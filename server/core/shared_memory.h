@@ -17,7 +17,9 @@
 // session's region is NOT_FOUND, as an unknown one is) and go when it ends. A Slice
 // holds its region mapped, so a region unregistered while a copy still uses it stays
 // mapped until that copy has completed and released it. Regions per session and mapped
-// bytes in all are limited.
+// bytes in all are limited. A region whose pages go away while mapped (a hole punched
+// in a hugetlbfs memfd) cannot bring the daemon down: Note [Faults in client memory] in
+// region_fault_guard.h.
 //
 // On a GPU a region is also registered with the device (page-locked for DMA): the
 // server attaches the registration once the session's device made it, and from then on
@@ -81,7 +83,8 @@ class SharedMemoryTable {
 
   // [offset, offset + size) of the session's region, which stays mapped (and
   // registered) while the returned Bytes lives; pinned() once a registration is
-  // attached. NOT_FOUND as above; INVALID_ARGUMENT past the region's end.
+  // attached. NOT_FOUND as above; INVALID_ARGUMENT past the region's end;
+  // FAILED_PRECONDITION once the region lost its memory (Note [Faults in client memory]).
   absl::StatusOr<Bytes> Slice(SessionId session, RegionId region, uint64_t offset_bytes,
                               uint64_t size_bytes) const;
 

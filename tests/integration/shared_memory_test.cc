@@ -6,6 +6,7 @@
 // what a dying client leaves behind checked.
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -290,6 +291,67 @@ TEST_F(SharedMemoryTest, ARegionInHugePagesCarriesCopiesBothWays) {
   absl::Status past_end = session_->Write(buffer, 0, RegionSlice{*region, kSize, 1});
   EXPECT_EQ(past_end.code(), absl::StatusCode::kInvalidArgument)
       << "the region ends at its size, not at its last page's end";
+}
+
+// Note [Faults in client memory]: a hole punched in a hugetlbfs region, with no huge page
+// free to fill it, turns the daemon's next copy into it into SIGBUS.
+TEST_F(SharedMemoryTest, ARegionWhosePagesGoAwayCannotBringTheDaemonDown) {
+  testing::ScopedHugePages pages(1);
+  if (!pages.available()) GTEST_SKIP() << "no huge pages free, and not root to add them";
+  const int memfd = testing::MakeHugePageMemfd(testing::kHugePageBytes);
+  ASSERT_GE(memfd, 0);
+  absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), memfd);
+  ASSERT_TRUE(token.ok()) << token.status();
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session(session_->token());
+  request.set_handoff(*token);
+  request.set_size_bytes(testing::kHugePageBytes);
+  v1::RegisterSharedMemoryResponse registered;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(client_->stub().RegisterSharedMemory(&context, request, &registered).ok());
+  }
+  Buffer buffer = MustAllocate(4096);
+  auto copy = [&](bool into_region) {
+    grpc::ClientContext context;
+    v1::SharedMemorySlice slice;
+    slice.set_region(registered.region());
+    slice.set_size_bytes(4096);
+    if (into_region) {
+      v1::ReadRequest read;
+      read.set_session(session_->token());
+      read.set_buffer(buffer.id());
+      read.set_size_bytes(4096);
+      *read.mutable_shared_memory() = slice;
+      v1::ReadResponse response;
+      return client_->stub().ReadShared(&context, read, &response);
+    }
+    v1::WriteHeader write;
+    write.set_session(session_->token());
+    write.set_buffer(buffer.id());
+    *write.mutable_shared_memory() = slice;
+    v1::WriteResponse response;
+    return client_->stub().WriteShared(&context, write, &response);
+  };
+  ASSERT_TRUE(copy(/*into_region=*/true).ok()) << "the page is faulted in, and whole";
+  ASSERT_EQ(fallocate(memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                      testing::kHugePageBytes),
+            0)
+      << strerror(errno);
+  // Every free huge page reserved here: none is left to fill the hole.
+  std::vector<void*> reserved;
+  for (void* page = nullptr; reserved.size() < 64; reserved.push_back(page)) {
+    page = mmap(nullptr, testing::kHugePageBytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (page == MAP_FAILED) break;
+  }
+  EXPECT_TRUE(copy(/*into_region=*/true).ok()) << "the copy completes, on zero pages";
+  grpc::Status lost = copy(/*into_region=*/false);
+  EXPECT_EQ(lost.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << lost.error_message();
+  EXPECT_THAT(lost.error_message(), HasSubstr("lost its memory"));
+  EXPECT_TRUE(client_->ListDevices().ok()) << "the daemon serves on";
+  for (void* page : reserved) munmap(page, testing::kHugePageBytes);
+  close(memfd);
 }
 
 // Past limits.max_registered_shared_memory_bytes a region is not registered with the
