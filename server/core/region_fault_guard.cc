@@ -33,6 +33,10 @@ Mutex& SlotsMutex() {
   return *mutex;
 }
 
+// SIGBUS's action before the handler was installed: what a fault outside every region
+// gets.
+struct sigaction previous_action;
+
 void OnBusError(int, siginfo_t* info, void*) {
   const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
   for (Slot& slot : Slots()) {
@@ -47,7 +51,9 @@ void OnBusError(int, siginfo_t* info, void*) {
     slot.lost.store(true, std::memory_order_release);
     return;  // the faulting access runs again, on the zero pages
   }
-  signal(SIGBUS, SIG_DFL);  // not a region: the access faults again and ends the process
+  // Not a region: the access faults again and meets the action from before (by default,
+  // the end of the process).
+  sigaction(SIGBUS, &previous_action, nullptr);
 }
 
 void InstallHandler() {
@@ -55,16 +61,16 @@ void InstallHandler() {
   action.sa_sigaction = OnBusError;
   action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGBUS, &action, nullptr);
+  sigaction(SIGBUS, &action, &previous_action);
 }
 
 }  // namespace
 
 absl::StatusOr<GuardedRange> GuardedRange::Guard(void* address, uint64_t bytes) {
+  std::array<Slot, kCapacity>& slots = Slots();  // made before the handler may read it
   static absl::once_flag installed;
   absl::call_once(installed, InstallHandler);
   MutexLock lock(&SlotsMutex());
-  std::array<Slot, kCapacity>& slots = Slots();
   for (size_t i = 0; i < kCapacity; ++i) {
     if (slots[i].begin.load(std::memory_order_relaxed) != 0) continue;
     const auto begin = reinterpret_cast<uintptr_t>(address);

@@ -14,7 +14,8 @@
 // lost, and returns: the faulting copy resumes on those pages and completes. The range
 // no longer shares the client's memory then, so the region's owner is told
 // (FAILED_PRECONDITION for every later copy naming it, SharedMemoryTable::Slice). A
-// SIGBUS anywhere else ends the process, as it did before the handler.
+// SIGBUS anywhere else meets the action installed before the handler (by default, the
+// end of the process).
 //
 // A range is guarded from after its mmap until before its munmap: the handler never
 // maps over an address that something else may have been given since.
