@@ -60,6 +60,16 @@ class DescriptorSocketServerTest : public ::testing::Test {
     server_ = *std::move(server);
   }
 
+  // `count` connections handed to the server that send nothing.
+  std::vector<Connection> ServeSilentConnections(int count) {
+    std::vector<Connection> silent;
+    for (int i = 0; i < count; ++i) {
+      silent.push_back(Connect());
+      server_->Serve(silent.back().server);
+    }
+    return silent;
+  }
+
   DescriptorHandoffs handoffs_{std::chrono::seconds(30), 64, 64};
   std::unique_ptr<DescriptorSocketServer> server_;
 };
@@ -77,11 +87,7 @@ TEST_F(DescriptorSocketServerTest, AMessageAlreadyThereIsAnsweredWithAToken) {
 
 TEST_F(DescriptorSocketServerTest, SilentConnectionsWaitBesideALaterMessage) {
   StartServer(Limits{.silence = std::chrono::seconds(30)});
-  std::vector<Connection> silent;
-  for (int i = 0; i < 3; ++i) {
-    silent.push_back(Connect());
-    server_->Serve(silent.back().server);
-  }
+  std::vector<Connection> silent = ServeSilentConnections(3);
   Connection late = Connect();
   server_->Serve(late.server);
   // Sent after Serve returned.
@@ -118,11 +124,7 @@ TEST_F(DescriptorSocketServerTest, AMessageWithoutOneDescriptorIsRefused) {
 
 TEST_F(DescriptorSocketServerTest, AUsersWaitingConnectionsAreLimited) {
   StartServer(Limits{.silence = std::chrono::seconds(30), .max_waiting_per_user = 2});
-  std::vector<Connection> silent;
-  for (int i = 0; i < 2; ++i) {
-    silent.push_back(Connect());
-    server_->Serve(silent.back().server);
-  }
+  std::vector<Connection> silent = ServeSilentConnections(2);
   Connection one_more = Connect();
   server_->Serve(one_more.server);
   const std::string answer = Answer(one_more.client);
