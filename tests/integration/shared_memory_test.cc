@@ -503,6 +503,25 @@ TEST_F(SharedMemoryTest, AUsersSilentConnectionsAreLimited) {
   for (int connection : silent) close(connection);
 }
 
+TEST_F(SharedMemoryTest, AUsersUnregisteredHandoffsAreLimited) {
+  const int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  ASSERT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  constexpr int kPerUser = 32;  // the daemon's share per user, in the README
+  std::vector<std::string> tokens;
+  for (int i = 0; i < kPerUser; ++i) {
+    absl::StatusOr<std::string> token = HandOverDescriptor(daemon_->grpc_target(), memfd);
+    ASSERT_TRUE(token.ok()) << i << ": " << token.status();
+    tokens.push_back(*std::move(token));
+  }
+  absl::Status refused = HandOverDescriptor(daemon_->grpc_target(), memfd).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("at most 32 per user"));
+  EXPECT_TRUE(RegisterToken(tokens.front(), 4096).ok()) << "a token registered frees a place";
+  EXPECT_TRUE(HandOverDescriptor(daemon_->grpc_target(), memfd).ok());
+  close(memfd);
+}
+
 TEST_F(SharedMemoryTest, OnlySealedMemfdsAreAcceptedAndTokensServeOnce) {
   int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_EQ(ftruncate(memfd, 4096), 0);
