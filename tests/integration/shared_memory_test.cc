@@ -47,6 +47,7 @@ using ::testing::HasSubstr;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr int kMaxRegions = 3;
 constexpr uint64_t kMaxRegisteredBytes = 8 * kMiB;
+constexpr uint64_t kMaxMappedBytes = 16 * kMiB;
 
 class SharedMemoryTest : public ::testing::Test {
  protected:
@@ -58,6 +59,7 @@ class SharedMemoryTest : public ::testing::Test {
                           << "limits { session_lease_grace_seconds: 1"
                           << " max_shared_memory_regions: " << kMaxRegions
                           << " max_registered_shared_memory_bytes: " << kMaxRegisteredBytes
+                          << " max_shared_memory_bytes: " << kMaxMappedBytes
                           << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory_ + "/gpucmdd.sock",
@@ -620,6 +622,19 @@ TEST_F(SharedMemoryTest, RegionsPerSessionAreLimited) {
               HasSubstr("limits.max_shared_memory_regions"));
   regions.pop_back();  // unregisters
   EXPECT_TRUE(SharedMemoryRegion::Create(*session_, 4096).ok());
+}
+
+TEST_F(SharedMemoryTest, BytesMappedForAllSessionsAreLimited) {
+  std::optional<SharedMemoryRegion> mine(MustCreate(*session_, 12 * kMiB));
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  absl::StatusOr<SharedMemoryRegion> theirs = SharedMemoryRegion::Create(*other, 8 * kMiB);
+  EXPECT_EQ(theirs.status().code(), absl::StatusCode::kResourceExhausted) << theirs.status();
+  EXPECT_THAT(std::string(theirs.status().message()),
+              HasSubstr("limits.max_shared_memory_bytes"));
+  EXPECT_TRUE(SharedMemoryRegion::Create(*other, 4 * kMiB).ok()) << "what fits still maps";
+  mine.reset();  // unregisters, unmapping its 12 MiB
+  EXPECT_TRUE(SharedMemoryRegion::Create(*other, 8 * kMiB).ok());
 }
 
 }  // namespace
