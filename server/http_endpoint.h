@@ -1,15 +1,31 @@
 #ifndef GPUCMDD_SERVER_HTTP_ENDPOINT_H_
 #define GPUCMDD_SERVER_HTTP_ENDPOINT_H_
 
-// The operator's HTTP endpoint (civetweb):
+// The operator's HTTP endpoint:
 //   GET /healthz  200 "ok" while the process serves
 //   GET /readyz   200 once `ready()` holds, else 503 naming what is not ready
 //   GET /metrics  Prometheus text exposition
+// (HEAD too; other methods 405, other paths 404.)
 //
-// Thread-safety: handlers run on civetweb's worker threads; the callbacks given to
-// Start must be thread-safe and must outlive the endpoint. Stop (or the destructor)
-// blocks until every handler has returned.
+// Note [Health under idle connections]: a liveness probe that cannot get an answer
+// restarts the daemon, and every client loses its sessions with it; so no other
+// connection may keep /healthz from answering. One thread serves every connection from
+// an event loop (Boost.Asio and Beast), so a connection that sends nothing, or trickles
+// its request a byte at a time, holds no thread: a request that arrives whole is
+// answered at once, whatever the other connections do. Each connection has
+// `request_deadline` to deliver a whole request (again after each answer, for
+// keep-alive) and to take its answer, else it is closed; a request's header may hold
+// 8 KiB and it may carry no body (431, 400). At most `max_connections` are open:
+// accepting one more closes the one that has waited longest for its request, so a
+// flood of connections cannot keep a probe out either: one that sends its request at
+// once is answered long before `max_connections` later connections push it out.
+//
+// Thread-safety: the callbacks run on the endpoint's thread, one at a time (and hold up
+// every other connection while they run: keep them short); they must be thread-safe
+// against the rest of the daemon and outlive the endpoint. The destructor blocks until
+// a running callback has returned and closes every connection.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,10 +33,12 @@
 #include "absl/status/statusor.h"
 #include "server/listen_address.h"
 
-struct mg_context;
-struct mg_connection;
-
 namespace gpucmd {
+
+struct HttpEndpointLimits {
+  int max_connections = 256;
+  std::chrono::milliseconds request_deadline{1000};
+};
 
 class HttpEndpoint {
  public:
@@ -29,11 +47,13 @@ class HttpEndpoint {
     std::function<std::string()> not_ready_reason;
     std::function<std::string()> render_metrics;
   };
+  using Limits = HttpEndpointLimits;
 
   // Binds `address` (port 0: a free port) and starts serving. UNAVAILABLE when the
-  // address cannot be bound.
+  // address cannot be resolved or bound.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const HostPort& address,
-                                                             Callbacks callbacks);
+                                                             Callbacks callbacks,
+                                                             Limits limits = {});
   ~HttpEndpoint();
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
@@ -43,13 +63,11 @@ class HttpEndpoint {
   const std::string& host() const { return host_; }
 
  private:
-  explicit HttpEndpoint(Callbacks callbacks) : callbacks_(std::move(callbacks)) {}
-  static int HandleHealthz(mg_connection* connection, void* self);
-  static int HandleReadyz(mg_connection* connection, void* self);
-  static int HandleMetrics(mg_connection* connection, void* self);
+  class Server;
+  class Connection;
+  HttpEndpoint() = default;
 
-  Callbacks callbacks_;
-  mg_context* context_ = nullptr;
+  std::unique_ptr<Server> server_;
   std::string host_;
   int port_ = 0;
 };

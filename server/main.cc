@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <climits>
@@ -30,6 +31,17 @@ constexpr int kExitConfigError = 2;
 void KeepFreedMemory(uint64_t keep_bytes) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<uint64_t>(keep_bytes, INT_MAX)));
+}
+
+// Each client connection, handed-over memfd and HTTP connection holds a descriptor, and
+// the usual soft limit (1024, systemd's default) is far below what the session limits
+// allow. Nothing in the daemon uses select(), so the soft limit is raised to the hard one.
+void RaiseDescriptorLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
 }
 
 }  // namespace
@@ -88,6 +100,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   KeepFreedMemory(config.limits().payload_cache_bytes());
+  RaiseDescriptorLimit();
   absl::StatusOr<std::unique_ptr<gpucmd::Daemon>> daemon = gpucmd::Daemon::Start(config);
   if (!daemon.ok()) {
     spdlog::critical("cannot start: {}", std::string(daemon.status().message()));

@@ -7,7 +7,7 @@ packages=(
   bazel-bootstrap g++ git ca-certificates pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libboost-context-dev
+  prometheus-cpp-dev libspdlog-dev libfmt-dev libboost-dev libboost-context-dev
   prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
   clang-14 libclang-rt-14-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-pip python3-venv

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -319,17 +320,23 @@ TEST_F(DaemonTest, GpucmdctlTopShowsDevicesLive) {
       << "the session's row:\n" << screen;
 }
 
-// Connections that connect and send nothing do not keep the health endpoints from
-// answering (HttpGet gives up after 10 s without an answer).
+// Connections that send nothing, or only the start of a request, do not keep the
+// health endpoints from answering (Note [Health under idle connections]): more of them
+// than the endpoint keeps open, each of which would hold a thread for a second if
+// connections held threads (HttpGet gives up after 10 s without an answer).
 TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
   std::vector<int> idle;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 300; ++i) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(daemon_->http_port()));
     ASSERT_EQ(inet_pton(AF_INET, daemon_->http_host().c_str(), &address.sin_addr), 1);
     ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    if (i % 2 == 1) {
+      const std::string start = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+      ASSERT_EQ(write(fd, start.data(), start.size()), static_cast<ssize_t>(start.size()));
+    }
     idle.push_back(fd);
   }
   for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
@@ -339,6 +346,29 @@ TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
     EXPECT_EQ(answer->status, 200) << path;
   }
   for (int fd : idle) close(fd);
+}
+
+// Every client connection and handed-over descriptor holds a descriptor: the daemon
+// takes what the hard limit allows, not the soft limit it was started with (1024 under
+// systemd).
+TEST_F(DaemonTest, TheDescriptorLimitIsRaisedToTheHardLimit) {
+  rlimit inherited;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &inherited), 0);
+  if (inherited.rlim_max <= 1024) GTEST_SKIP() << "a hard limit of 1024 leaves nothing to raise";
+  rlimit lowered = inherited;
+  lowered.rlim_cur = 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig("", {});
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &inherited), 0);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  std::ifstream limits(absl::StrCat("/proc/", daemon->pid(), "/limits"));
+  std::string line;
+  while (std::getline(limits, line) && !absl::StartsWith(line, "Max open files")) {
+  }
+  std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  ASSERT_EQ(fields.size(), 6u) << line;  // Max open files SOFT HARD files
+  EXPECT_EQ(fields[3], std::to_string(inherited.rlim_max)) << line;
+  EXPECT_EQ(fields[4], std::to_string(inherited.rlim_max)) << line;
 }
 
 TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {
