@@ -2,13 +2,16 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <list>
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -33,8 +36,9 @@ bool IsParseError(const beast::error_code& error) {
 
 }  // namespace
 
-// Owns the listener, the thread and the connections. Everything but the constructor,
-// Listen and the destructor runs on `thread_`, which alone touches `connections_`.
+// Owns the listener, the threads and the connections. Everything but the constructor,
+// Listen, the destructor and the metrics callback runs on `thread_`, which alone
+// touches the connections and the lists below.
 class HttpEndpoint::Server {
  public:
   Server(Callbacks callbacks, Limits limits)
@@ -55,6 +59,10 @@ class HttpEndpoint::Server {
   // Makes room for one more connection: closes the one that has waited longest for its
   // request. False when every connection is past its request (then there is no room).
   bool CloseLongestWaiting();
+  // Answers `connection` with the next metrics rendered after now.
+  void AwaitMetrics(std::shared_ptr<Connection> connection);
+  // Renders the metrics on `render_thread_` for every connection that awaits them.
+  void RenderMetrics();
 
   const Callbacks callbacks_;
   const Limits limits_;
@@ -63,6 +71,13 @@ class HttpEndpoint::Server {
   asio::steady_timer accept_retry_{io_};
   // Open connections, those waiting for a request in the order they began to wait.
   std::list<Connection*> connections_;
+  // Note [Metrics off the loop]: rendering the metrics takes milliseconds with
+  // thousands of sessions, so it runs on a thread of its own, never holding up the
+  // loop, and one rendering at a time answers every request that came before it
+  // started: any number of /metrics requests costs at most one rendering at a time.
+  std::vector<std::shared_ptr<Connection>> awaiting_metrics_;
+  bool rendering_ = false;
+  asio::thread_pool render_thread_{1};
   std::thread thread_;
 };
 
@@ -84,6 +99,8 @@ class HttpEndpoint::Connection : public std::enable_shared_from_this<Connection>
   bool awaiting_request() const { return awaiting_request_; }
   // Cancels what is pending: the connection ends once its handler has run.
   void Close();
+  // Answers the /metrics request read last.
+  void AnswerMetrics(std::string metrics);
 
  private:
   void OnRequest(beast::error_code error);
@@ -155,11 +172,14 @@ void HttpEndpoint::Connection::OnRequest(beast::error_code error) {
     return Answer(http::status::service_unavailable, "text/plain",
                   absl::StrCat("not ready: ", reason, "\n"), keep_alive, is_head);
   }
-  if (path == "/metrics") {
-    return Answer(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                  callbacks.render_metrics(), keep_alive, is_head);
-  }
+  if (path == "/metrics") return server_.AwaitMetrics(shared_from_this());
   Answer(http::status::not_found, "text/plain", "not found\n", keep_alive, is_head);
+}
+
+void HttpEndpoint::Connection::AnswerMetrics(std::string metrics) {
+  const http::request<http::empty_body>& request = parser_->get();
+  Answer(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", std::move(metrics),
+         request.keep_alive(), request.method() == http::verb::head);
 }
 
 void HttpEndpoint::Connection::Answer(http::status status, std::string_view content_type,
@@ -247,6 +267,28 @@ bool HttpEndpoint::Server::CloseLongestWaiting() {
   return false;
 }
 
+void HttpEndpoint::Server::AwaitMetrics(std::shared_ptr<Connection> connection) {
+  awaiting_metrics_.push_back(std::move(connection));
+  if (!rendering_) RenderMetrics();
+}
+
+void HttpEndpoint::Server::RenderMetrics() {
+  rendering_ = true;
+  // The loop runs until the rendering's answer is back, even when stopping.
+  asio::post(render_thread_, [this, work = asio::make_work_guard(io_),
+                              awaiting = std::move(awaiting_metrics_)]() mutable {
+    std::string metrics = callbacks_.render_metrics();
+    asio::post(io_, [this, metrics = std::move(metrics), awaiting = std::move(awaiting)] {
+      rendering_ = false;
+      for (const std::shared_ptr<Connection>& connection : awaiting) {
+        connection->AnswerMetrics(metrics);
+      }
+      if (!awaiting_metrics_.empty()) RenderMetrics();
+    });
+  });
+  awaiting_metrics_.clear();
+}
+
 HttpEndpoint::Server::~Server() {
   if (thread_.joinable()) {
     // Closing the listener and every connection leaves the loop without work: it returns
@@ -259,6 +301,7 @@ HttpEndpoint::Server::~Server() {
     });
     thread_.join();
   }
+  render_thread_.join();
 }
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HostPort& address,

@@ -20,10 +20,12 @@
 // flood of connections cannot keep a probe out either: one that sends its request at
 // once is answered long before `max_connections` later connections push it out.
 //
-// Thread-safety: the callbacks run on the endpoint's thread, one at a time (and hold up
-// every other connection while they run: keep them short); they must be thread-safe
-// against the rest of the daemon and outlive the endpoint. The destructor blocks until
-// a running callback has returned and closes every connection.
+// Thread-safety: `not_ready_reason` runs on the endpoint's thread (and holds up every
+// other connection while it runs: keep it short); `render_metrics` runs on a thread of
+// its own, one call at a time, each answering every /metrics request that came before
+// it (Note [Metrics off the loop] in the .cc). Both must be thread-safe against the rest
+// of the daemon and outlive the endpoint. The destructor blocks until a running callback
+// has returned and closes every connection.
 
 #include <chrono>
 #include <functional>

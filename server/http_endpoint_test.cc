@@ -12,6 +12,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,7 +120,7 @@ class HttpEndpointTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint = HttpEndpoint::Start(
         {.host = "127.0.0.1", .port = 0},
         {.not_ready_reason = [this] { return not_ready_reason_; },
-         .render_metrics = [] { return std::string("gpucmd_up 1\n"); }},
+         .render_metrics = [this] { return render_metrics_(); }},
         limits);
     ASSERT_TRUE(endpoint.ok()) << endpoint.status();
     endpoint_ = *std::move(endpoint);
@@ -130,6 +133,7 @@ class HttpEndpointTest : public ::testing::Test {
   }
 
   std::string not_ready_reason_;
+  std::function<std::string()> render_metrics_ = [] { return std::string("gpucmd_up 1\n"); };
   std::unique_ptr<HttpEndpoint> endpoint_;
 };
 
@@ -215,6 +219,43 @@ TEST_F(HttpEndpointTest, ConnectionsThatSendNothingOrTrickleHoldNoOneUp) {
     EXPECT_THAT(answer.head, StartsWith("HTTP/1.1 200 OK\r\n")) << path;
   }
   for (auto& connection : idle) EXPECT_TRUE(connection->StillOpen(std::chrono::milliseconds(0)));
+}
+
+// Note [Metrics off the loop]: were metrics rendered on the loop, the health probes
+// would wait for the rendering held here.
+TEST_F(HttpEndpointTest, MetricsAreRenderedOffTheLoopOnceForAllWhoAsked) {
+  std::mutex mutex;
+  std::condition_variable released_changed;
+  bool released = false;
+  int renderings = 0;
+  render_metrics_ = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    released_changed.wait(lock, [&] { return released; });
+    return absl::StrCat("renderings ", ++renderings, "\n");
+  };
+  Serve();
+  const std::string metrics_request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  Connection first(endpoint_->port());
+  ASSERT_TRUE(first.Send(metrics_request));
+  std::vector<std::unique_ptr<Connection>> later;
+  for (int i = 0; i < 5; ++i) {
+    later.push_back(std::make_unique<Connection>(endpoint_->port()));
+    ASSERT_TRUE(later.back()->Send(metrics_request));
+  }
+  EXPECT_EQ(Get("/healthz").body, "ok\n") << "answered while the metrics render";
+  EXPECT_EQ(Get("/readyz").body, "ready\n");
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  released_changed.notify_all();
+  EXPECT_EQ(first.Receive().body, "renderings 1\n");
+  for (auto& connection : later) {
+    EXPECT_EQ(connection->Receive().body, "renderings 2\n")
+        << "one rendering for all that asked while the first ran";
+  }
+  ASSERT_TRUE(first.Send(metrics_request));
+  EXPECT_EQ(first.Receive().body, "renderings 3\n") << "a later request sees a new one";
 }
 
 TEST_F(HttpEndpointTest, AConnectionPastTheLimitClosesTheOneThatWaitedLongest) {
