@@ -125,6 +125,9 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!limits->has_max_sessions_per_client()) limits->set_max_sessions_per_client(1024);
   if (!limits->has_max_client_name_bytes()) limits->set_max_client_name_bytes(256);
   if (!limits->has_max_streams_per_session()) limits->set_max_streams_per_session(256);
+  if (!limits->has_tcp_handshake_timeout_seconds()) {
+    limits->set_tcp_handshake_timeout_seconds(10);
+  }
   if (!limits->has_max_inline_bytes_per_session()) {
     limits->set_max_inline_bytes_per_session(uint64_t{1} << 30);
   }
@@ -203,6 +206,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (limits.session_queued_commands() == 0) {
     return FieldError("limits.session_queued_commands", "must be positive");
+  }
+  if (limits.tcp_handshake_timeout_seconds() == 0) {
+    return FieldError("limits.tcp_handshake_timeout_seconds", "must be positive");
   }
   if (config.socket_mode() > 0777) {
     return FieldError("socket_mode", absl::StrFormat("%#o is not a permission mode (0..0777)",

@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"limits { max_message_bytes: 10 }", "limits.max_message_bytes"},
                       BadValue{"limits { device_queue_capacity: 0 }",
                                "limits.device_queue_capacity"},
+                      BadValue{"limits { tcp_handshake_timeout_seconds: 0 }",
+                               "limits.tcp_handshake_timeout_seconds"},
                       BadValue{"compile { workers: 0 }", "compile.workers"}));
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
@@ -346,6 +347,36 @@ TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
     EXPECT_EQ(answer->status, 200) << path;
   }
   for (int fd : idle) close(fd);
+}
+
+// A connection to a TCP listener that never opens HTTP/2 is closed after
+// limits.tcp_handshake_timeout_seconds (gRPC's own default: two minutes), so such
+// connections cannot pile up.
+TEST_F(DaemonTest, ATcpConnectionThatNeverSpeaksIsClosed) {
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+      "limits { tcp_handshake_timeout_seconds: 1 }", {"--listen=tcp:127.0.0.1:0"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ASSERT_EQ(daemon->grpc_targets().size(), 2u);
+  const std::string& target = daemon->grpc_targets()[1];
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(target.substr(target.rfind(':') + 1), &port)) << target;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const timeval patience{.tv_sec = 30, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  char buffer[256];
+  ssize_t n;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+  }
+  EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "still open after 30 s: " << strerror(errno);
+  close(fd);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(target);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->ListDevices().ok()) << "a client that speaks is served";
 }
 
 // Every client connection and handed-over descriptor holds a descriptor: the daemon
