@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tcp_connect.h"
 
 namespace gpucmd {
 namespace {
@@ -43,14 +44,10 @@ struct Answer {
 // fails the test instead of hanging it.
 class Connection {
  public:
-  explicit Connection(int port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    const timeval patience{.tv_sec = 10, .tv_usec = 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  explicit Connection(int port) {
+    absl::StatusOr<int> connected = testing::ConnectTcp("127.0.0.1", port);
+    EXPECT_TRUE(connected.ok()) << connected.status();
+    fd_ = connected.value_or(-1);
   }
   ~Connection() { close(fd_); }
   Connection(const Connection&) = delete;
@@ -110,7 +107,7 @@ class Connection {
     return true;
   }
 
-  int fd_;
+  int fd_ = -1;
   std::string received_;
 };
 

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/tcp_connect.h"
 
 namespace gpucmd {
 namespace {
@@ -37,6 +38,7 @@ using ::gpucmd::testing::HttpGet;
 using ::gpucmd::testing::RunCommand;
 using ::gpucmd::testing::RunfilePath;
 using ::gpucmd::testing::ShortTempDir;
+using ::gpucmd::testing::ConnectTcp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -328,12 +330,9 @@ TEST_F(DaemonTest, GpucmdctlTopShowsDevicesLive) {
 TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
   std::vector<int> idle;
   for (int i = 0; i < 300; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(daemon_->http_port()));
-    ASSERT_EQ(inet_pton(AF_INET, daemon_->http_host().c_str(), &address.sin_addr), 1);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    absl::StatusOr<int> connected = ConnectTcp(daemon_->http_host(), daemon_->http_port());
+    ASSERT_TRUE(connected.ok()) << connected.status();
+    const int fd = *connected;
     if (i % 2 == 1) {
       const std::string start = "GET /metrics HTTP/1.1\r\nX-Slow: ";
       ASSERT_EQ(write(fd, start.data(), start.size()), static_cast<ssize_t>(start.size()));
@@ -360,14 +359,9 @@ TEST_F(DaemonTest, ATcpConnectionThatNeverSpeaksIsClosed) {
   const std::string& target = daemon->grpc_targets()[1];
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(target.substr(target.rfind(':') + 1), &port)) << target;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const timeval patience{.tv_sec = 30, .tv_usec = 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  absl::StatusOr<int> connected = ConnectTcp("127.0.0.1", port, std::chrono::seconds(30));
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  const int fd = *connected;
   char buffer[256];
   ssize_t n;
   while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/file.h"
+#include "tests/testing/tcp_connect.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -100,17 +101,9 @@ std::string DaemonDriver() {
 
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
                                      const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
-  }
-  const timeval patience{.tv_sec = 10, .tv_usec = 0};  // an answer that never comes fails
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+  absl::StatusOr<int> connected = ConnectTcp(host, port);
+  if (!connected.ok()) return connected.status();
+  const int fd = *connected;
   std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host,
                                      "\r\nConnection: close\r\n\r\n");
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
