@@ -348,6 +348,44 @@ TEST_F(DaemonTest, HealthAnswersWhileOtherConnectionsIdle) {
   for (int fd : idle) close(fd);
 }
 
+// What the README promises of the endpoint's connections, through the daemon:
+// keep-alive requests on one connection, oversized requests refused, and a connection
+// that sends nothing closed after its second.
+TEST_F(DaemonTest, TheHttpEndpointKeepsConnectionsAliveAndBoundsThem) {
+  auto receive_all = [](int fd) {
+    std::string received;
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) received.append(buffer, n);
+    return received;
+  };
+  absl::StatusOr<int> keep_alive = ConnectTcp(daemon_->http_host(), daemon_->http_port());
+  ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
+  const std::string requests =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(*keep_alive, requests.data(), requests.size()),
+            static_cast<ssize_t>(requests.size()));
+  const std::string answers = receive_all(*keep_alive);
+  close(*keep_alive);
+  EXPECT_THAT(answers, ::testing::ContainsRegex("^HTTP/1.1 200 OK\r\n(.|\r|\n)*ok\n"
+                                                "HTTP/1.1 200 OK\r\n(.|\r|\n)*ready\n$"))
+      << answers;
+
+  absl::StatusOr<int> oversized = ConnectTcp(daemon_->http_host(), daemon_->http_port());
+  ASSERT_TRUE(oversized.ok()) << oversized.status();
+  const std::string big = absl::StrCat("GET /healthz HTTP/1.1\r\nX-Big: ",
+                                       std::string(9000, 'a'), "\r\n\r\n");
+  ASSERT_EQ(write(*oversized, big.data(), big.size()), static_cast<ssize_t>(big.size()));
+  EXPECT_THAT(receive_all(*oversized), ::testing::StartsWith("HTTP/1.1 431 "));
+  close(*oversized);
+
+  absl::StatusOr<int> silent = ConnectTcp(daemon_->http_host(), daemon_->http_port());
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  char byte;
+  EXPECT_EQ(recv(*silent, &byte, 1, 0), 0) << "closed by the daemon within the patience";
+  close(*silent);
+}
+
 // A connection to a TCP listener that never opens HTTP/2 is closed after
 // limits.tcp_handshake_timeout_seconds (gRPC's own default: two minutes), so such
 // connections cannot pile up.
