@@ -184,7 +184,8 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
                             .max_mapped_bytes = limits.max_shared_memory_bytes(),
                             .max_registered_bytes = limits.max_registered_shared_memory_bytes()},
-          .payloads = std::move(payloads)});
+          .payloads = std::move(payloads),
+          .keep_freed_bytes = limits.payload_cache_bytes()});
 }
 
 // Every open session by client name, with the device memory it holds.

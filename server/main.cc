@@ -1,16 +1,14 @@
 // gpucmdd: flags and config, start the daemon, wait for SIGTERM/SIGINT, drain, exit.
 
-#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
+#include "base/freed_memory.h"
 #include "server/command_line.h"
 #include "server/config.h"
 #include "server/daemon.h"
@@ -22,16 +20,6 @@
 namespace {
 
 constexpr int kExitConfigError = 2;
-
-// Memory fresh from the system costs a page fault per 4 KiB on first touch, which for bulk
-// transfers costs more than copying the bytes (Note [Payload pool]). So that transfers
-// reuse freed memory instead: allocations below 32 MiB come from malloc's heaps, not
-// from mappings of their own (unmapped again when freed), and up to `keep_bytes` freed at
-// the top of a heap stay there instead of going back to the system.
-void KeepFreedMemory(uint64_t keep_bytes) {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<uint64_t>(keep_bytes, INT_MAX)));
-}
 
 // Each client connection, handed-over memfd and HTTP connection holds a descriptor, and
 // the usual soft limit (1024, systemd's default) is far below what the session limits
@@ -99,7 +87,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  KeepFreedMemory(config.limits().payload_cache_bytes());
+  gpucmd::KeepFreedMemory(config.limits().payload_cache_bytes());
   RaiseDescriptorLimit();
   absl::StatusOr<std::unique_ptr<gpucmd::Daemon>> daemon = gpucmd::Daemon::Start(config);
   if (!daemon.ok()) {

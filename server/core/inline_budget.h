@@ -5,12 +5,16 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A write's inline payload is held by the daemon from the moment its bytes arrive until
 // the write has run (then the drop queue, with its own thresholds, holds what is still
-// being copied). Without a bound, a session could keep any number of streamed Writes
+// being copied); a read's bytes from its copy until they are handed to gRPC for the
+// client. Without a bound, a session could keep any number of streamed Writes, Reads
 // and Submit batches open and hold their bytes: the inline bytes one session's writes
-// hold at once are bounded by limits.max_inline_bytes_per_session. A streamed Write
-// reserves its declared size when its header arrives, before any payload is kept; a
-// Submit batch reserves each write's bytes when it is read. One past the limit is
-// RESOURCE_EXHAUSTED naming it; the reservation ends with the write's call or batch.
+// and reads hold at once are bounded by limits.max_inline_bytes_per_session. A streamed
+// Write reserves its declared size when its header arrives, before any payload is kept;
+// a streamed Read its size when it starts; a Submit batch each write's and read's bytes
+// when it is read. One past the limit is RESOURCE_EXHAUSTED naming it; the reservation
+// ends with the write's call or batch, and with a read's last chunk or the response that
+// ends its batch (Note [Replies the client does not read] in
+// server/rpc/submit_reactor.h).
 //
 // Thread-safety: all methods may be called from any thread.
 
@@ -63,14 +67,14 @@ class InlineBudget {
       const uint64_t already = held;
       if (held == 0) held_.erase(session);
       return absl::ResourceExhaustedError(absl::StrCat(
-          "the session's writes hold ", already, " inline bytes; ", bytes,
+          "the session's writes and reads hold ", already, " inline bytes; ", bytes,
           " more would pass its limit (limits.max_inline_bytes_per_session)"));
     }
     held += bytes;
     return Reservation(this, session, bytes);
   }
 
-  // Inline bytes `session`'s writes hold now.
+  // Inline bytes `session`'s writes and reads hold now.
   uint64_t HeldBy(SessionId session) const {
     MutexLock lock(&mutex_);
     auto it = held_.find(session);

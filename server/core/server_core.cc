@@ -16,6 +16,9 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
       shared_memory_(options.shared_memory),
       payloads_(options.payloads != nullptr ? options.payloads
                                             : std::make_shared<PayloadPool>(uint64_t{64} << 20)),
+      freed_memory_(options.keep_freed_bytes.has_value()
+                        ? std::make_optional<FreedMemoryReleaser>(*options.keep_freed_bytes)
+                        : std::nullopt),
       reaper_([this] { RunReaper(); }) {}
 
 ServerCore::~ServerCore() {
@@ -116,7 +119,14 @@ void ServerCore::RunReaper() {
     for (const SessionInfo& session : retry) {
       if (!SubmitReclaim(session).ok()) unreclaimed_.push_back(session);
     }
+    LookAtFreedMemory(std::chrono::steady_clock::now());
   }
+}
+
+void ServerCore::LookAtFreedMemory(std::chrono::steady_clock::time_point now) {
+  if (!freed_memory_.has_value() || now < next_freed_memory_look_) return;
+  next_freed_memory_look_ = now + options_.freed_memory_look_interval;
+  if (freed_memory_->Look(Quiet())) spdlog::debug("freed memory given back to the system");
 }
 
 }  // namespace gpucmd

@@ -3,7 +3,8 @@
 
 // The driver-independent core the gRPC service talks to: one DeviceWorker per device,
 // the session registry, and the reaper that reclaims sessions whose client went away
-// (lease broken past its grace, or idle past the timeout).
+// (lease broken past its grace, or idle past the timeout) and, in the daemon, gives
+// freed memory back (Note [Freed memory goes back] in base/freed_memory.h).
 //
 // Thread-safety: all methods may be called from any thread. Stop (or the destructor)
 // stops the reaper, then every device, finishing queued work.
@@ -11,10 +12,12 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/freed_memory.h"
 #include "base/mutex.h"
 #include "server/core/descriptor_handoffs.h"
 #include "server/core/device_worker.h"
@@ -32,13 +35,18 @@ class ServerCore {
     std::chrono::milliseconds lease_grace{5'000};
     std::chrono::milliseconds reap_interval{200};
     SessionLimits session_limits;
-    // Inline payload bytes one session's writes may hold (Note [Inline payload
+    // Inline payload bytes one session's writes and reads may hold (Note [Inline payload
     // budget]); 0: no limit.
     uint64_t inline_bytes_per_session = uint64_t{1} << 30;
     SharedMemoryTable::Limits shared_memory;
     // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
     // core's own, keeping up to 64 MiB.
     std::shared_ptr<PayloadPool> payloads;
+    // Set: every freed_memory_look_interval the reaper gives back what malloc's heaps
+    // hold free beyond this many bytes, once it stayed so with the devices quiet (Note
+    // [Freed memory goes back]). Unset: the process's memory is its owner's business.
+    std::optional<uint64_t> keep_freed_bytes;
+    std::chrono::milliseconds freed_memory_look_interval{5'000};
   };
 
   ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers, const Options& options);
@@ -94,6 +102,8 @@ class ServerCore {
 
  private:
   void RunReaper();
+  // One look of the releaser, when one is due.
+  void LookAtFreedMemory(std::chrono::steady_clock::time_point now);
   absl::Status SubmitReclaim(const SessionInfo& session);
 
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
@@ -107,6 +117,9 @@ class ServerCore {
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::vector<SessionInfo> unreclaimed_ ABSL_GUARDED_BY(mutex_);
+  // Used by the reaper only.
+  std::optional<FreedMemoryReleaser> freed_memory_;
+  std::chrono::steady_clock::time_point next_freed_memory_look_;
   std::thread reaper_;
   std::future<void> stopping_late_;  // StopBy's stop, when it outlived its deadline
 };

@@ -1,6 +1,7 @@
 #include "server/rpc/read_reactor.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
@@ -26,6 +27,12 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                    ToOperation(request, BatchAllocations(),
                                SessionRegions{&environment_->core->shared_memory(), session.id}));
   const bool into_shared_memory = request.has_shared_memory();
+  if (!into_shared_memory) {
+    ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
+                     environment_->core->inline_budget().Reserve(
+                         session.id, std::get<ReadOp>(read).layout.host_bytes()));
+    reservation_.emplace(std::move(reservation));
+  }
   RunBatchOfOne(*environment_, context, session, "read", std::move(read),
                 [this, into_shared_memory](OperationResult& result) {
                   if (!result.status.ok()) {
@@ -66,8 +73,11 @@ void ReadReactor::WriteNextChunk() {
   if (sent_ == 0) response_.set_total_bytes(bytes.size());
   response_.set_data(reinterpret_cast<const char*>(bytes.data()) + sent_, size);
   sent_ += size;
-  // The last chunk carries the status along.
+  // The last chunk carries the status along; the read's bytes are let go before the
+  // client can hear the call end.
   if (sent_ == bytes.size()) {
+    read_.reset();
+    reservation_.reset();
     StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
   } else {
     StartWrite(&response_);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "gmock/gmock.h"
 #include "driver/front_end/kernel_parser.h"
 #include "grpcpp/grpcpp.h"
@@ -252,11 +253,21 @@ TEST_F(ServiceTest, AWriteRejectedBeforeQueueingFailsLaterReadersOfItsBuffer) {
 TEST_F(ServiceTest, BatchesSentAheadAreAnsweredInOrder) {
   grpc::ClientContext context;
   auto stream = stub_->Submit(&context);
-  constexpr int kBatches = 2 * SubmitReactor::kMaxBatchesAhead + 1;  // more than read ahead
-  for (int b = 0; b < kBatches; ++b) {
-    ASSERT_TRUE(stream->Write(Allocations(100 * b, 3, 64))) << b;
-  }
-  stream->WritesDone();
+  // More than are read ahead and answered ahead (Note [Replies the client does not read]):
+  // sent while the answers are read, as a client must when it sends that many.
+  constexpr int kBatches = 4 * SubmitReactor::kMaxBatchesAhead + 1;
+  std::thread sender([&] {
+    for (int b = 0; b < kBatches; ++b) {
+      EXPECT_TRUE(stream->Write(Allocations(100 * b, 3, 64))) << b;
+    }
+    stream->WritesDone();
+  });
+  absl::Cleanup join_sender = [&] {
+    if (sender.joinable()) {
+      context.TryCancel();  // a failed read below: the sender stops too
+      sender.join();
+    }
+  };
   for (int b = 0; b < kBatches; ++b) {
     v1::SubmitResponse replies;
     ASSERT_TRUE(stream->Read(&replies)) << b;
@@ -267,6 +278,7 @@ TEST_F(ServiceTest, BatchesSentAheadAreAnsweredInOrder) {
       EXPECT_EQ(Code(replies.replies(i)), absl::StatusCode::kOk) << replies.replies(i).status().message();
     }
   }
+  sender.join();
   v1::SubmitResponse extra;
   EXPECT_FALSE(stream->Read(&extra)) << "nothing more than the batches' answers";
   EXPECT_TRUE(stream->Finish().ok());

@@ -1,9 +1,13 @@
 #include "server/rpc/submit_reactor.h"
 
+#include <variant>
+
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_messages.h"
 #include "server/rpc/request_conversion.h"
+#include "server/rpc/submit_replies.h"
 
 namespace gpucmd {
 
@@ -60,7 +64,8 @@ SubmitReactor::Next SubmitReactor::Advance() {
   Next next;
   if (finished_) return next;
   if (client_gone_) waiting_.clear();  // nobody to answer
-  if (!batch_running_ && !waiting_.empty()) {
+  // Note [Replies the client does not read]: no batch starts while answers pile up.
+  if (!batch_running_ && !waiting_.empty() && outgoing_.size() < kMaxBatchesAhead) {
     running_ = std::move(waiting_.front());
     waiting_.pop_front();
     batch_running_ = true;
@@ -72,7 +77,9 @@ SubmitReactor::Next SubmitReactor::Advance() {
   }
   if (!writing_ && !outgoing_.empty() && !client_gone_) {
     writing_ = true;
-    next.write = &outgoing_.front();
+    // From here on the client may hear the answer: the reads' budget is given back first.
+    outgoing_.front().read_reservations.clear();
+    next.write = &outgoing_.front().message;
   }
   if (!batch_running_ && !writing_ && (client_gone_ || (reads_done_ && outgoing_.empty()))) {
     finished_ = true;
@@ -93,13 +100,28 @@ void SubmitReactor::Act(const Next& next) {
   if (next.run) RunNext();
 }
 
-absl::Status SubmitReactor::ReserveInline(const v1::Command& command, SessionId session,
+absl::Status SubmitReactor::ReserveInline(const Operation& operation, SessionId session,
                                           InFlight& in_flight) const {
-  if (!command.has_write()) return absl::OkStatus();
+  uint64_t bytes = 0;
+  std::vector<InlineBudget::Reservation>* held = nullptr;
+  if (const auto* write = std::get_if<WriteOp>(&operation)) {
+    bytes = write->data.size();
+    held = &in_flight.write_reservations;
+  } else if (const auto* read = std::get_if<ReadOp>(&operation);
+             read != nullptr && !read->into.has_value()) {
+    bytes = read->layout.host_bytes();
+    if (bytes > environment_->read_chunk_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a read in a batch returns at most ", environment_->read_chunk_bytes,
+          " bytes (one response under limits.max_message_bytes), not ", bytes,
+          ": split it, or use the Read RPC or a shared-memory slice"));
+    }
+    held = &in_flight.read_reservations;
+  }
+  if (held == nullptr || bytes == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
-                   environment_->core->inline_budget().Reserve(
-                       session, command.write().data().size()));
-  in_flight.reservations.push_back(std::move(reservation));
+                   environment_->core->inline_budget().Reserve(session, bytes));
+  held->push_back(std::move(reservation));
   return absl::OkStatus();
 }
 
@@ -131,14 +153,16 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
     } else if (command.has_compile()) {
       in_flight.sessions[i] = *session;
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
-    } else if (absl::Status reserved = ReserveInline(command, session->id, in_flight);
-               !reserved.ok()) {
-      in_flight.sessions[i] = *session;
-      operation = reserved;
     } else {
       in_flight.sessions[i] = *session;
       operation = ToOperation(command, environment_->devices[session->device], earlier,
                               SessionRegions{&environment_->core->shared_memory(), session->id});
+      if (operation.ok()) {
+        if (absl::Status reserved = ReserveInline(*operation, session->id, in_flight);
+            !reserved.ok()) {
+          operation = reserved;
+        }
+      }
     }
     if (!operation.ok() && session.ok()) {
       commands[i].session = session->id;
@@ -252,33 +276,29 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
 }
 
 void SubmitReactor::SendReplies(size_t end, bool batch_done) {
-  v1::SubmitResponse& replies = *running_->response;
-  grpc::ByteBuffer serialized;
-  if (running_->unsent == 0 && end == static_cast<size_t>(replies.replies_size())) {
-    // Every reply in one message (a batch answered once): sent from where they are.
-    replies.set_batch_done(batch_done);
-    serialized = SerializeResponse(replies);
-    running_->unsent = end;
-  } else {
-    v1::SubmitResponse response;
-    for (size_t& i = running_->unsent; i < end; ++i) {
-      *response.add_replies() = replies.replies(static_cast<int>(i));
-    }
-    response.set_batch_done(batch_done);
-    serialized = SerializeResponse(response);
-  }
-  Next next;
+  const v1::SubmitResponse& replies = *running_->response;
+  std::deque<Outgoing> messages;  // (Outgoing is not copyable: a deque never relocates)
+  size_t& next = running_->unsent;
+  do {  // at least one message: the one that says batch_done may carry no reply
+    const size_t fit = RepliesThatFit(replies, next, end, environment_->read_chunk_bytes);
+    messages.push_back({SerializeReplies(replies, next, fit, batch_done && fit == end)});
+    next = fit;
+  } while (next < end);
+  if (batch_done) messages.back().read_reservations = std::move(running_->read_reservations);
+  Next after;
   {
     MutexLock lock(&mutex_);
-    if (!client_gone_) outgoing_.push_back(std::move(serialized));
-    next = Advance();
+    if (!client_gone_) {
+      for (Outgoing& message : messages) outgoing_.push_back(std::move(message));
+    }
+    after = Advance();
   }
-  Act(next);
+  Act(after);
 }
 
 void SubmitReactor::FinishBatch() {
   // Its writes have run: their budget is given back before the client hears so.
-  running_->reservations.clear();
+  running_->write_reservations.clear();
   SendReplies(running_->batch->size(), /*batch_done=*/true);
   std::unique_ptr<InFlight> done = std::move(running_);
   Next next;

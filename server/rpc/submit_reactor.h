@@ -13,6 +13,18 @@
 // finished ones: a client that keeps several batches in flight never leaves the device
 // idle for a round trip. A batch is answered by one response, or, when it asks for
 // stream_replies, by one per run of commands as they complete; the last says batch_done.
+// Replies that together pass the message limit go in several responses (one reply
+// never does: a read in a batch returns at most a message's worth of bytes).
+//
+// Note [Replies the client does not read]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A client may send batches and never read the answers. The daemon then holds no more
+// than this: no batch starts while kMaxBatchesAhead responses wait to be written, and
+// no more are read meanwhile (so the client's sends stall too); a read's bytes count
+// against its session's inline budget (Note [Inline payload budget]) from the batch's
+// arrival until the response that ends the batch is handed to gRPC, which is before the
+// client can hear of it (so a client that sends its next batch on that answer finds the
+// budget given back).
 //
 // Thread-safety: gRPC runs one reactor callback at a time; the running batch is carried
 // on by one thread at a time (device, completion or compile thread); what both touch is
@@ -63,7 +75,15 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     size_t next = 0;              // the first command not run yet
     size_t unsent = 0;            // the first reply not sent yet (stream_replies)
     // Its writes' share of their sessions' inline budgets, until the batch is done.
-    std::vector<InlineBudget::Reservation> reservations;
+    std::vector<InlineBudget::Reservation> write_reservations;
+    // Its reads' share, until the response that ends the batch is handed to gRPC.
+    std::vector<InlineBudget::Reservation> read_reservations;
+  };
+
+  // A response to write, and the reads' budget it holds until it is handed to gRPC.
+  struct Outgoing {
+    grpc::ByteBuffer message;
+    std::vector<InlineBudget::Reservation> read_reservations;
   };
 
   // Sized for a batch of some dozens of commands in its first block.
@@ -75,9 +95,10 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }();
   // Checks and converts every command of the parsed `in_flight.request`.
   void Convert(InFlight& in_flight) const;
-  // Counts a write's payload against its session's inline budget for the batch's life
-  // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it.
-  absl::Status ReserveInline(const v1::Command& command, SessionId session,
+  // Counts the inline bytes of a converted write or read against its session's budget
+  // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it, INVALID_ARGUMENT for a
+  // read whose bytes cannot fit one response.
+  absl::Status ReserveInline(const Operation& operation, SessionId session,
                              InFlight& in_flight) const;
   // Runs the running batch from its next command; finishes it after the last.
   void RunNext();
@@ -85,8 +106,8 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Commands [begin, end) of one session (and answered ones), in one device task.
   void RunOnDevice(size_t begin, size_t end);
   void Answer(size_t begin, size_t end);
-  // Sends the running batch's replies from `unsent` up to `end` (batch_done when it is
-  // the last).
+  // Sends the running batch's replies from `unsent` up to `end`, in as many responses as
+  // the message limit takes (batch_done on the last when it ends the batch).
   void SendReplies(size_t end, bool batch_done);
   // The running batch is done: runs the next, or ends the call when nothing is left.
   void FinishBatch();
@@ -122,7 +143,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   Mutex mutex_;
   std::deque<std::unique_ptr<InFlight>> waiting_ ABSL_GUARDED_BY(mutex_);
   bool batch_running_ ABSL_GUARDED_BY(mutex_) = false;
-  std::deque<grpc::ByteBuffer> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
+  std::deque<Outgoing> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = true;
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;

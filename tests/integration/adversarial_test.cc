@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -26,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/random_bytes.h"
 #include "tests/testing/raw_call.h"
 
 namespace gpucmd {
@@ -33,6 +35,7 @@ namespace {
 
 using ::gpucmd::testing::CallWithRawBody;
 using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::RandomBytes;
 using ::gpucmd::testing::RunCommand;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
@@ -622,6 +625,109 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   EXPECT_TRUE(whole.ok()) << whole.error_message();
   grpc::Status again = write_whole();
   EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
+}
+
+// A read's bytes count against the session's inline budget until they are handed to
+// gRPC: reads queued behind a kernel, whose bytes the daemon would hold until their
+// clients read them, are refused past it (three reads of 4 MiB against 8 MiB: one is
+// refused, whichever the daemon took last). Reads the client takes in turn never are,
+// however fast the next follows the last answer.
+TEST_F(AdversarialTest, ReadsHoldAtMostTheSessionsInlineBudget) {
+  constexpr uint64_t kReadBytes = kInlineBytesPerSession / 2;
+  absl::StatusOr<Buffer> buffer = attacker_->Allocate(kInlineBytesPerSession);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const std::string bytes = RandomBytes(kInlineBytesPerSession, 12);
+  ASSERT_TRUE(attacker_->Write(*buffer, 0, bytes).ok());
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  // Long enough that the three reads arrive while it runs, on a loaded machine too.
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                {Int64Argument(2'000'000'000)})
+                  .ok());
+  struct HeldRead {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> stream;
+  };
+  HeldRead held[3];
+  v1::ReadRequest request;
+  request.set_session(attacker_->token());
+  request.set_buffer(buffer->id());
+  request.set_size_bytes(kReadBytes);
+  for (HeldRead& read : held) read.stream = client_->stub().Read(&read.context, request);
+  int refused = 0, answered = 0;
+  for (HeldRead& read : held) {
+    std::string data;
+    v1::ReadResponse chunk;
+    while (read.stream->Read(&chunk)) data += chunk.data();
+    grpc::Status status = read.stream->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_THAT(status.error_message(), HasSubstr("limits.max_inline_bytes_per_session"));
+    } else {
+      EXPECT_TRUE(status.ok()) << status.error_message();
+      EXPECT_TRUE(data == bytes.substr(0, kReadBytes)) << "the read's bytes";
+      ++answered;
+    }
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(answered, 2);
+
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<std::string> whole = attacker_->Read(*buffer, 0, kInlineBytesPerSession);
+    ASSERT_TRUE(whole.ok()) << "read " << i << ": " << whole.status();
+    EXPECT_TRUE(*whole == bytes);
+  }
+}
+
+// The same for reads in Submit batches: a batch's reads past the budget are refused
+// with it named, and a batch that takes the whole budget can follow the answer of the
+// last at once.
+TEST_F(AdversarialTest, ReadsInBatchesHoldAtMostTheSessionsInlineBudget) {
+  constexpr uint64_t kReadBytes = kInlineBytesPerSession / 2;
+  absl::StatusOr<Buffer> buffer = attacker_->Allocate(kReadBytes);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const std::string bytes = RandomBytes(kReadBytes, 13);
+  ASSERT_TRUE(attacker_->Write(*buffer, 0, bytes).ok());
+  auto reads = [&](int count) {
+    v1::SubmitRequest batch;
+    for (int i = 0; i < count; ++i) {
+      v1::Command* command = batch.add_commands();
+      command->set_sequence(i);
+      command->mutable_read()->set_session(attacker_->token());
+      command->mutable_read()->set_buffer(buffer->id());
+      command->mutable_read()->set_size_bytes(kReadBytes);
+    }
+    return batch;
+  };
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  // Every reply of one batch, whatever the number of responses.
+  auto replies_of = [&](const v1::SubmitRequest& batch) {
+    EXPECT_TRUE(stream->Write(batch));
+    std::vector<v1::CommandReply> replies;
+    v1::SubmitResponse response;
+    while (stream->Read(&response)) {
+      replies.insert(replies.end(), response.replies().begin(), response.replies().end());
+      if (response.batch_done()) break;
+    }
+    return replies;
+  };
+  std::vector<v1::CommandReply> three = replies_of(reads(3));
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].status().code(), 0) << three[0].status().message();
+  EXPECT_TRUE(three[0].read().data() == bytes);
+  EXPECT_EQ(three[1].status().code(), 0) << three[1].status().message();
+  EXPECT_EQ(three[2].status().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(three[2].status().message(), HasSubstr("limits.max_inline_bytes_per_session"));
+  for (int i = 0; i < 20; ++i) {
+    std::vector<v1::CommandReply> two = replies_of(reads(2));
+    ASSERT_EQ(two.size(), 2u);
+    for (const v1::CommandReply& reply : two) {
+      EXPECT_EQ(reply.status().code(), 0) << "batch " << i << ": " << reply.status().message();
+    }
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace

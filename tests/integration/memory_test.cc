@@ -452,5 +452,107 @@ TEST_F(MemoryTest, EndedSessionsLeaveNoStagedBytesOrMemory) {
   EXPECT_THAT(metrics->body, HasSubstr("gpucmd_memory_used_bytes{device=\"0\"} 0\n"));
 }
 
+// A batch's replies that together pass the message limit come in several responses,
+// each under it (the client's limit is the daemon's), the last saying batch_done; a read
+// that cannot fit one response is INVALID_ARGUMENT naming the limit, and the batch's
+// other commands still run. (Once, one such batch ended the whole call.)
+TEST_F(MemoryTest, BatchRepliesComeUnderTheMessageLimit) {
+  constexpr uint64_t kReadBytes = 600 << 10;
+  Buffer buffer = MustAllocate(kMiB);
+  const std::string bytes = testing::RandomBytes(kMiB, 21);
+  ASSERT_TRUE(session_->Write(buffer, 0, bytes).ok());
+  for (bool stream_replies : {false, true}) {
+    v1::SubmitRequest batch;
+    batch.set_stream_replies(stream_replies);
+    for (int i = 0; i < 5; ++i) {
+      v1::Command* command = batch.add_commands();
+      command->set_sequence(i);
+      command->mutable_read()->set_session(session_->token());
+      command->mutable_read()->set_buffer(buffer.id());
+      command->mutable_read()->set_offset_bytes(i * 1000);
+      command->mutable_read()->set_size_bytes(kReadBytes);
+    }
+    v1::Command* whole = batch.add_commands();
+    whole->set_sequence(5);
+    *whole->mutable_read() = batch.commands(0).read();
+    whole->mutable_read()->set_size_bytes(kMiB);  // a message's worth: no room for framing
+    v1::Command* allocate = batch.add_commands();
+    allocate->set_sequence(6);
+    allocate->mutable_allocate()->set_session(session_->token());
+    allocate->mutable_allocate()->set_size_bytes(64);
+
+    grpc::ClientContext context;
+    auto stream = client_->stub().Submit(&context);
+    ASSERT_TRUE(stream->Write(batch));
+    stream->WritesDone();
+    std::vector<v1::CommandReply> replies;
+    int responses = 0;
+    bool done = false;
+    v1::SubmitResponse response;
+    while (stream->Read(&response)) {
+      ++responses;
+      EXPECT_FALSE(done) << "a response after the one that said batch_done";
+      done = response.batch_done();
+      replies.insert(replies.end(), response.replies().begin(), response.replies().end());
+    }
+    grpc::Status finished = stream->Finish();
+    ASSERT_TRUE(finished.ok()) << finished.error_message();
+    EXPECT_TRUE(done);
+    EXPECT_GE(responses, 3) << "five reads of 600 KiB in responses of at most 1 MiB";
+    ASSERT_EQ(replies.size(), 7u);
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(replies[i].sequence(), static_cast<uint64_t>(i));
+      EXPECT_EQ(replies[i].status().code(), 0) << replies[i].status().message();
+      EXPECT_TRUE(replies[i].read().data() == bytes.substr(i * 1000, kReadBytes)) << i;
+    }
+    EXPECT_EQ(replies[5].status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(replies[5].status().message(), HasSubstr("limits.max_message_bytes"));
+    EXPECT_EQ(replies[6].status().code(), 0) << replies[6].status().message();
+    EXPECT_NE(replies[6].allocate().buffer(), 0u);
+  }
+}
+
+// Note [Replies the client does not read]: a client that sends batches and never reads
+// their answers stops getting batches run once a few answers wait, instead of the daemon
+// running all of them and holding every answer.
+TEST_F(MemoryTest, BatchesWhoseAnswersAreNotReadWaitForTheirReader) {
+  constexpr int kBatches = 200;
+  Buffer buffer = MustAllocate(kMiB);
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  std::thread sender([&] {
+    for (int i = 0; i < kBatches; ++i) {
+      // An allocation to count the batches that ran, and a read that fills the answer.
+      v1::SubmitRequest batch;
+      v1::Command* allocate = batch.add_commands();
+      allocate->set_sequence(0);
+      allocate->mutable_allocate()->set_session(session_->token());
+      allocate->mutable_allocate()->set_size_bytes(4096);
+      v1::Command* read = batch.add_commands();
+      read->set_sequence(1);
+      read->mutable_read()->set_session(session_->token());
+      read->mutable_read()->set_buffer(buffer.id());
+      read->mutable_read()->set_size_bytes(900 << 10);
+      if (!stream->Write(batch)) return;  // cancelled below
+    }
+  });
+  // Until the number of buffers stops growing.
+  uint64_t buffers = 0;
+  for (int settled = 0; settled < 10;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats(session_->token());
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    settled = stats->session().buffers() == buffers ? settled + 1 : 0;
+    buffers = stats->session().buffers();
+  }
+  EXPECT_LT(buffers, 1u + kBatches / 2) << "batches ran with nobody reading their answers";
+  context.TryCancel();
+  sender.join();
+  stream->Finish();
+  Buffer fine = MustAllocate(16);
+  ASSERT_TRUE(session_->Write(fine, 0, "0123456789abcdef").ok());
+  EXPECT_EQ(session_->Read(fine, 0, 16).value(), "0123456789abcdef");
+}
+
 }  // namespace
 }  // namespace gpucmd
