@@ -290,6 +290,15 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  PendingWait LaunchRoom(SessionId session) override {
+    auto state = sessions_.find(session);
+    if (state == sessions_.end() || HasLaunchRoom(state->second)) return PendingWait();
+    return PendingWait([oldest = state->second.launches_in_flight.front()] {
+      oldest.Wait().IgnoreError();  // the stream reports it to the next Synchronize
+      return absl::OkStatus();
+    });
+  }
+
   PendingWait Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
     std::vector<int> indices;
     if (logical.has_value()) {
@@ -528,16 +537,22 @@ class Command final : public CommandInterface {
   // without end while its stream is busy. Each session may have at most
   // options.session_launches_in_flight launches that have not run to their end; one
   // more is RESOURCE_EXHAUSTED (retry after a Synchronize, or once some finished), as a
-  // full queue is elsewhere in the daemon.
-  absl::Status AdmitLaunch(SessionState& state) {
+  // full queue is elsewhere in the daemon. A Submit batch, whose commands the daemon
+  // holds already, waits instead (LaunchRoom, off the device thread) and goes on once
+  // the session's oldest launch has run: a batch of any number of launches runs whole.
+  bool HasLaunchRoom(SessionState& state) {
     const uint32_t limit = options_.session_launches_in_flight;
-    if (limit == 0) return absl::OkStatus();
+    if (limit == 0) return true;
     // Oldest first: on one stream launches end in order (a later one that ended behind
     // an earlier one still running on another stream is counted a little longer).
     while (!state.launches_in_flight.empty() && state.launches_in_flight.front().IsComplete()) {
       state.launches_in_flight.pop_front();
     }
-    if (state.launches_in_flight.size() < limit) return absl::OkStatus();
+    return state.launches_in_flight.size() < limit;
+  }
+
+  absl::Status AdmitLaunch(SessionState& state) {
+    if (HasLaunchRoom(state)) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat(
         "the session has ", state.launches_in_flight.size(),
         " launches queued that have not run yet, its limit (limits.session_queued_commands): "

@@ -156,6 +156,11 @@ class CommandInterface {
   // once the cause of a device reset that took its work. Null when that work had
   // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // Null when the session may queue another launch now (Note [Launch backpressure] in
+  // server/command/command.h); otherwise a wait, for a completion thread, that returns
+  // OK once the oldest of its launches in flight has run, so that it may queue one more.
+  // Reports nothing about that launch: its errors are the next Synchronize's.
+  virtual PendingWait LaunchRoom(SessionId session) = 0;
   // Where the session's kernels' printf output gathers until a Synchronize takes it
   // (driver/launch.h); null where the driver collects none.
   virtual std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) = 0;

@@ -16,8 +16,9 @@ struct Overloaded : Ts... {
 
 }  // namespace
 
-Batch::Batch(std::vector<BatchCommand> commands)
-    : commands_(std::move(commands)),
+Batch::Batch(std::vector<BatchCommand> commands, LaunchesPastTheLimit past_the_limit)
+    : past_the_limit_(past_the_limit),
+      commands_(std::move(commands)),
       results_(commands_.size()),
       failures_(commands_.size()),
       allocated_(commands_.size()) {
@@ -79,6 +80,8 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                                  done = std::move(done)](CommandInterface& command) mutable {
     absl::Status gone = abandoned();
     bool waits = false;
+    PendingWait room;  // set: the run stops at `ran_to`, before a launch without room
+    size_t ran_to = end;
     for (size_t i = begin; i < end; ++i) {
       if (self->answered(i)) {
         self->Pass(i);
@@ -88,26 +91,35 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         self->Fail(i, gone);
         continue;
       }
+      if (self->past_the_limit_ == LaunchesPastTheLimit::kWait &&
+          std::holds_alternative<LaunchOp>(*self->commands_[i].operation)) {
+        room = command.LaunchRoom(session);
+        if (room != nullptr) {
+          ran_to = i;
+          self->stopped_at_ = i;
+          break;
+        }
+      }
       self->Execute(command, session, i);
       const OperationResult& result = self->results_[i];
       if (result.status.ok()) self->Count(*worker, client, i);
       waits |= result.read.has_value() || result.synchronization != nullptr;
     }
-    if (!waits) {
-      for (size_t i = begin; i < end; ++i) CollectKernelOutput(session, self->results_[i]);
+    if (!waits && room == nullptr) {
+      for (size_t i = begin; i < ran_to; ++i) CollectKernelOutput(session, self->results_[i]);
       worker->Defer(std::move(done));
       return;
     }
     worker->Complete(
         session,
-        [self, session, begin, end] {
-          for (size_t i = begin; i < end; ++i) {
+        [self, session, begin, ran_to, room = std::move(room)]() mutable {
+          for (size_t i = begin; i < ran_to; ++i) {
             OperationResult& result = self->results_[i];
             if (result.read.has_value()) result.status = result.read->wait();
             if (result.synchronization != nullptr) result.status = result.synchronization();
             CollectKernelOutput(session, result);
           }
-          return absl::OkStatus();
+          return WaitFor(std::move(room));
         },
         [done = std::move(done)](absl::Status) mutable { done(); });
   }, placement);

@@ -38,8 +38,16 @@ namespace gpucmd {
 
 class Batch : public std::enable_shared_from_this<Batch> {
  public:
+  // What a launch past its session's limit of launches in flight gets (Note [Launch
+  // backpressure] in server/command/command.h).
+  enum class LaunchesPastTheLimit {
+    kRefused,  // RESOURCE_EXHAUSTED: a unary call, whose client retries
+    kWait,     // the run stops before it, to go on once there is room: a Submit batch
+  };
+
   // Commands whose operation is an error are answered with it and count as failed.
-  explicit Batch(std::vector<BatchCommand> commands);
+  explicit Batch(std::vector<BatchCommand> commands,
+                 LaunchesPastTheLimit past_the_limit = LaunchesPastTheLimit::kRefused);
 
   size_t size() const { return commands_.size(); }
   BatchCommand& command(size_t index) { return commands_[index]; }
@@ -64,9 +72,16 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // thread when there were any.
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
+  // With LaunchesPastTheLimit::kWait the run may stop before a launch that found no room:
+  // `done` then runs once the session's oldest launch in flight has run, and
+  // TakeStoppedAt says where to run from next.
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
                    absl::AnyInvocable<void()> done);
+
+  // After `done`: the first command the last Run did not run (waiting for launch room),
+  // or nullopt when it ran its whole range.
+  std::optional<size_t> TakeStoppedAt() { return std::exchange(stopped_at_, std::nullopt); }
 
  private:
   // A buffer the command reads or writes, through its reference.
@@ -93,6 +108,8 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // FAILED_PRECONDITION: command `index` depends on command `failed`, which failed.
   absl::Status DependencyError(size_t failed) const;
 
+  const LaunchesPastTheLimit past_the_limit_;
+  std::optional<size_t> stopped_at_;  // set by a Run's task, taken after its `done`
   std::vector<BatchCommand> commands_;
   std::vector<OperationResult> results_;
   std::vector<absl::Status> failures_;                  // per command; OK unless it failed

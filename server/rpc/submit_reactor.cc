@@ -172,7 +172,8 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
     // dependency on it, not a dangling name.
     if (command.has_allocate()) earlier.Add(command.sequence(), i);
   }
-  in_flight.batch = std::make_shared<Batch>(std::move(commands));
+  in_flight.batch =
+      std::make_shared<Batch>(std::move(commands), Batch::LaunchesPastTheLimit::kWait);
 }
 
 void SubmitReactor::RunNext() {
@@ -244,8 +245,11 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
       environment_->core->worker(session.device), session, begin, end,
       [context = context_] { return CallAbandoned(context); },
       [this, begin, end] {
-        Answer(begin, end);
-        running_->next = end;
+        // A run that stopped for launch room goes on from there (Note [Launch
+        // backpressure] in server/command/command.h).
+        const size_t ran_to = running_->batch->TakeStoppedAt().value_or(end);
+        Answer(begin, ran_to);
+        running_->next = ran_to;
         RunNext();
         Unref();
       });

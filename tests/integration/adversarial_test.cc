@@ -389,6 +389,61 @@ TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
       << "launches are accepted again once the queued ones ran";
 }
 
+// A Submit batch holds its commands already: its launches past the limit wait for room
+// (off the device thread) instead of being refused, so a batch of many times the limit
+// runs whole, and the victim's work goes on meanwhile. (Once, two thirds of such a
+// batch came back RESOURCE_EXHAUSTED, depending on how fast the kernels ran.)
+TEST_F(AdversarialTest, ABatchOfLaunchesPastTheLimitWaitsForRoom) {
+  constexpr int kLaunches = 5 * kQueuedCommands;
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  v1::SubmitRequest batch;
+  for (int i = 0; i < kLaunches; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(attacker_->token());
+    launch->set_kernel_id(spin->kernel_id());
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int64Argument(20'000'000);
+  }
+  v1::Command* synchronize = batch.add_commands();
+  synchronize->set_sequence(kLaunches);
+  synchronize->mutable_synchronize()->set_session(attacker_->token());
+  batch.set_stream_replies(true);
+
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  ASSERT_TRUE(stream->Write(batch));
+  stream->WritesDone();
+  std::vector<v1::CommandReply> replies;
+  v1::SubmitResponse response;
+  bool victim_served_meanwhile = false;
+  while (stream->Read(&response)) {
+    replies.insert(replies.end(), response.replies().begin(), response.replies().end());
+    if (!response.batch_done() && !victim_served_meanwhile) {
+      victim_served_meanwhile = victim_->Read(*kept_, 0, 16).value_or("") == kVictimBytes;
+    }
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(replies.size(), static_cast<size_t>(kLaunches + 1));
+  for (const v1::CommandReply& reply : replies) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+  }
+  EXPECT_TRUE(victim_served_meanwhile) << "another session was served while the batch waited";
+  // A unary launch past the limit is still refused: its client retries.
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                {Int64Argument(2'000'000'000)})
+                  .ok());
+  absl::Status refused;
+  for (int i = 0; i < 2 * kQueuedCommands && refused.ok(); ++i) {
+    refused = attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)});
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(attacker_->Synchronize().ok());
+}
+
 TEST_F(AdversarialTest, IncludesCannotReadFilesOutsideTheCompiler) {
   for (const char* header : {"/etc/passwd", "../../../../../../etc/passwd", "/dev/zero",
                              "/proc/self/environ"}) {
