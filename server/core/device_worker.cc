@@ -49,8 +49,11 @@ DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* met
   // before them, so that no two threads race to (Debian's spdlog is not instrumented for
   // ThreadSanitizer, which then cannot see that first use is synchronised).
   spdlog::default_logger_raw();
-  for (int i = 0; i < std::max(1, options.completion_threads); ++i) {
-    completion_threads_.emplace_back([this] { RunCompletions(); });
+  {
+    MutexLock lock(&completion_mutex_);
+    for (int i = 0; i < std::max(1, options.completion_threads); ++i) {
+      completion_threads_.emplace_back([this] { RunCompletions(); });
+    }
   }
   device_thread_ = std::thread([this] { RunDevice(); });
 }
@@ -119,8 +122,20 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
   // one completion thread (waking them all would only have the others wait again).
   if (becomes_ready) {
     ready_sessions_.push_back(session);
+    AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
     completion_ready_.NotifyOne();
   }
+}
+
+void DeviceWorker::AddCompletionThreadIfAllBusy(size_t about_to_look) {
+  if (completions_closed_ ||
+      ready_sessions_.size() <= idle_completion_threads_ + about_to_look) {
+    return;
+  }
+  const size_t limit = static_cast<size_t>(
+      std::max(options_.max_completion_threads, std::max(1, options_.completion_threads)));
+  if (completion_threads_.size() >= limit) return;
+  completion_threads_.emplace_back([this] { RunCompletions(); });
 }
 
 bool DeviceWorker::ready() const {
@@ -327,9 +342,11 @@ void DeviceWorker::RunCompletions() {
     Completion completion;
     {
       MutexLock lock(&completion_mutex_);
+      ++idle_completion_threads_;
       completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return !ready_sessions_.empty() || (completions_closed_ && completions_left_ == 0);
       });
+      --idle_completion_threads_;
       if (ready_sessions_.empty()) return;  // closed, and every completion ran
       session = ready_sessions_.front();
       ready_sessions_.pop_front();
@@ -350,6 +367,7 @@ void DeviceWorker::RunCompletions() {
       completions_.erase(session);
     } else {
       ready_sessions_.push_back(session);
+      AddCompletionThreadIfAllBusy(/*about_to_look=*/1);  // this thread, next
     }
     if (--completions_left_ == 0) {
       completions_drained_.NotifyAll();

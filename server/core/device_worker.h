@@ -11,9 +11,11 @@
 // in the order the queue would have run them. Reads and synchronizations finish off the
 // device thread: completion threads wait for their fences and then call back. A
 // session's completions run one at a time in the order they were made; different
-// sessions' run side by side on a few threads, taken round-robin, so a reply never
-// waits behind another session's long kernel unless every completion thread is held by
-// a different session's wait.
+// sessions' run side by side, taken round-robin, so a reply never waits behind another
+// session's long kernel. The completion threads are a few to start with, and one more
+// starts whenever a session's turn comes with every thread held by a wait (up to
+// max_completion_threads, which then stay for the next burst): however many sessions
+// wait on long kernels, one whose work ended still gets its answer.
 //
 // Note [Device loss]
 // ~~~~~~~~~~~~~~~~~~
@@ -69,7 +71,8 @@ class DeviceWorker {
     int ordinal = 0;
     size_t queue_capacity = 4096;
     size_t per_session_limit = 1024;
-    int completion_threads = 4;
+    int completion_threads = 4;      // started with the worker
+    int max_completion_threads = 256;  // started as waits hold the others
   };
 
   // Starts the thread; it runs `factory` first, and again after a device loss. `metrics`
@@ -143,6 +146,11 @@ class DeviceWorker {
   // Blocks until no completion is queued or running.
   void AwaitCompletions();
   void RunCompletions();
+  // Starts one more completion thread when the ready sessions outnumber the idle
+  // threads and the `about_to_look` (the caller, when it is one about to look for a
+  // ready session), within the limit.
+  void AddCompletionThreadIfAllBusy(size_t about_to_look)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(completion_mutex_);
   void RunTask(Task task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
   void PublishUsage(const CommandInterface& command);
 
@@ -181,7 +189,9 @@ class DeviceWorker {
   std::deque<SessionId> ready_sessions_ ABSL_GUARDED_BY(completion_mutex_);
   size_t completions_left_ ABSL_GUARDED_BY(completion_mutex_) = 0;  // queued or running
   bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
-
+  // Completion threads waiting for a ready session.
+  size_t idle_completion_threads_ ABSL_GUARDED_BY(completion_mutex_) = 0;
+  // Appended to under completion_mutex_ until the completions close; joined after.
   std::vector<std::thread> completion_threads_;
   std::thread device_thread_;
 };

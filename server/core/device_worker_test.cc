@@ -1,5 +1,6 @@
 #include "server/core/device_worker.h"
 
+#include <atomic>
 #include <future>
 #include <set>
 #include <thread>
@@ -69,6 +70,38 @@ TEST(DeviceWorkerTest, ManySessionsAllocateWriteAndReadConcurrently) {
   EXPECT_EQ(usage.sessions.size(), static_cast<size_t>(kSessions));
   for (int s = 1; s <= kSessions; ++s) EXPECT_EQ(usage.sessions[s].buffers, kBuffersEach + 0u);
   EXPECT_TRUE(worker.ready());
+}
+
+// Sessions whose waits hold every completion thread (each on a kernel that has not
+// ended) do not keep another session from its answer: a thread more is started for it.
+TEST(DeviceWorkerTest, WaitsThatHoldEveryCompletionThreadHoldNoOtherSession) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0, .completion_threads = 2}, CpuFactory(kMiB), &metrics);
+  constexpr int kWaiting = 5;  // more than the threads started with
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> others_answered;
+  std::atomic<int> left{kWaiting};
+  for (int s = 1; s <= kWaiting; ++s) {
+    ASSERT_TRUE(worker.Submit(s, [&, s](CommandInterface&) {
+      worker.Complete(s, [released] { released.wait(); return absl::OkStatus(); },
+                      [&](absl::Status) {
+                        if (--left == 0) others_answered.set_value();
+                      });
+    }).ok());
+  }
+  constexpr SessionId kFree = 100;
+  std::promise<absl::Status> answered;
+  ASSERT_TRUE(worker.Submit(kFree, [&](CommandInterface&) {
+    worker.Complete(kFree, [] { return absl::OkStatus(); },
+                    [&](absl::Status status) { answered.set_value(status); });
+  }).ok());
+  std::future<absl::Status> answer = answered.get_future();
+  const bool in_time = answer.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  release.set_value();  // in every case, so that the worker can stop
+  ASSERT_TRUE(in_time) << "the free session waited behind the others' waits";
+  EXPECT_TRUE(answer.get().ok());
+  others_answered.get_future().wait();
 }
 
 TEST(DeviceWorkerTest, FailedDeviceRefusesWorkAsUnavailable) {
