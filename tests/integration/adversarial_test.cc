@@ -117,6 +117,14 @@ class AdversarialTest : public ::testing::Test {
     return value;
   }
 
+  // A buffer of the attacker's holding `bytes`.
+  Buffer AttackerBufferHolding(const std::string& bytes) {
+    absl::StatusOr<Buffer> buffer = attacker_->Allocate(bytes.size());
+    EXPECT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_TRUE(attacker_->Write(*buffer, 0, bytes).ok());
+    return std::move(buffer).value();  // stops the test with its status if it failed
+  }
+
   absl::Status CompileOnly(const std::string& source,
                            const std::vector<std::string>& options = {}) {
     return attacker_->Compile(source, "attack", options).status();
@@ -689,10 +697,8 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
 // however fast the next follows the last answer.
 TEST_F(AdversarialTest, ReadsHoldAtMostTheSessionsInlineBudget) {
   constexpr uint64_t kReadBytes = kInlineBytesPerSession / 2;
-  absl::StatusOr<Buffer> buffer = attacker_->Allocate(kInlineBytesPerSession);
-  ASSERT_TRUE(buffer.ok()) << buffer.status();
   const std::string bytes = RandomBytes(kInlineBytesPerSession, 12);
-  ASSERT_TRUE(attacker_->Write(*buffer, 0, bytes).ok());
+  Buffer buffer = AttackerBufferHolding(bytes);
   absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
   // Long enough that the three reads arrive while it runs, on a loaded machine too.
@@ -706,7 +712,7 @@ TEST_F(AdversarialTest, ReadsHoldAtMostTheSessionsInlineBudget) {
   HeldRead held[3];
   v1::ReadRequest request;
   request.set_session(attacker_->token());
-  request.set_buffer(buffer->id());
+  request.set_buffer(buffer.id());
   request.set_size_bytes(kReadBytes);
   for (HeldRead& read : held) read.stream = client_->stub().Read(&read.context, request);
   int refused = 0, answered = 0;
@@ -728,7 +734,7 @@ TEST_F(AdversarialTest, ReadsHoldAtMostTheSessionsInlineBudget) {
   EXPECT_EQ(answered, 2);
 
   for (int i = 0; i < 20; ++i) {
-    absl::StatusOr<std::string> whole = attacker_->Read(*buffer, 0, kInlineBytesPerSession);
+    absl::StatusOr<std::string> whole = attacker_->Read(buffer, 0, kInlineBytesPerSession);
     ASSERT_TRUE(whole.ok()) << "read " << i << ": " << whole.status();
     EXPECT_TRUE(*whole == bytes);
   }
@@ -739,17 +745,15 @@ TEST_F(AdversarialTest, ReadsHoldAtMostTheSessionsInlineBudget) {
 // last at once.
 TEST_F(AdversarialTest, ReadsInBatchesHoldAtMostTheSessionsInlineBudget) {
   constexpr uint64_t kReadBytes = kInlineBytesPerSession / 2;
-  absl::StatusOr<Buffer> buffer = attacker_->Allocate(kReadBytes);
-  ASSERT_TRUE(buffer.ok()) << buffer.status();
   const std::string bytes = RandomBytes(kReadBytes, 13);
-  ASSERT_TRUE(attacker_->Write(*buffer, 0, bytes).ok());
+  Buffer buffer = AttackerBufferHolding(bytes);
   auto reads = [&](int count) {
     v1::SubmitRequest batch;
     for (int i = 0; i < count; ++i) {
       v1::Command* command = batch.add_commands();
       command->set_sequence(i);
       command->mutable_read()->set_session(attacker_->token());
-      command->mutable_read()->set_buffer(buffer->id());
+      command->mutable_read()->set_buffer(buffer.id());
       command->mutable_read()->set_size_bytes(kReadBytes);
     }
     return batch;
