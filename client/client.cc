@@ -169,18 +169,16 @@ absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& 
 }
 
 Session::Session(Client* client, std::string token, std::unique_ptr<Lease> lease)
-    : client_(client), token_(std::move(token)), lease_(std::move(lease)) {}
+    : handle_(std::make_shared<SessionHandle>(SessionHandle{client, std::move(token)})),
+      lease_(std::move(lease)) {}
 
 Session::Session(Session&& other) noexcept
-    : client_(std::exchange(other.client_, nullptr)),
-      token_(std::move(other.token_)),
-      lease_(std::move(other.lease_)) {}
+    : handle_(std::move(other.handle_)), lease_(std::move(other.lease_)) {}
 
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
     Close().IgnoreError();  // the old session goes; nobody is left to hear the outcome
-    client_ = std::exchange(other.client_, nullptr);
-    token_ = std::move(other.token_);
+    handle_ = std::move(other.handle_);
     lease_ = std::move(other.lease_);
   }
   return *this;
@@ -188,13 +186,18 @@ Session& Session::operator=(Session&& other) noexcept {
 
 Session::~Session() { Close().IgnoreError(); }
 
+const std::string& Session::token() const {
+  static const std::string kNone;
+  return handle_ != nullptr ? handle_->token : kNone;
+}
+
 absl::Status Session::Close() {
-  if (client_ == nullptr) return absl::OkStatus();
-  Client* client = std::exchange(client_, nullptr);
+  if (handle_ == nullptr || !std::exchange(handle_->open, false)) return absl::OkStatus();
+  Client* client = handle_->client;
   grpc::ClientContext context;
   client->PrepareContext(&context);
   v1::CloseSessionRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   v1::CloseSessionResponse response;
   absl::Status status = FromGrpcStatus(client->stub_->CloseSession(&context, request, &response));
   lease_.reset();
@@ -203,24 +206,24 @@ absl::Status Session::Close() {
 
 absl::StatusOr<Buffer> Session::Allocate(uint64_t size_bytes) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::AllocateRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_size_bytes(size_bytes);
   v1::AllocateResponse response;
-  grpc::Status status = client_->stub_->Allocate(&context, request, &response);
+  grpc::Status status = handle_->client->stub_->Allocate(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
-  return Buffer(this, response.buffer(), size_bytes);
+  return Buffer(handle_, response.buffer(), size_bytes);
 }
 
-absl::Status Session::FreeBuffer(uint64_t id) {
+absl::Status Session::FreeBuffer(const SessionHandle& session, uint64_t id) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  session.client->PrepareContext(&context);
   v1::FreeRequest request;
-  request.set_session(token_);
+  request.set_session(session.token);
   request.set_buffer(id);
   v1::FreeResponse response;
-  return FromGrpcStatus(client_->stub_->Free(&context, request, &response));
+  return FromGrpcStatus(session.client->stub_->Free(&context, request, &response));
 }
 
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
@@ -239,15 +242,15 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_
 }
 
 absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view data) {
-  header.set_session(token_);
+  header.set_session(handle_->token);
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::WriteResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
-      client_->stub_->Write(&context, &response);
+      handle_->client->stub_->Write(&context, &response);
   v1::WriteRequest request;
   *request.mutable_header() = std::move(header);
-  const size_t chunk = static_cast<size_t>(client_->options_.max_message_bytes) - 1024;
+  const size_t chunk = static_cast<size_t>(handle_->client->options_.max_message_bytes) - 1024;
   size_t sent = 0;
   do {
     size_t size = std::min(chunk, data.size() - sent);
@@ -261,11 +264,11 @@ absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view dat
 }
 
 absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
-  request.set_session(token_);
+  request.set_session(handle_->token);
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
-      client_->stub_->Read(&context, request);
+      handle_->client->stub_->Read(&context, request);
   std::string result;
   v1::ReadResponse chunk;
   bool first = true;
@@ -292,30 +295,30 @@ void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                             uint64_t stream) {
   v1::WriteHeader header;
-  header.set_session(token_);
+  header.set_session(handle_->token);
   header.set_stream(stream);
   header.set_buffer(buffer.id());
   header.set_offset_bytes(offset);
   SetSlice(source, header.mutable_shared_memory());
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::WriteResponse response;
-  return FromGrpcStatus(client_->stub_->WriteShared(&context, header, &response));
+  return FromGrpcStatus(handle_->client->stub_->WriteShared(&context, header, &response));
 }
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
                            uint64_t stream) {
   v1::ReadRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_stream(stream);
   request.set_buffer(buffer.id());
   request.set_offset_bytes(offset);
   request.set_size_bytes(target.size_bytes);
   SetSlice(target, request.mutable_shared_memory());
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::ReadResponse response;
-  return FromGrpcStatus(client_->stub_->ReadShared(&context, request, &response));
+  return FromGrpcStatus(handle_->client->stub_->ReadShared(&context, request, &response));
 }
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,
@@ -343,9 +346,9 @@ absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t 
 absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::CopyRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_stream(stream);
   request.set_source_buffer(source.id());
   request.set_source_offset_bytes(source_offset);
@@ -353,36 +356,36 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
   request.set_target_offset_bytes(target_offset);
   request.set_size_bytes(size_bytes);
   v1::CopyResponse response;
-  return FromGrpcStatus(client_->stub_->Copy(&context, request, &response));
+  return FromGrpcStatus(handle_->client->stub_->Copy(&context, request, &response));
 }
 
 absl::Status Session::Synchronize(std::optional<uint64_t> stream, std::string* kernel_output) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::SynchronizeRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   if (stream) request.set_stream(*stream);
   v1::SynchronizeResponse response;
   absl::Status status =
-      FromGrpcStatus(client_->stub_->Synchronize(&context, request, &response));
+      FromGrpcStatus(handle_->client->stub_->Synchronize(&context, request, &response));
   if (kernel_output != nullptr) *kernel_output = std::move(*response.mutable_kernel_output());
   return status;
 }
 
-absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return client_->GetStats(token_); }
+absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return handle_->client->GetStats(handle_->token); }
 
 absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
                                                      const std::string& entry_point,
                                                      const std::vector<std::string>& options) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::CompileRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_source(source);
   request.set_entry_point(entry_point);
   for (const std::string& option : options) request.add_options(option);
   v1::CompileResponse response;
-  grpc::Status status = client_->stub_->Compile(&context, request, &response);
+  grpc::Status status = handle_->client->stub_->Compile(&context, request, &response);
   if (!status.ok()) {
     absl::Status failure = FromGrpcStatus(status);
     const auto& trailers = context.GetServerTrailingMetadata();
@@ -402,12 +405,12 @@ absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
 
 absl::StatusOr<v1::GetCompileLogResponse> Session::CompileLog(const std::string& kernel_id) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::GetCompileLogRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_kernel_id(kernel_id);
   v1::GetCompileLogResponse response;
-  grpc::Status status = client_->stub_->GetCompileLog(&context, request, &response);
+  grpc::Status status = handle_->client->stub_->GetCompileLog(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
@@ -415,9 +418,9 @@ absl::StatusOr<v1::GetCompileLogResponse> Session::CompileLog(const std::string&
 absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& shape,
                              const std::vector<v1::KernelArg>& args, uint64_t stream) {
   grpc::ClientContext context;
-  client_->PrepareContext(&context);
+  handle_->client->PrepareContext(&context);
   v1::LaunchRequest request;
-  request.set_session(token_);
+  request.set_session(handle_->token);
   request.set_stream(stream);
   request.set_kernel_id(kernel_id);
   *request.mutable_grid() = shape.grid;
@@ -425,7 +428,7 @@ absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& sh
   request.set_dynamic_shared_memory_bytes(shape.dynamic_shared_memory_bytes);
   for (const v1::KernelArg& arg : args) *request.add_args() = arg;
   v1::LaunchResponse response;
-  return FromGrpcStatus(client_->stub_->Launch(&context, request, &response));
+  return FromGrpcStatus(handle_->client->stub_->Launch(&context, request, &response));
 }
 
 v1::Dim3 MakeDim3(uint32_t x, uint32_t y, uint32_t z) {
@@ -463,12 +466,12 @@ v1::KernelArg FloatArgument(float value) { return ScalarArgument(&v1::ScalarArg:
 v1::KernelArg DoubleArgument(double value) { return ScalarArgument(&v1::ScalarArg::set_f64, value); }
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : session_(std::exchange(other.session_, nullptr)), id_(other.id_), size_bytes_(other.size_bytes_) {}
+    : session_(std::move(other.session_)), id_(other.id_), size_bytes_(other.size_bytes_) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     Free().IgnoreError();
-    session_ = std::exchange(other.session_, nullptr);
+    session_ = std::move(other.session_);
     id_ = other.id_;
     size_bytes_ = other.size_bytes_;
   }
@@ -478,12 +481,13 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 Buffer::~Buffer() { Free().IgnoreError(); }
 
 absl::Status Buffer::Free() {
-  if (session_ == nullptr || session_->client_ == nullptr) return absl::OkStatus();
-  return std::exchange(session_, nullptr)->FreeBuffer(id_);
+  std::shared_ptr<const SessionHandle> session = std::move(session_);
+  if (session == nullptr || !session->open) return absl::OkStatus();
+  return Session::FreeBuffer(*session, id_);
 }
 
 uint64_t Buffer::Release() {
-  session_ = nullptr;
+  session_.reset();
   return id_;
 }
 

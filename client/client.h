@@ -44,8 +44,17 @@ std::string GrpcTarget(const std::string& target);
 
 class Client;
 class Session;
+// What a session's buffers and regions hold of it: it stays where it is when the Session
+// moves, and knows whether the session is still open (calls after Close still reach the
+// daemon, which answers NOT_FOUND: it no longer knows the token).
+struct SessionHandle {
+  Client* client;
+  std::string token;
+  bool open = true;
+};
 
-// A device buffer of a session; freed when destroyed. The session must outlive it.
+// A device buffer of a session; freed when destroyed. Moving the session keeps it valid;
+// once the session closed, it is gone with it and destroying it does nothing.
 class Buffer {
  public:
   Buffer(Buffer&& other) noexcept;
@@ -61,9 +70,10 @@ class Buffer {
 
  private:
   friend class Session;
-  Buffer(Session* session, uint64_t id, uint64_t size) : session_(session), id_(id), size_bytes_(size) {}
+  Buffer(std::shared_ptr<const SessionHandle> session, uint64_t id, uint64_t size)
+      : session_(std::move(session)), id_(id), size_bytes_(size) {}
 
-  Session* session_;
+  std::shared_ptr<const SessionHandle> session_;  // null once freed or released
   uint64_t id_;
   uint64_t size_bytes_;
 };
@@ -86,7 +96,8 @@ struct RegionOptions {
 // server/core/shared_memory.h): created, sealed against shrinking, mapped here, handed
 // over on the daemon's descriptor socket and registered for the session; unregistered
 // and unmapped when destroyed. Writes and reads that name a slice of it move no bytes
-// over gRPC. Needs a Unix-socket connection. The session must outlive it.
+// over gRPC. Needs a Unix-socket connection. Moving the session keeps it registered; once
+// the session closed, the region is unregistered with it and destroying it only unmaps.
 class SharedMemoryRegion {
  public:
   static absl::StatusOr<SharedMemoryRegion> Create(Session& session, uint64_t size_bytes,
@@ -103,10 +114,14 @@ class SharedMemoryRegion {
   bool direct_device_access() const { return direct_device_access_; }
 
  private:
-  SharedMemoryRegion(Session* session, uint64_t id, char* data, uint64_t size,
-                     uint64_t mapped_bytes)
-      : session_(session), id_(id), data_(data), size_bytes_(size), mapped_bytes_(mapped_bytes) {}
-  Session* session_;
+  SharedMemoryRegion(std::shared_ptr<const SessionHandle> session, uint64_t id, char* data,
+                     uint64_t size, uint64_t mapped_bytes)
+      : session_(std::move(session)),
+        id_(id),
+        data_(data),
+        size_bytes_(size),
+        mapped_bytes_(mapped_bytes) {}
+  std::shared_ptr<const SessionHandle> session_;
   uint64_t id_;
   char* data_;
   uint64_t size_bytes_;
@@ -152,7 +167,8 @@ class Session {
   Session& operator=(Session&&) noexcept;
   ~Session();
 
-  const std::string& token() const { return token_; }
+  // Empty once moved from.
+  const std::string& token() const;
 
   absl::StatusOr<Buffer> Allocate(uint64_t size_bytes);
   // Host -> device at `offset` (contiguous), or into a pitched region starting there.
@@ -202,13 +218,12 @@ class Session {
   friend class SharedMemoryRegion;
   class Lease;
   Session(Client* client, std::string token, std::unique_ptr<Lease> lease);
-  absl::Status FreeBuffer(uint64_t id);
+  static absl::Status FreeBuffer(const SessionHandle& session, uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
   // Sends `header` (the session filled in) and `data` in chunks.
   absl::Status WriteRequest(v1::WriteHeader header, absl::string_view data);
 
-  Client* client_;
-  std::string token_;
+  std::shared_ptr<SessionHandle> handle_;  // null once moved from
   std::unique_ptr<Lease> lease_;
 };
 

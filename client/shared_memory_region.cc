@@ -89,18 +89,20 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
         "cannot map the memfd: ", strerror(errno),
         options.huge_pages ? " (are enough huge pages free? see vm.nr_hugepages)" : ""));
   }
-  SharedMemoryRegion region(&session, 0, static_cast<char*>(mapped), size_bytes, mapped_bytes);
-  absl::StatusOr<std::string> token = HandOverDescriptor(session.client_->target_, memfd.get());
+  SharedMemoryRegion region(session.handle_, 0, static_cast<char*>(mapped), size_bytes,
+                            mapped_bytes);
+  Client& client = *session.handle_->client;
+  absl::StatusOr<std::string> token = HandOverDescriptor(client.target_, memfd.get());
   if (!token.ok()) return token.status();
   grpc::ClientContext context;
-  session.client_->PrepareContext(&context);
+  client.PrepareContext(&context);
   v1::RegisterSharedMemoryRequest request;
   request.set_session(session.token());
   request.set_handoff(*token);
   request.set_size_bytes(size_bytes);
   v1::RegisterSharedMemoryResponse response;
   absl::Status registered = FromGrpcStatus(
-      session.client_->stub_->RegisterSharedMemory(&context, request, &response));
+      client.stub_->RegisterSharedMemory(&context, request, &response));
   if (!registered.ok()) return registered;
   region.id_ = response.region();
   region.direct_device_access_ = response.direct_device_access();
@@ -108,7 +110,7 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
 }
 
 SharedMemoryRegion::SharedMemoryRegion(SharedMemoryRegion&& other) noexcept
-    : session_(std::exchange(other.session_, nullptr)),
+    : session_(std::move(other.session_)),
       id_(std::exchange(other.id_, 0)),
       data_(std::exchange(other.data_, nullptr)),
       size_bytes_(std::exchange(other.size_bytes_, 0)),
@@ -117,14 +119,14 @@ SharedMemoryRegion::SharedMemoryRegion(SharedMemoryRegion&& other) noexcept
 
 SharedMemoryRegion::~SharedMemoryRegion() {
   // A closed session took its regions with it.
-  if (session_ != nullptr && id_ != 0 && session_->client_ != nullptr) {
+  if (session_ != nullptr && id_ != 0 && session_->open) {
     grpc::ClientContext context;
-    session_->client_->PrepareContext(&context);
+    session_->client->PrepareContext(&context);
     v1::UnregisterSharedMemoryRequest request;
-    request.set_session(session_->token());
+    request.set_session(session_->token);
     request.set_region(id_);
     v1::UnregisterSharedMemoryResponse response;
-    session_->client_->stub_->UnregisterSharedMemory(&context, request, &response);
+    session_->client->stub_->UnregisterSharedMemory(&context, request, &response);
   }
   if (data_ != nullptr) munmap(data_, mapped_bytes_);
 }

@@ -2,6 +2,9 @@
 // reads (chunked beyond the message limit, pitched), copies, synchronization, stats,
 // and every kind of bad input a client can send.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -552,6 +555,105 @@ TEST_F(MemoryTest, BatchesWhoseAnswersAreNotReadWaitForTheirReader) {
   Buffer fine = MustAllocate(16);
   ASSERT_TRUE(session_->Write(fine, 0, "0123456789abcdef").ok());
   EXPECT_EQ(session_->Read(fine, 0, 16).value(), "0123456789abcdef");
+}
+
+// A session may move (into a struct, a container) while its buffers are in use; a buffer
+// that outlives its session, and a call on a closed session, are no crash.
+TEST_F(MemoryTest, BuffersStayValidWhenTheirSessionMoves) {
+  absl::StatusOr<Session> opened = client_->OpenSession(0, "moved");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  absl::StatusOr<Buffer> buffer = opened->Allocate(4096);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  absl::StatusOr<Buffer> outliving = opened->Allocate(4096);
+  ASSERT_TRUE(outliving.ok()) << outliving.status();
+  const std::string token = opened->token();
+  std::vector<Session> sessions;
+  sessions.push_back(*std::move(opened));
+  opened = absl::UnknownError("moved from");  // the Session it came from is gone
+  ASSERT_TRUE(sessions[0].Write(*buffer, 0, "abcd").ok());
+  EXPECT_EQ(sessions[0].Read(*buffer, 0, 4).value(), "abcd");
+  ASSERT_TRUE(buffer->Free().ok());
+  EXPECT_EQ(client_->GetStats(token)->session().buffers(), 1u) << "the free went nowhere";
+
+  ASSERT_TRUE(sessions[0].Close().ok());
+  EXPECT_EQ(sessions[0].Allocate(16).status().code(), absl::StatusCode::kNotFound);
+  sessions.clear();
+  EXPECT_TRUE(outliving->Free().ok()) << "gone with its session: nothing left to free";
+}
+
+uint64_t ResidentBytes(pid_t pid) {
+  uint64_t size = 0, resident = 0;
+  std::ifstream("/proc/" + std::to_string(pid) + "/statm") >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+// Note [Freed memory goes back]: the memory of a burst (here the answers of several
+// clients that stopped reading, then cancelled) goes back to the system once the daemon
+// is quiet, instead of staying in malloc's heaps at its peak. What stays is the device's
+// cache of staging memory (CommandOptions::max_cached_pinned_bytes, 64 MiB).
+TEST_F(MemoryTest, TheMemoryOfABurstGoesBackOnceQuiet) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's allocator holds freed memory in its quarantine";
+#endif
+  constexpr int kClients = 4;
+  constexpr int kBatches = 8;
+  constexpr int kReadsPerBatch = 64;
+  constexpr uint64_t kStagingCacheBytes = 64 * kMiB;
+  struct Reader {
+    Session session;
+    Buffer buffer;
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::SubmitRequest, v1::SubmitResponse>> stream;
+  };
+  std::vector<std::unique_ptr<Reader>> readers;
+  for (int i = 0; i < kClients; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, "burst");
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<Buffer> buffer = session->Allocate(kMiB);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    readers.push_back(std::unique_ptr<Reader>(new Reader{*std::move(session), *std::move(buffer)}));
+  }
+  const uint64_t quiet_bytes = ResidentBytes(daemon_->pid());
+  for (auto& reader : readers) {
+    reader->stream = client_->stub().Submit(&reader->context);
+    for (int i = 0; i < kBatches; ++i) {
+      v1::SubmitRequest batch;
+      for (int j = 0; j < kReadsPerBatch; ++j) {
+        v1::Command* read = batch.add_commands();
+        read->set_sequence(j);
+        read->mutable_read()->set_session(reader->session.token());
+        read->mutable_read()->set_buffer(reader->buffer.id());
+        read->mutable_read()->set_size_bytes(900 << 10);
+      }
+      ASSERT_TRUE(reader->stream->Write(batch));
+    }
+  }
+  // Until the daemon stops growing: the batches it ran hold their answers.
+  uint64_t peak_bytes = 0;
+  for (int settled = 0; settled < 5;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const uint64_t now = ResidentBytes(daemon_->pid());
+    settled = now > peak_bytes ? 0 : settled + 1;
+    peak_bytes = std::max(peak_bytes, now);
+  }
+  for (auto& reader : readers) {
+    reader->context.TryCancel();
+    reader->stream->Finish();
+  }
+  const uint64_t kept_bytes = quiet_bytes + kStagingCacheBytes + 32 * kMiB;
+  ASSERT_GT(peak_bytes, kept_bytes + 128 * kMiB) << "no burst to give back";
+  // The daemon looks every 5 s, and gives back at the second look in a row.
+  uint64_t after_bytes = peak_bytes;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < deadline && after_bytes > kept_bytes;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    after_bytes = ResidentBytes(daemon_->pid());
+  }
+  EXPECT_LE(after_bytes, kept_bytes) << "of a burst to " << (peak_bytes >> 20) << " MiB, "
+                                     << ((after_bytes - quiet_bytes) >> 20) << " MiB stayed";
+  for (auto& reader : readers) {
+    EXPECT_TRUE(reader->session.Read(reader->buffer, 0, 16).ok());
+  }
 }
 
 }  // namespace

@@ -613,6 +613,29 @@ TEST_F(SharedMemoryTest, AClientThatDiesLosesItsRegionsWithItsSession) {
   EXPECT_FALSE(MapsAClientRegion(daemon_->pid())) << "nothing stays mapped";
 }
 
+// A region stays registered while its session moves, and unregisters through it; one
+// that outlives its session only unmaps.
+TEST_F(SharedMemoryTest, RegionsStayValidWhenTheirSessionMoves) {
+  absl::StatusOr<Session> opened = client_->OpenSession(0, "moved");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::optional<SharedMemoryRegion> region(MustCreate(*opened, 4096));
+  std::optional<SharedMemoryRegion> outliving(MustCreate(*opened, 4096));
+  std::vector<Session> sessions;
+  sessions.push_back(*std::move(opened));
+  opened = absl::UnknownError("moved from");  // the Session it came from is gone
+  EXPECT_EQ(RegionsOpen(), 2u);
+  absl::StatusOr<Buffer> buffer = sessions[0].Allocate(4);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  std::memcpy(region->data(), "abcd", 4);
+  ASSERT_TRUE(sessions[0].Write(*buffer, 0, RegionSlice{*region, 0, 4}).ok());
+  EXPECT_EQ(sessions[0].Read(*buffer, 0, 4).value_or(""), "abcd");
+  region.reset();
+  EXPECT_EQ(RegionsOpen(), 1u) << "unregistered through the moved session";
+  sessions.clear();
+  EXPECT_EQ(RegionsOpen(), 0u);
+  outliving.reset();
+}
+
 TEST_F(SharedMemoryTest, RegionsPerSessionAreLimited) {
   std::vector<SharedMemoryRegion> regions;
   for (int i = 0; i < kMaxRegions; ++i) regions.push_back(MustCreate(*session_, 4096));
