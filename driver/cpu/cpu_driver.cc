@@ -1,5 +1,6 @@
 #include "driver/cpu/cpu_driver.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,18 +17,40 @@ std::byte* DevicePointer(const DeviceResource& resource, uint64_t offset) {
   return reinterpret_cast<std::byte*>(resource.address) + offset;
 }
 
-// Copies between packed host rows and a (possibly pitched) device region.
-void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool to_device) {
+// Copies `size` bytes on `engine` (null: on this thread alone).
+void CopyBytes(std::byte* to, const std::byte* from, uint64_t size, CopyEngine* engine) {
+  if (engine != nullptr) {
+    engine->Copy(to, from, size);
+  } else {
+    std::memcpy(to, from, size);
+  }
+}
+
+// Copies between packed host rows and a (possibly pitched) device region, on `engine`
+// (null: on this thread alone); a large pitched copy is split between rows.
+void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool to_device,
+              CopyEngine* engine) {
   if (layout.is_contiguous()) {
-    uint64_t bytes = layout.host_bytes();
-    to_device ? std::memcpy(device, host, bytes) : std::memcpy(host, device, bytes);
+    to_device ? CopyBytes(device, host, layout.host_bytes(), engine)
+              : CopyBytes(host, device, layout.host_bytes(), engine);
     return;
   }
-  for (uint64_t row = 0; row < layout.height; ++row) {
-    std::byte* host_row = host + row * layout.width_bytes;
-    std::byte* device_row = device + row * layout.stride_bytes;
-    to_device ? std::memcpy(device_row, host_row, layout.width_bytes)
-              : std::memcpy(host_row, device_row, layout.width_bytes);
+  const bool split = engine != nullptr && layout.host_bytes() >= CopyEngine::kMinSplitBytes;
+  const uint64_t rows_per_part =
+      split ? std::max<uint64_t>(1, CopyEngine::kPartBytes / layout.width_bytes) : layout.height;
+  auto copy_part = [&](size_t part) {
+    const uint64_t end = std::min(layout.height, (part + 1) * rows_per_part);
+    for (uint64_t row = part * rows_per_part; row < end; ++row) {
+      std::byte* host_row = host + row * layout.width_bytes;
+      std::byte* device_row = device + row * layout.stride_bytes;
+      to_device ? std::memcpy(device_row, host_row, layout.width_bytes)
+                : std::memcpy(host_row, device_row, layout.width_bytes);
+    }
+  };
+  if (split) {
+    engine->Run((layout.height + rows_per_part - 1) / rows_per_part, copy_part);
+  } else {
+    copy_part(0);
   }
 }
 
@@ -40,8 +63,9 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
       CpuDeviceMemory::Create(options.capacity_bytes, options.ordinal);
   if (!memory.ok()) return memory.status();
   backend->memory_ = *std::move(memory);
+  backend->copies_ = std::make_unique<CopyEngine>(CopyEngine::HelpersForThisMachine());
   for (int i = 0; i < options.stream_count; ++i) {
-    backend->streams_.push_back(std::make_unique<CpuStream>(i));
+    backend->streams_.push_back(std::make_unique<CpuStream>(i, backend->copies_.get()));
   }
   backend->context_.modules = options.modules;
   backend->context_.pending_launches.resize(options.stream_count);
@@ -81,8 +105,8 @@ absl::Status CpuDriver::CopyToHost(const DeviceResource& resource, const CopyLay
                                    Bytes& bytes, Stream& stream) {
   std::byte* host = bytes.data();
   std::byte* device = DevicePointer(resource, layout.offset_bytes);
-  stream.Enqueue([host, device, layout] {
-    CopyRows(host, device, layout, /*to_device=*/false);
+  stream.Enqueue([host, device, layout, engine = stream.copies()] {
+    CopyRows(host, device, layout, /*to_device=*/false, engine);
     return absl::OkStatus();
   });
   return absl::OkStatus();
@@ -92,8 +116,8 @@ absl::Status CpuDriver::CopyToDevice(const DeviceResource& resource, const CopyL
                                      absl::Span<const std::byte> data, Stream& stream) {
   auto* host = const_cast<std::byte*>(data.data());  // only read: to_device
   std::byte* device = DevicePointer(resource, layout.offset_bytes);
-  stream.Enqueue([host, device, layout] {
-    CopyRows(host, device, layout, /*to_device=*/true);
+  stream.Enqueue([host, device, layout, engine = stream.copies()] {
+    CopyRows(host, device, layout, /*to_device=*/true, engine);
     return absl::OkStatus();
   });
   return absl::OkStatus();
@@ -109,8 +133,8 @@ absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
   std::byte* from = DevicePointer(source, 0);
   std::byte* to = DevicePointer(target, 0);
   uint64_t size = source.size_bytes;
-  signal->Enqueue([from, to, size] {
-    std::memcpy(to, from, size);
+  signal->Enqueue([from, to, size, engine = signal->copies()] {
+    CopyBytes(to, from, size, engine);
     return absl::OkStatus();
   });
   return absl::OkStatus();

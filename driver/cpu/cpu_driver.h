@@ -121,6 +121,7 @@ class CpuBackend {
 
   CpuContext context_;
   std::unique_ptr<CpuDeviceMemory> memory_;
+  std::unique_ptr<CopyEngine> copies_;  // shared by the streams
   // Declared last: streams finish their work before the memory they copy into goes.
   std::vector<std::unique_ptr<CpuStream>> streams_;
 };

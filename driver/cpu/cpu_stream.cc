@@ -4,7 +4,8 @@
 
 namespace gpucmd {
 
-CpuStream::CpuStream(int index) : index_(index), worker_([this] { Run(); }) {}
+CpuStream::CpuStream(int index, CopyEngine* copies)
+    : index_(index), copies_(copies), worker_([this] { Run(); }) {}
 
 CpuStream::~CpuStream() {
   {

@@ -13,6 +13,9 @@
 // error; later work still runs (each copy is independent), events still complete, and
 // the next Synchronize returns and clears the first pending error.
 //
+// A stream may name its device's copy engine (Note [Copies on several cores] in
+// driver/cpu/copy_engine.h), which its copies then share with the device's other streams.
+//
 // Thread-safety: every method may be called from any thread. The destructor waits for
 // all enqueued work.
 
@@ -24,6 +27,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "base/mutex.h"
+#include "driver/cpu/copy_engine.h"
 
 namespace gpucmd {
 
@@ -33,7 +37,8 @@ class CpuStream {
   using Signal = CpuStream*;
   using Work = absl::AnyInvocable<absl::Status()>;
 
-  explicit CpuStream(int index);
+  // `copies` (may be null: copies run on the worker alone) must outlive the stream.
+  explicit CpuStream(int index, CopyEngine* copies = nullptr);
   ~CpuStream();
   CpuStream(const CpuStream&) = delete;
   CpuStream& operator=(const CpuStream&) = delete;
@@ -47,6 +52,7 @@ class CpuStream {
   absl::Status Synchronize();
   Signal signal() { return this; }
   int index() const { return index_; }
+  CopyEngine* copies() const { return copies_; }
 
  private:
   // The stream's progress, shared with its events. The worker notifies `advanced` only
@@ -62,6 +68,7 @@ class CpuStream {
   void Run();
 
   const int index_;
+  CopyEngine* const copies_;
   const std::shared_ptr<Timeline> timeline_ = std::make_shared<Timeline>();
   mutable Mutex mutex_;
   CondVar work_ready_;

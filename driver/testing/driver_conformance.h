@@ -153,6 +153,38 @@ TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
   EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), data);
 }
 
+// Bulk copies, which the CPU driver splits between threads (Note [Copies on several
+// cores] in driver/cpu/copy_engine.h): every byte lands where it belongs, and none else.
+TYPED_TEST_P(DriverConformanceTest, BulkCopiesMoveEveryByte) {
+  constexpr uint64_t kSize = (20 << 20) + 4099, kOffset = 12345;
+  DeviceResource device = this->Device(kOffset + kSize + 100);
+  std::vector<uint8_t> data = this->RandomBytes(kSize, 4);
+  Bytes staged = this->Pinned(kSize, data);
+  this->Upload(device, CopyLayout::Contiguous(kOffset, kSize), staged);
+  EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(kOffset, kSize)), data);
+
+  DeviceResource target = this->Device(device.size_bytes);
+  auto& stream = this->backend_->stream(0);
+  ASSERT_TRUE(TypeParam::CopyOnDevice(device, target, stream.signal()).ok());
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(kOffset, kSize)), data)
+      << "the relocation copy";
+
+  // Rows of 3000 bytes, 4096 apart: 12 MB of rows; the padding keeps what was there.
+  constexpr uint64_t kWidth = 3000, kHeight = 4000, kStride = 4096;
+  std::vector<uint8_t> rows = this->RandomBytes(kWidth * kHeight, 5);
+  Bytes rows_bytes = this->Pinned(rows.size(), rows);
+  CopyLayout pitched = CopyLayout::Pitched(kOffset, kWidth, kHeight, kStride);
+  this->Upload(device, pitched, rows_bytes);
+  EXPECT_EQ(this->Download(device, pitched), rows);
+  std::vector<uint8_t> expected(data.begin(), data.begin() + kHeight * kStride);
+  for (uint64_t row = 0; row < kHeight; ++row) {
+    std::memcpy(&expected[row * kStride], &rows[row * kWidth], kWidth);
+  }
+  EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(kOffset, kHeight * kStride)), expected)
+      << "bytes between the rows changed";
+}
+
 TYPED_TEST_P(DriverConformanceTest, EventsOrderWorkAcrossStreams) {
   constexpr uint64_t kSize = 8 << 20;
   DeviceResource device = this->Device(kSize);
@@ -263,7 +295,7 @@ TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecrea
 
 REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
                             PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
-                            EventsOrderWorkAcrossStreams,
+                            BulkCopiesMoveEveryByte, EventsOrderWorkAcrossStreams,
                             EventWaitBlocksUntilPriorWorkCompleted,
                             OutOfMemoryIsResourceExhaustedAndRecoverable,
                             PinnedBytesGoBackToTheirOwner,

@@ -1,0 +1,92 @@
+#include "driver/cpu/copy_engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gpucmd {
+
+CopyEngine::CopyEngine(int helpers) {
+  for (int i = 0; i < helpers; ++i) helpers_.emplace_back([this] { Help(); });
+}
+
+CopyEngine::~CopyEngine() {
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+    work_ready_.NotifyAll();
+  }
+  for (std::thread& helper : helpers_) helper.join();
+}
+
+int CopyEngine::HelpersForThisMachine() {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores - 1, 0, 3);
+}
+
+void CopyEngine::Job::Work() {
+  size_t copied = 0;
+  for (size_t part = next_part.fetch_add(1, std::memory_order_relaxed); part < parts;
+       part = next_part.fetch_add(1, std::memory_order_relaxed)) {
+    copy_part(part);
+    ++copied;
+  }
+  if (copied == 0) return;
+  MutexLock lock(&mutex);
+  parts_done += copied;
+  if (parts_done == parts) all_done.NotifyAll();
+}
+
+void CopyEngine::Job::AwaitDone() {
+  MutexLock lock(&mutex);
+  all_done.Await(&mutex, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return parts_done == parts; });
+}
+
+void CopyEngine::Run(size_t parts, absl::FunctionRef<void(size_t)> copy_part) {
+  if (parts < 2 || helpers_.empty()) {
+    for (size_t part = 0; part < parts; ++part) copy_part(part);
+    return;
+  }
+  auto job = std::make_shared<Job>(parts, copy_part);
+  {
+    MutexLock lock(&mutex_);
+    const size_t offers = std::min(helpers_.size(), parts - 1);
+    for (size_t i = 0; i < offers; ++i) jobs_.push_back(job);
+    work_ready_.NotifyAll();
+  }
+  job->Work();
+  {
+    // Every part is taken: offers no helper came for are withdrawn.
+    MutexLock lock(&mutex_);
+    std::erase(jobs_, job);
+  }
+  job->AwaitDone();
+}
+
+void CopyEngine::Copy(std::byte* to, const std::byte* from, uint64_t size) {
+  if (size < kMinSplitBytes) {
+    if (size > 0) std::memcpy(to, from, size);
+    return;
+  }
+  Run((size + kPartBytes - 1) / kPartBytes, [to, from, size](size_t part) {
+    const uint64_t offset = part * kPartBytes;
+    std::memcpy(to + offset, from + offset, std::min(kPartBytes, size - offset));
+  });
+}
+
+void CopyEngine::Help() {
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      MutexLock lock(&mutex_);
+      work_ready_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !jobs_.empty() || stopping_;
+      });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job->Work();
+  }
+}
+
+}  // namespace gpucmd
