@@ -31,57 +31,64 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& targe
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat("gpucmdd at ", target, " is not reachable"));
   }
-  return std::unique_ptr<Client>(new Client(target, std::move(channel), options));
+  auto connection = std::make_shared<ClientConnection>();
+  connection->target = target;
+  connection->options = options;
+  connection->stub = v1::GpuCommand::NewStub(channel);
+  connection->health = grpc::health::v1::Health::NewStub(channel);
+  connection->channel = std::move(channel);
+  return std::unique_ptr<Client>(new Client(std::move(connection)));
 }
 
-Client::Client(std::string target, std::shared_ptr<grpc::Channel> channel,
-               const ClientOptions& options)
-    : target_(std::move(target)),
-      options_(options),
-      channel_(std::move(channel)),
-      stub_(v1::GpuCommand::NewStub(channel_)),
-      health_(grpc::health::v1::Health::NewStub(channel_)) {}
-
-void Client::PrepareContext(grpc::ClientContext* context) const {
-  context->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+void ClientConnection::PrepareContext(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + options.call_timeout);
 }
+
+namespace {
+
+absl::StatusOr<v1::GetStatsResponse> GetStatsOver(const ClientConnection& connection,
+                                                  const std::string& session) {
+  grpc::ClientContext context;
+  connection.PrepareContext(&context);
+  v1::GetStatsRequest request;
+  request.set_session(session);
+  v1::GetStatsResponse response;
+  grpc::Status status = connection.stub->GetStats(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+}  // namespace
 
 absl::StatusOr<bool> Client::IsServing(const std::string& service) {
   grpc::ClientContext context;
-  PrepareContext(&context);
+  connection_->PrepareContext(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = health_->Check(&context, request, &response);
+  grpc::Status status = connection_->health->Check(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 absl::StatusOr<std::vector<v1::DeviceInfo>> Client::ListDevices() {
   grpc::ClientContext context;
-  PrepareContext(&context);
+  connection_->PrepareContext(&context);
   v1::ListDevicesResponse response;
-  grpc::Status status = stub_->ListDevices(&context, v1::ListDevicesRequest(), &response);
+  grpc::Status status = connection_->stub->ListDevices(&context, v1::ListDevicesRequest(), &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return std::vector<v1::DeviceInfo>(response.devices().begin(), response.devices().end());
 }
 
 absl::StatusOr<v1::GetStatsResponse> Client::GetStats(const std::string& session) {
-  grpc::ClientContext context;
-  PrepareContext(&context);
-  v1::GetStatsRequest request;
-  request.set_session(session);
-  v1::GetStatsResponse response;
-  grpc::Status status = stub_->GetStats(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return GetStatsOver(*connection_, session);
 }
 
 absl::StatusOr<v1::ListSessionsResponse> Client::ListSessions() {
   grpc::ClientContext context;
-  PrepareContext(&context);
+  connection_->PrepareContext(&context);
   v1::ListSessionsResponse response;
-  grpc::Status status = stub_->ListSessions(&context, v1::ListSessionsRequest(), &response);
+  grpc::Status status = connection_->stub->ListSessions(&context, v1::ListSessionsRequest(), &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
@@ -155,21 +162,23 @@ class Session::Lease final {
 
 absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& client_name) {
   grpc::ClientContext context;
-  PrepareContext(&context);
+  connection_->PrepareContext(&context);
   v1::OpenSessionRequest request;
   request.set_device(device);
   request.set_client_name(client_name);
   v1::OpenSessionResponse response;
-  grpc::Status status = stub_->OpenSession(&context, request, &response);
+  grpc::Status status = connection_->stub->OpenSession(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   absl::StatusOr<std::unique_ptr<Session::Lease>> lease =
-      Session::Lease::Open(stub_.get(), response.session());
+      Session::Lease::Open(connection_->stub.get(), response.session());
   if (!lease.ok()) return lease.status();
-  return Session(this, response.session(), *std::move(lease));
+  return Session(connection_, response.session(), *std::move(lease));
 }
 
-Session::Session(Client* client, std::string token, std::unique_ptr<Lease> lease)
-    : handle_(std::make_shared<SessionHandle>(SessionHandle{client, std::move(token)})),
+Session::Session(std::shared_ptr<const ClientConnection> connection, std::string token,
+                 std::unique_ptr<Lease> lease)
+    : handle_(std::make_shared<SessionHandle>(
+          SessionHandle{std::move(connection), std::move(token)})),
       lease_(std::move(lease)) {}
 
 Session::Session(Session&& other) noexcept
@@ -193,37 +202,37 @@ const std::string& Session::token() const {
 
 absl::Status Session::Close() {
   if (handle_ == nullptr || !std::exchange(handle_->open, false)) return absl::OkStatus();
-  Client* client = handle_->client;
+  const ClientConnection& connection = *handle_->connection;
   grpc::ClientContext context;
-  client->PrepareContext(&context);
+  connection.PrepareContext(&context);
   v1::CloseSessionRequest request;
   request.set_session(handle_->token);
   v1::CloseSessionResponse response;
-  absl::Status status = FromGrpcStatus(client->stub_->CloseSession(&context, request, &response));
+  absl::Status status = FromGrpcStatus(connection.stub->CloseSession(&context, request, &response));
   lease_.reset();
   return status;
 }
 
 absl::StatusOr<Buffer> Session::Allocate(uint64_t size_bytes) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::AllocateRequest request;
   request.set_session(handle_->token);
   request.set_size_bytes(size_bytes);
   v1::AllocateResponse response;
-  grpc::Status status = handle_->client->stub_->Allocate(&context, request, &response);
+  grpc::Status status = handle_->connection->stub->Allocate(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return Buffer(handle_, response.buffer(), size_bytes);
 }
 
 absl::Status Session::FreeBuffer(const SessionHandle& session, uint64_t id) {
   grpc::ClientContext context;
-  session.client->PrepareContext(&context);
+  session.connection->PrepareContext(&context);
   v1::FreeRequest request;
   request.set_session(session.token);
   request.set_buffer(id);
   v1::FreeResponse response;
-  return FromGrpcStatus(session.client->stub_->Free(&context, request, &response));
+  return FromGrpcStatus(session.connection->stub->Free(&context, request, &response));
 }
 
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
@@ -244,13 +253,13 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_
 absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view data) {
   header.set_session(handle_->token);
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::WriteResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
-      handle_->client->stub_->Write(&context, &response);
+      handle_->connection->stub->Write(&context, &response);
   v1::WriteRequest request;
   *request.mutable_header() = std::move(header);
-  const size_t chunk = static_cast<size_t>(handle_->client->options_.max_message_bytes) - 1024;
+  const size_t chunk = static_cast<size_t>(handle_->connection->options.max_message_bytes) - 1024;
   size_t sent = 0;
   do {
     size_t size = std::min(chunk, data.size() - sent);
@@ -266,9 +275,9 @@ absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view dat
 absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
   request.set_session(handle_->token);
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
-      handle_->client->stub_->Read(&context, request);
+      handle_->connection->stub->Read(&context, request);
   std::string result;
   v1::ReadResponse chunk;
   bool first = true;
@@ -301,9 +310,9 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionS
   header.set_offset_bytes(offset);
   SetSlice(source, header.mutable_shared_memory());
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::WriteResponse response;
-  return FromGrpcStatus(handle_->client->stub_->WriteShared(&context, header, &response));
+  return FromGrpcStatus(handle_->connection->stub->WriteShared(&context, header, &response));
 }
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
@@ -316,9 +325,9 @@ absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSl
   request.set_size_bytes(target.size_bytes);
   SetSlice(target, request.mutable_shared_memory());
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::ReadResponse response;
-  return FromGrpcStatus(handle_->client->stub_->ReadShared(&context, request, &response));
+  return FromGrpcStatus(handle_->connection->stub->ReadShared(&context, request, &response));
 }
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,
@@ -346,7 +355,7 @@ absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t 
 absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::CopyRequest request;
   request.set_session(handle_->token);
   request.set_stream(stream);
@@ -356,36 +365,36 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
   request.set_target_offset_bytes(target_offset);
   request.set_size_bytes(size_bytes);
   v1::CopyResponse response;
-  return FromGrpcStatus(handle_->client->stub_->Copy(&context, request, &response));
+  return FromGrpcStatus(handle_->connection->stub->Copy(&context, request, &response));
 }
 
 absl::Status Session::Synchronize(std::optional<uint64_t> stream, std::string* kernel_output) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::SynchronizeRequest request;
   request.set_session(handle_->token);
   if (stream) request.set_stream(*stream);
   v1::SynchronizeResponse response;
   absl::Status status =
-      FromGrpcStatus(handle_->client->stub_->Synchronize(&context, request, &response));
+      FromGrpcStatus(handle_->connection->stub->Synchronize(&context, request, &response));
   if (kernel_output != nullptr) *kernel_output = std::move(*response.mutable_kernel_output());
   return status;
 }
 
-absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return handle_->client->GetStats(handle_->token); }
+absl::StatusOr<v1::GetStatsResponse> Session::Stats() { return GetStatsOver(*handle_->connection, handle_->token); }
 
 absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
                                                      const std::string& entry_point,
                                                      const std::vector<std::string>& options) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::CompileRequest request;
   request.set_session(handle_->token);
   request.set_source(source);
   request.set_entry_point(entry_point);
   for (const std::string& option : options) request.add_options(option);
   v1::CompileResponse response;
-  grpc::Status status = handle_->client->stub_->Compile(&context, request, &response);
+  grpc::Status status = handle_->connection->stub->Compile(&context, request, &response);
   if (!status.ok()) {
     absl::Status failure = FromGrpcStatus(status);
     const auto& trailers = context.GetServerTrailingMetadata();
@@ -405,12 +414,12 @@ absl::StatusOr<v1::CompileResponse> Session::Compile(const std::string& source,
 
 absl::StatusOr<v1::GetCompileLogResponse> Session::CompileLog(const std::string& kernel_id) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::GetCompileLogRequest request;
   request.set_session(handle_->token);
   request.set_kernel_id(kernel_id);
   v1::GetCompileLogResponse response;
-  grpc::Status status = handle_->client->stub_->GetCompileLog(&context, request, &response);
+  grpc::Status status = handle_->connection->stub->GetCompileLog(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }
@@ -418,7 +427,7 @@ absl::StatusOr<v1::GetCompileLogResponse> Session::CompileLog(const std::string&
 absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& shape,
                              const std::vector<v1::KernelArg>& args, uint64_t stream) {
   grpc::ClientContext context;
-  handle_->client->PrepareContext(&context);
+  handle_->connection->PrepareContext(&context);
   v1::LaunchRequest request;
   request.set_session(handle_->token);
   request.set_stream(stream);
@@ -428,7 +437,7 @@ absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& sh
   request.set_dynamic_shared_memory_bytes(shape.dynamic_shared_memory_bytes);
   for (const v1::KernelArg& arg : args) *request.add_args() = arg;
   v1::LaunchResponse response;
-  return FromGrpcStatus(handle_->client->stub_->Launch(&context, request, &response));
+  return FromGrpcStatus(handle_->connection->stub->Launch(&context, request, &response));
 }
 
 v1::Dim3 MakeDim3(uint32_t x, uint32_t y, uint32_t z) {

@@ -44,11 +44,24 @@ std::string GrpcTarget(const std::string& target);
 
 class Client;
 class Session;
+// A client's connection to the daemon, shared by the Client and its sessions: a session
+// may outlive the Client that opened it.
+struct ClientConnection {
+  std::string target;  // as given to Connect
+  ClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::GpuCommand::Stub> stub;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health;
+
+  // Sets the call's deadline (options.call_timeout).
+  void PrepareContext(grpc::ClientContext* context) const;
+};
+
 // What a session's buffers and regions hold of it: it stays where it is when the Session
 // moves, and knows whether the session is still open (calls after Close still reach the
 // daemon, which answers NOT_FOUND: it no longer knows the token).
 struct SessionHandle {
-  Client* client;
+  std::shared_ptr<const ClientConnection> connection;
   std::string token;
   bool open = true;
 };
@@ -159,8 +172,8 @@ struct LaunchShape {
 v1::Dim3 MakeDim3(uint32_t x, uint32_t y = 1, uint32_t z = 1);
 
 // An open session. It holds a lease stream to the daemon for its whole life, so the
-// daemon reclaims everything if this process dies; closed when destroyed. The Client
-// must outlive it.
+// daemon reclaims everything if this process dies; closed when destroyed. It shares the
+// connection of the Client that opened it, and may outlive that Client.
 class Session {
  public:
   Session(Session&&) noexcept;
@@ -217,7 +230,8 @@ class Session {
   friend class Buffer;
   friend class SharedMemoryRegion;
   class Lease;
-  Session(Client* client, std::string token, std::unique_ptr<Lease> lease);
+  Session(std::shared_ptr<const ClientConnection> connection, std::string token,
+          std::unique_ptr<Lease> lease);
   static absl::Status FreeBuffer(const SessionHandle& session, uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
   // Sends `header` (the session filled in) and `data` in chunks.
@@ -248,21 +262,13 @@ class Client {
                                       const std::string& client_name = "");
 
   // The raw stub, for RPCs the typed surface does not cover yet.
-  v1::GpuCommand::Stub& stub() { return *stub_; }
+  v1::GpuCommand::Stub& stub() { return *connection_->stub; }
 
  private:
-  friend class Session;
-  friend class Buffer;
-  friend class SharedMemoryRegion;
-  Client(std::string target, std::shared_ptr<grpc::Channel> channel,
-         const ClientOptions& options);
-  void PrepareContext(grpc::ClientContext* context) const;
+  explicit Client(std::shared_ptr<const ClientConnection> connection)
+      : connection_(std::move(connection)) {}
 
-  const std::string target_;  // as given to Connect
-  ClientOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::GpuCommand::Stub> stub_;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  const std::shared_ptr<const ClientConnection> connection_;
 };
 
 }  // namespace gpucmd

@@ -91,18 +91,18 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(Session& session,
   }
   SharedMemoryRegion region(session.handle_, 0, static_cast<char*>(mapped), size_bytes,
                             mapped_bytes);
-  Client& client = *session.handle_->client;
-  absl::StatusOr<std::string> token = HandOverDescriptor(client.target_, memfd.get());
+  const ClientConnection& connection = *session.handle_->connection;
+  absl::StatusOr<std::string> token = HandOverDescriptor(connection.target, memfd.get());
   if (!token.ok()) return token.status();
   grpc::ClientContext context;
-  client.PrepareContext(&context);
+  connection.PrepareContext(&context);
   v1::RegisterSharedMemoryRequest request;
   request.set_session(session.token());
   request.set_handoff(*token);
   request.set_size_bytes(size_bytes);
   v1::RegisterSharedMemoryResponse response;
   absl::Status registered = FromGrpcStatus(
-      client.stub_->RegisterSharedMemory(&context, request, &response));
+      connection.stub->RegisterSharedMemory(&context, request, &response));
   if (!registered.ok()) return registered;
   region.id_ = response.region();
   region.direct_device_access_ = response.direct_device_access();
@@ -121,12 +121,12 @@ SharedMemoryRegion::~SharedMemoryRegion() {
   // A closed session took its regions with it.
   if (session_ != nullptr && id_ != 0 && session_->open) {
     grpc::ClientContext context;
-    session_->client->PrepareContext(&context);
+    session_->connection->PrepareContext(&context);
     v1::UnregisterSharedMemoryRequest request;
     request.set_session(session_->token);
     request.set_region(id_);
     v1::UnregisterSharedMemoryResponse response;
-    session_->client->stub_->UnregisterSharedMemory(&context, request, &response);
+    session_->connection->stub->UnregisterSharedMemory(&context, request, &response);
   }
   if (data_ != nullptr) munmap(data_, mapped_bytes_);
 }

@@ -581,6 +581,31 @@ TEST_F(MemoryTest, BuffersStayValidWhenTheirSessionMoves) {
   EXPECT_TRUE(outliving->Free().ok()) << "gone with its session: nothing left to free";
 }
 
+// A session and its buffers may outlive the Client that opened them (a struct declaring
+// its client after its session destroys them in that order): they share its connection.
+TEST_F(MemoryTest, ASessionMayOutliveTheClientThatOpenedIt) {
+  std::optional<Session> session;
+  std::optional<Buffer> buffer;
+  {
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    absl::StatusOr<Session> opened = (*client)->OpenSession(0, "outliving");
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    session.emplace(*std::move(opened));
+    absl::StatusOr<Buffer> allocated = session->Allocate(16);
+    ASSERT_TRUE(allocated.ok()) << allocated.status();
+    buffer.emplace(*std::move(allocated));
+  }
+  ASSERT_TRUE(session->Write(*buffer, 0, "0123456789abcdef").ok());
+  EXPECT_EQ(session->Read(*buffer, 0, 16).value_or(""), "0123456789abcdef");
+  const std::string token = session->token();
+  EXPECT_TRUE(buffer->Free().ok());
+  EXPECT_EQ(client_->GetStats(token)->session().buffers(), 0u);
+  session.reset();
+  EXPECT_EQ(client_->GetStats(token).status().code(), absl::StatusCode::kNotFound)
+      << "destroying the session closed it";
+}
+
 uint64_t ResidentBytes(pid_t pid) {
   uint64_t size = 0, resident = 0;
   std::ifstream("/proc/" + std::to_string(pid) + "/statm") >> size >> resident;
