@@ -177,8 +177,7 @@ absl::StatusOr<Session> Client::OpenSession(uint32_t device, const std::string& 
 
 Session::Session(std::shared_ptr<const ClientConnection> connection, std::string token,
                  std::unique_ptr<Lease> lease)
-    : handle_(std::make_shared<SessionHandle>(
-          SessionHandle{std::move(connection), std::move(token)})),
+    : handle_(std::make_shared<SessionHandle>(std::move(connection), std::move(token))),
       lease_(std::move(lease)) {}
 
 Session::Session(Session&& other) noexcept
@@ -201,7 +200,7 @@ const std::string& Session::token() const {
 }
 
 absl::Status Session::Close() {
-  if (handle_ == nullptr || !std::exchange(handle_->open, false)) return absl::OkStatus();
+  if (handle_ == nullptr || !handle_->open.exchange(false)) return absl::OkStatus();
   const ClientConnection& connection = *handle_->connection;
   grpc::ClientContext context;
   connection.PrepareContext(&context);

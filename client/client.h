@@ -10,6 +10,7 @@
 // Thread-safety: a Client may be shared by threads (gRPC channels and stubs are
 // thread-safe). A Session belongs to one owner; it closes itself when destroyed.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -59,11 +60,15 @@ struct ClientConnection {
 
 // What a session's buffers and regions hold of it: it stays where it is when the Session
 // moves, and knows whether the session is still open (calls after Close still reach the
-// daemon, which answers NOT_FOUND: it no longer knows the token).
+// daemon, which answers NOT_FOUND: it no longer knows the token). Buffers may be
+// destroyed on other threads than the one closing their session.
 struct SessionHandle {
-  std::shared_ptr<const ClientConnection> connection;
-  std::string token;
-  bool open = true;
+  SessionHandle(std::shared_ptr<const ClientConnection> connection, std::string token)
+      : connection(std::move(connection)), token(std::move(token)) {}
+
+  const std::shared_ptr<const ClientConnection> connection;
+  const std::string token;
+  std::atomic<bool> open{true};
 };
 
 // A device buffer of a session; freed when destroyed. Moving the session keeps it valid;
