@@ -1,5 +1,7 @@
 #include "driver/cpu/copy_engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -18,8 +20,11 @@ CopyEngine::~CopyEngine() {
   for (std::thread& helper : helpers_) helper.join();
 }
 
-int CopyEngine::HelpersForThisMachine() {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+int CopyEngine::HelpersForThisThread() {
+  cpu_set_t allowed;
+  const int cores = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                        ? CPU_COUNT(&allowed)
+                        : static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(cores - 1, 0, 3);
 }
 

@@ -7,7 +7,7 @@
 // bytes moves about half of what the machine's memory takes from two (a standalone
 // measurement on a 2-core VM: a 16 MiB memcpy in 0.69 ms on one thread, 0.34 ms split
 // over two; 2.2x at 64 MiB). So a device's streams share a copy engine: helper threads
-// (the machine's cores less one, at most three) that join a bulk copy while they are
+// (the daemon's CPUs less one, at most three) that join a bulk copy while they are
 // idle. The thread that runs the copy (the stream's worker) takes its parts in order
 // with the helpers and returns once every part was copied. It never waits for a helper
 // to become free: parts no helper took are its own, so a copy takes at most one part
@@ -44,8 +44,9 @@ class CopyEngine {
   CopyEngine(const CopyEngine&) = delete;
   CopyEngine& operator=(const CopyEngine&) = delete;
 
-  // The helpers for this machine: one fewer than its cores, at most three.
-  static int HelpersForThisMachine();
+  // The helpers for the CPUs the calling thread may run on (its affinity: a service's
+  // CPUAffinity or a container's cpuset): one fewer, at most three.
+  static int HelpersForThisThread();
 
   // Calls `copy_part(i)` once for every i in [0, parts), on this thread and on idle
   // helpers, and returns once every call returned.

@@ -1,5 +1,7 @@
 #include "driver/cpu/copy_engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -65,6 +67,28 @@ TEST(CopyEngineTest, AnIdleHelperJoinsTheCopy) {
   });
   EXPECT_TRUE(met) << "no helper took a part";
   EXPECT_EQ(threads.size(), 2u);
+}
+
+// A daemon confined to some CPUs (a service's CPUAffinity, a container's cpuset) starts
+// helpers for those, not for the machine's.
+TEST(CopyEngineTest, HelpersFollowTheCpusThisThreadMayUse) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  for (int allowed : {1, 2}) {
+    if (CPU_COUNT(&before) < allowed) continue;
+    cpu_set_t some;
+    CPU_ZERO(&some);
+    for (int cpu = 0, taken = 0; cpu < CPU_SETSIZE && taken < allowed; ++cpu) {
+      if (CPU_ISSET(cpu, &before)) {
+        CPU_SET(cpu, &some);
+        ++taken;
+      }
+    }
+    ASSERT_EQ(sched_setaffinity(0, sizeof(some), &some), 0);
+    EXPECT_EQ(CopyEngine::HelpersForThisThread(), allowed - 1);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
+  EXPECT_EQ(CopyEngine::HelpersForThisThread(), std::min(CPU_COUNT(&before) - 1, 3));
 }
 
 // Streams of a device copy at once through its one engine.

@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const Options& op
       CpuDeviceMemory::Create(options.capacity_bytes, options.ordinal);
   if (!memory.ok()) return memory.status();
   backend->memory_ = *std::move(memory);
-  backend->copies_ = std::make_unique<CopyEngine>(CopyEngine::HelpersForThisMachine());
+  backend->copies_ = std::make_unique<CopyEngine>(CopyEngine::HelpersForThisThread());
   for (int i = 0; i < options.stream_count; ++i) {
     backend->streams_.push_back(std::make_unique<CpuStream>(i, backend->copies_.get()));
   }
