@@ -80,8 +80,10 @@ class MemoryTest : public ::testing::Test {
   std::optional<Session> session_;
 };
 
+// 20 MiB and more: the device's copies are split between threads (Note [Copies on
+// several cores] in driver/cpu/copy_engine.h).
 TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
-  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123}) {
+  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123, 20 * kMiB + 4099}) {
     Buffer buffer = MustAllocate(size);
     std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
     ASSERT_TRUE(session_->Write(buffer, 0, data).ok());
