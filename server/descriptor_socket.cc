@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "server/rpc/peer_identity.h"
 
 namespace gpucmd {
@@ -54,7 +55,10 @@ absl::StatusOr<std::unique_ptr<DescriptorSocketServer>> DescriptorSocketServer::
 
 DescriptorSocketServer::DescriptorSocketServer(DescriptorHandoffs* handoffs, Limits limits,
                                                int wake)
-    : handoffs_(handoffs), limits_(limits), wake_(wake), thread_([this] { Run(); }) {}
+    : handoffs_(handoffs), limits_(limits), wake_(wake), thread_([this] {
+        NameThisThread("gpucmd-regions");
+        Run();
+      }) {}
 
 DescriptorSocketServer::~DescriptorSocketServer() {
   {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 
 namespace gpucmd {
 namespace {
@@ -232,7 +233,10 @@ absl::StatusOr<int> HttpEndpoint::Server::Listen(const HostPort& address) {
 
 void HttpEndpoint::Server::Run() {
   Accept();
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("gpucmd-http");
+    io_.run();
+  });
 }
 
 void HttpEndpoint::Server::Accept() {

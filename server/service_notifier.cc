@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
@@ -30,7 +31,10 @@ void ServiceNotifier::Ready() {
     spdlog::info("systemd watchdog: a ping every {} ms while every device makes progress",
                  watchdog_.count() / 2000);
   }
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("gpucmd-notify");
+    Run();
+  });
 }
 
 void ServiceNotifier::Stopping() {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 
 namespace gpucmd {
 
@@ -66,7 +67,10 @@ UnixListener::UnixListener(int listener, std::string path, bool owns_path, int s
       stop_read_(stop_read),
       stop_write_(stop_write),
       handler_(std::move(handler)),
-      thread_([this] { Accept(); }) {}
+      thread_([this] {
+        NameThisThread("gpucmd-accept");
+        Accept();
+      }) {}
 
 void UnixListener::Stop() {
   if (!thread_.joinable()) return;

@@ -5,10 +5,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/thread_name.h"
+
 namespace gpucmd {
 
 CopyEngine::CopyEngine(int helpers) {
-  for (int i = 0; i < helpers; ++i) helpers_.emplace_back([this] { Help(); });
+  for (int i = 0; i < helpers; ++i) helpers_.emplace_back([this] {
+      NameThisThread("gpucmd-copy");
+      Help();
+    });
 }
 
 CopyEngine::~CopyEngine() {

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
+
 namespace gpucmd {
 
 CpuStream::CpuStream(int index, CopyEngine* copies)
-    : index_(index), copies_(copies), worker_([this] { Run(); }) {}
+    : index_(index), copies_(copies), worker_([this] {
+        NameThisThread(absl::StrCat("gpucmd-stream", index_));
+        Run();
+      }) {}
 
 CpuStream::~CpuStream() {
   {

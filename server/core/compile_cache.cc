@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 
 namespace gpucmd {
 namespace {
@@ -36,7 +37,10 @@ CompileCache::CompileCache(const Options& options, ModuleStore modules, BackendC
       compiler_(std::move(compiler)),
       client_share_(std::max(1, options.workers / 2)) {
   for (int i = 0; i < std::max(1, options.workers); ++i) {
-    workers_.emplace_back([this] { Work(); });
+    workers_.emplace_back([this] {
+      NameThisThread("gpucmd-compile");
+      Work();
+    });
   }
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "server/command/unavailable_command.h"
 #include "spdlog/spdlog.h"
 
@@ -55,7 +56,10 @@ DeviceWorker::DeviceWorker(const Options& options, Factory factory, Metrics* met
       completion_threads_.emplace_back([this] { RunCompletions(); });
     }
   }
-  device_thread_ = std::thread([this] { RunDevice(); });
+  device_thread_ = std::thread([this] {
+    NameThisThread(absl::StrCat("gpucmd-device", options_.ordinal));
+    RunDevice();
+  });
 }
 
 DeviceWorker::~DeviceWorker() { Stop(); }
@@ -337,6 +341,7 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
 }
 
 void DeviceWorker::RunCompletions() {
+  NameThisThread(absl::StrCat("gpucmd-wait", options_.ordinal));
   while (true) {
     SessionId session;
     Completion completion;

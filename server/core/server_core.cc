@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace gpucmd {
@@ -19,7 +20,10 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
       freed_memory_(options.keep_freed_bytes.has_value()
                         ? std::make_optional<FreedMemoryReleaser>(*options.keep_freed_bytes)
                         : std::nullopt),
-      reaper_([this] { RunReaper(); }) {}
+      reaper_([this] {
+        NameThisThread("gpucmd-reaper");
+        RunReaper();
+      }) {}
 
 ServerCore::~ServerCore() {
   if (stopping_late_.valid()) stopping_late_.wait();

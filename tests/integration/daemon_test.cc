@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -432,6 +433,23 @@ TEST_F(DaemonTest, TheDescriptorLimitIsRaisedToTheHardLimit) {
   ASSERT_EQ(fields.size(), 6u) << line;  // Max open files SOFT HARD files
   EXPECT_EQ(fields[3], std::to_string(inherited.rlim_max)) << line;
   EXPECT_EQ(fields[4], std::to_string(inherited.rlim_max)) << line;
+}
+
+// An operator's `top -H` or a profiler tells the daemon's threads apart by name: each of
+// the two devices has its device thread, completion threads and stream workers named.
+TEST_F(DaemonTest, ThreadsCarryNamesThatSayWhatTheyDo) {
+  std::vector<std::string> names;
+  for (const std::filesystem::directory_entry& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon_->pid(), "/task"))) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    names.push_back(name);
+  }
+  for (const char* expected : {"gpucmd-device0", "gpucmd-device1", "gpucmd-wait0",
+                               "gpucmd-wait1", "gpucmd-stream0", "gpucmd-reaper",
+                               "gpucmd-accept", "gpucmd-http", "gpucmd-compile"}) {
+    EXPECT_THAT(names, ::testing::Contains(expected));
+  }
 }
 
 TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {
