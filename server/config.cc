@@ -145,6 +145,9 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!compile->has_max_log_bytes()) compile->set_max_log_bytes(64 << 10);
   if (!compile->has_workers()) compile->set_workers(2);
   if (!compile->has_max_memory_bytes()) compile->set_max_memory_bytes(uint64_t{2} << 30);
+  if (!compile->has_max_waiting_source_bytes()) {
+    compile->set_max_waiting_source_bytes(uint64_t{256} << 20);
+  }
 }
 
 absl::Status ValidateConfig(const v1::DaemonConfig& config) {
@@ -219,6 +222,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (config.compile().max_memory_bytes() < (uint64_t{256} << 20)) {
     return FieldError("compile.max_memory_bytes", "is below 256 MiB");
+  }
+  if (config.compile().max_waiting_source_bytes() < (uint64_t{1} << 20)) {
+    return FieldError("compile.max_waiting_source_bytes", "is below 1 MiB");
   }
   return absl::OkStatus();
 }

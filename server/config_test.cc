@@ -129,7 +129,9 @@ INSTANTIATE_TEST_SUITE_P(
                                "limits.device_queue_capacity"},
                       BadValue{"limits { tcp_handshake_timeout_seconds: 0 }",
                                "limits.tcp_handshake_timeout_seconds"},
-                      BadValue{"compile { workers: 0 }", "compile.workers"}));
+                      BadValue{"compile { workers: 0 }", "compile.workers"},
+                      BadValue{"compile { max_waiting_source_bytes: 1000 }",
+                               "compile.max_waiting_source_bytes"}));
 
 }  // namespace
 }  // namespace gpucmd

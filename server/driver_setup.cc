@@ -53,7 +53,9 @@ std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
                                                CompileCache::BackendCompiler compiler) {
   return CompileCache::Create({.driver = driver,
                                .architecture = architecture,
-                               .workers = static_cast<int>(config.compile().workers())},
+                               .workers = static_cast<int>(config.compile().workers()),
+                               .max_waiting_source_bytes =
+                                   config.compile().max_waiting_source_bytes()},
                               std::move(modules), std::move(compiler));
 }
 

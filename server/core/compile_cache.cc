@@ -15,6 +15,13 @@
 namespace gpucmd {
 namespace {
 
+// What a compile request holds while it waits: its source, entry point and options.
+uint64_t SourceBytes(const KernelSource& kernel) {
+  uint64_t bytes = kernel.source.size() + kernel.entry_point.size();
+  for (const std::string& option : kernel.options) bytes += option.size();
+  return bytes;
+}
+
 std::string Sha256Hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -84,29 +91,47 @@ void CompileCache::Compile(uint64_t client, KernelSource kernel,
   }
   if (!answer) {
     MutexLock lock(&mutex_);
-    if (auto same = joined_.find(id.hex); same != joined_.end()) {
-      same->second.push_back(std::move(done));  // the same kernel is on its way
+    const uint64_t source_bytes = SourceBytes(kernel);
+    auto same = joined_.find(id.hex);  // the same kernel on its way already
+    absl::Status admitted = same != joined_.end() ? AdmitWaiting(source_bytes)
+                                                  : AdmitQueued(client, source_bytes);
+    if (admitted.ok()) {
+      waiting_source_bytes_ += source_bytes;
+      Waiter waiter{std::move(done), source_bytes};
+      if (same != joined_.end()) {
+        same->second.push_back(std::move(waiter));
+      } else {
+        Enqueue(client, Job{std::move(kernel), std::move(id), std::move(waiter)});
+      }
       return;
     }
-    ClientJobs& jobs = clients_[client];
-    if (pending_ >= options_.max_pending) {
-      answer = absl::ResourceExhaustedError(
-          absl::StrCat("compile queue is full (", options_.max_pending, " pending)"));
-    } else if (jobs.pending.size() >= options_.max_pending_per_client) {
-      answer = absl::ResourceExhaustedError(absl::StrCat(
-          "this session has ", jobs.pending.size(), " compiles queued, its limit is ",
-          options_.max_pending_per_client));
-    } else {
-      if (jobs.pending.empty()) ready_.push_back(client);
-      joined_[id.hex];
-      jobs.pending.push_back(Job{std::move(kernel), std::move(id), std::move(done)});
-      ++pending_;
-      work_ready_.NotifyAll();
-      return;
-    }
-    if (jobs.pending.empty() && jobs.running == 0) clients_.erase(client);
+    answer = std::move(admitted);
   }
   done(*std::move(answer));
+}
+
+absl::Status CompileCache::AdmitQueued(uint64_t client, uint64_t source_bytes) const {
+  RETURN_IF_ERROR(AdmitWaiting(source_bytes));
+  if (pending_ >= options_.max_pending) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("compile queue is full (", options_.max_pending, " pending)"));
+  }
+  auto jobs = clients_.find(client);
+  if (jobs != clients_.end() && jobs->second.pending.size() >= options_.max_pending_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this session has ", jobs->second.pending.size(), " compiles queued, its limit is ",
+        options_.max_pending_per_client));
+  }
+  return absl::OkStatus();
+}
+
+void CompileCache::Enqueue(uint64_t client, Job job) {
+  ClientJobs& jobs = clients_[client];
+  if (jobs.pending.empty()) ready_.push_back(client);
+  joined_[job.id.hex];
+  jobs.pending.push_back(std::move(job));
+  ++pending_;
+  work_ready_.NotifyAll();
 }
 
 absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
@@ -181,9 +206,19 @@ void CompileCache::Work() {
   }
 }
 
+absl::Status CompileCache::AdmitWaiting(uint64_t source_bytes) const {
+  if (waiting_source_bytes_ + source_bytes <= options_.max_waiting_source_bytes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "compile requests waiting hold ", waiting_source_bytes_, " bytes of kernel source; this "
+      "one's ", source_bytes, " would pass the daemon's limit of ",
+      options_.max_waiting_source_bytes, " (compile.max_waiting_source_bytes)"));
+}
+
 void CompileCache::Run(Job job) {
   absl::StatusOr<Result> result = Build(job);
-  std::vector<Done> joined;
+  std::vector<Waiter> joined;
   {
     MutexLock lock(&mutex_);
     if (result.ok()) {
@@ -196,14 +231,21 @@ void CompileCache::Run(Job job) {
       joined_.erase(it);
     }
   }
-  for (Done& done : joined) {
+  for (Waiter& waiter : joined) {
     if (result.ok()) {
-      done(Result{result->kernel, /*cache_hit=*/true});
+      Answer(waiter, Result{result->kernel, /*cache_hit=*/true});
     } else {
-      done(result.status());
+      Answer(waiter, result.status());
     }
   }
-  job.done(std::move(result));
+  job.kernel = KernelSource();  // its copy of the source goes before its bytes are let go
+  Answer(job.waiter, std::move(result));
+}
+
+void CompileCache::Answer(Waiter& waiter, absl::StatusOr<Result> result) {
+  waiter.done(std::move(result));
+  MutexLock lock(&mutex_);
+  waiting_source_bytes_ -= waiter.source_bytes;
 }
 
 absl::StatusOr<CompileCache::Result> CompileCache::Build(const Job& job) {

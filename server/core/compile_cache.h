@@ -15,6 +15,12 @@
 // half the workers (at least one) at a time, so one session's slow compiles never hold
 // up every other session's.
 //
+// A request that waits (queued, compiling, or joined to the same kernel's compile) holds
+// its kernel source, up to a whole gRPC message, until it is answered. The sources of all
+// waiting requests together are bounded (`max_waiting_source_bytes`): past it a request
+// is RESOURCE_EXHAUSTED at once, so that a flood of large sources (the same one sent
+// again and again joins without limit otherwise) cannot take the daemon's memory.
+//
 // Thread-safety: all methods may be called from any thread. `done` callbacks run on a
 // compile thread, or inline for cache hits and refusals.
 
@@ -60,6 +66,7 @@ class CompileCache {
     int workers = 2;
     size_t max_pending = 256;
     size_t max_pending_per_client = 16;
+    uint64_t max_waiting_source_bytes = uint64_t{256} << 20;
   };
 
   struct Result {
@@ -79,7 +86,8 @@ class CompileCache {
 
   // Compiles `kernel` or finds it compiled. A request for a kernel already being
   // compiled joins that compile and gets its result (cache_hit). A compile error is
-  // INVALID_ARGUMENT with the compiler's log; a full pool is RESOURCE_EXHAUSTED.
+  // INVALID_ARGUMENT with the compiler's log; a full pool, or waiting sources past
+  // `max_waiting_source_bytes`, is RESOURCE_EXHAUSTED naming the limit.
   // `client` names who asks (a session; any number), for the pool's fair share.
   void Compile(uint64_t client, KernelSource kernel,
                absl::AnyInvocable<void(absl::StatusOr<Result>)> done);
@@ -102,10 +110,16 @@ class CompileCache {
  private:
   using Done = absl::AnyInvocable<void(absl::StatusOr<Result>)>;
 
+  // A request waiting for the compile of its kernel, and the source bytes it holds.
+  struct Waiter {
+    Done done;
+    uint64_t source_bytes = 0;
+  };
+
   struct Job {
     KernelSource kernel;
     KernelId id;
-    Done done;
+    Waiter waiter;
   };
 
   // One client's share of the pool.
@@ -122,6 +136,16 @@ class CompileCache {
   // Compiles and stores one job, then answers it and the requests that joined it (no
   // lock held).
   void Run(Job job);
+  // Answers `waiter` with `result`, then lets its source bytes go (no lock held).
+  void Answer(Waiter& waiter, absl::StatusOr<Result> result);
+  // Queues `job` for `client`, which AdmitQueued admitted.
+  void Enqueue(uint64_t client, Job job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Why `client`'s request holding `source_bytes` may not be queued (the queue, the
+  // client's share of it, or the waiting sources full); OK when it may.
+  absl::Status AdmitQueued(uint64_t client, uint64_t source_bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Why a request holding `source_bytes` more may not wait; OK when it may.
+  absl::Status AdmitWaiting(uint64_t source_bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Compiles and stores `job`'s kernel.
   absl::StatusOr<Result> Build(const Job& job);
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
@@ -142,7 +166,9 @@ class CompileCache {
   absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mutex_);
   // By kernel id, the jobs queued or running, each with the requests for the same
   // kernel that came meanwhile: they wait for its result instead of compiling again.
-  absl::flat_hash_map<std::string, std::vector<Done>> joined_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<std::string, std::vector<Waiter>> joined_ ABSL_GUARDED_BY(mutex_);
+  // The source bytes of every request queued, compiling or joined.
+  uint64_t waiting_source_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t memory_hits_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t disk_hits_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t misses_ ABSL_GUARDED_BY(mutex_) = 0;

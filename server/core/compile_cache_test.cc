@@ -221,5 +221,71 @@ TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
   EXPECT_EQ(running_slow.load(), 4);
 }
 
+// Every request that waits holds its source: together they are bounded, joined
+// requests included (the same large source sent again and again joins the first), and
+// the bytes come back once the requests are answered.
+TEST(CompileCacheTest, SourcesOfWaitingRequestsAreBounded) {
+  std::mutex mutex;
+  std::condition_variable released_changed;
+  bool released = false;
+  std::atomic<int> started{0};
+  absl::StatusOr<ModuleStore> modules =
+      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/waiting", ".so");
+  ASSERT_TRUE(modules.ok());
+  constexpr uint64_t kBudget = 1 << 20;
+  std::unique_ptr<CompileCache> cache = CompileCache::Create(
+      {.driver = "cpu", .architecture = "x86_64", .workers = 2,
+       .max_waiting_source_bytes = kBudget},
+      *modules,
+      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
+        ++started;
+        std::unique_lock<std::mutex> lock(mutex);
+        released_changed.wait(lock, [&] { return released; });
+        std::ofstream(artifact) << kernel.source.size();
+        return CompileOutput{};
+      });
+  std::vector<std::future<absl::StatusOr<CompileCache::Result>>> answers;
+  auto compile = [&](uint64_t client, std::string source) {
+    auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
+    answers.push_back(promise->get_future());
+    cache->Compile(client, {std::move(source), "k", {}},
+                   [promise](absl::StatusOr<CompileCache::Result> result) {
+                     promise->set_value(std::move(result));
+                   });
+  };
+  const std::string large(kBudget / 4, 'a');
+  compile(1, large);
+  compile(2, large);  // joins
+  compile(3, large);  // joins: three quarters of the budget are held now
+  compile(4, large);  // would join past the budget
+  compile(5, std::string(kBudget / 4, 'b'));  // would queue past it
+  compile(6, std::string(kBudget + 1, 'c'));  // more than the budget alone
+  for (size_t refused = 3; refused < 6; ++refused) {
+    if (answers[refused].wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ADD_FAILURE() << "request " << refused << " waits past the budget";
+      continue;
+    }
+    absl::StatusOr<CompileCache::Result> answer = answers[refused].get();
+    EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << refused;
+    EXPECT_THAT(std::string(answer.status().message()),
+                ::testing::HasSubstr("compile.max_waiting_source_bytes"));
+  }
+  compile(7, std::string(1000, 'd'));  // small enough to queue beside them
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  released_changed.notify_all();
+  for (size_t answered : {0, 1, 2, 6}) {
+    absl::StatusOr<CompileCache::Result> answer = answers[answered].get();
+    EXPECT_TRUE(answer.ok()) << answered << ": " << answer.status();
+  }
+  EXPECT_EQ(started.load(), 2) << "the joined requests compiled once";
+  // Answered, they hold nothing: a source of most of the budget waits again.
+  absl::StatusOr<CompileCache::Result> again =
+      CompileNow(*cache, {std::string(kBudget - 100, 'e'), "k", {}});
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
 }  // namespace
 }  // namespace gpucmd

@@ -49,6 +49,7 @@ constexpr char kVictimBytes[] = "victim-bytes-16!";
 constexpr int kQueuedCommands = 8;
 constexpr int kSessionsPerClient = 16;
 constexpr uint64_t kInlineBytesPerSession = 8 << 20;
+constexpr uint64_t kWaitingSourceBytes = 2 << 20;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -60,7 +61,8 @@ class AdversarialTest : public ::testing::Test {
                           << " executor_memory_bytes: " << (256 << 20) << " }\n"
                           << "compile { cache_dir: \"" << directory << "/cache\""
                           << " timeout_seconds: " << kCompileTimeoutSeconds
-                          << " max_memory_bytes: " << kCompileMemoryBytes << " }\n"
+                          << " max_memory_bytes: " << kCompileMemoryBytes
+                          << " max_waiting_source_bytes: " << kWaitingSourceBytes << " }\n"
                           << "limits { session_queued_commands: " << kQueuedCommands
                           << " max_sessions_per_client: " << kSessionsPerClient
                           << " max_inline_bytes_per_session: " << kInlineBytesPerSession << " }\n";
@@ -530,6 +532,18 @@ TEST_F(AdversarialTest, ACompilerMemoryBombStopsAtTheLimit) {
       extern "C" __global__ void attack(long long* out) { out[0] = bomb[0]; })");
   EXPECT_EQ(compiled.code(), absl::StatusCode::kResourceExhausted) << compiled;
   EXPECT_THAT(std::string(compiled.message()), HasSubstr("memory limit"));
+}
+
+// Compile requests hold their source while they wait, and all of them together are
+// bounded (compile.max_waiting_source_bytes): a source past what may wait is refused at
+// once, naming the limit, and compiles within it go on.
+TEST_F(AdversarialTest, KernelSourcesPastTheCompileBudgetAreRefused) {
+  const std::string kernel = "extern \"C\" __global__ void attack(long long* out) { out[0] = 1; }\n";
+  const std::string padding = "// " + std::string(kWaitingSourceBytes, 'x') + "\n";
+  absl::Status refused = CompileOnly(padding + kernel);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("compile.max_waiting_source_bytes"));
+  EXPECT_TRUE(CompileOnly(kernel).ok()) << "a compile within the budget";
 }
 
 // Errors long enough to overflow a header (a compile log, a huge id echoed back) reach a
