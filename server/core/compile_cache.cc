@@ -134,6 +134,32 @@ void CompileCache::Enqueue(uint64_t client, Job job) {
   work_ready_.NotifyAll();
 }
 
+void CompileCache::Remember(const KernelId& id, absl::StatusOr<CompiledKernel> kernel) {
+  if (compiled_.contains(id.hex) || failed_.contains(id.hex)) return;
+  // The entry's strings; a fixed cost for the rest of it and its place in the maps.
+  constexpr uint64_t kEntryBytes = 256;
+  uint64_t bytes = kEntryBytes + id.hex.size();
+  if (kernel.ok()) {
+    bytes += kernel->log.size();
+    for (const KernelParam& param : kernel->params) {
+      bytes += kEntryBytes + param.declared_type.size();
+    }
+    compiled_.emplace(id.hex, *std::move(kernel));
+  } else {
+    bytes += kernel.status().message().size();
+    failed_.emplace(id.hex, kernel.status());
+  }
+  remembered_.emplace_back(id.hex, bytes);
+  remembered_bytes_ += bytes;
+  while (remembered_bytes_ > options_.max_remembered_bytes && remembered_.size() > 1) {
+    auto& [forgotten, forgotten_bytes] = remembered_.front();
+    compiled_.erase(forgotten);
+    failed_.erase(forgotten);
+    remembered_bytes_ -= forgotten_bytes;
+    remembered_.pop_front();
+  }
+}
+
 absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
   absl::StatusOr<ModuleStore::Module> module = modules_.Find(id);
   if (!module.ok()) {
@@ -142,7 +168,7 @@ absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
   CompiledKernel kernel{id, std::move(module->params), ""};
   MutexLock lock(&mutex_);
   ++disk_hits_;
-  compiled_[id.hex] = kernel;
+  Remember(id, kernel);
   return kernel;
 }
 
@@ -222,9 +248,9 @@ void CompileCache::Run(Job job) {
   {
     MutexLock lock(&mutex_);
     if (result.ok()) {
-      compiled_[job.id.hex] = result->kernel;
+      Remember(job.id, result->kernel);
     } else if (absl::IsInvalidArgument(result.status())) {  // the source's fault: remember it
-      failed_[job.id.hex] = result.status();
+      Remember(job.id, result.status());
     }
     if (auto it = joined_.find(job.id.hex); it != joined_.end()) {
       joined = std::move(it->second);

@@ -21,6 +21,13 @@
 // is RESOURCE_EXHAUSTED at once, so that a flood of large sources (the same one sent
 // again and again joins without limit otherwise) cannot take the daemon's memory.
 //
+// What memory remembers of compiled and failed kernels (parameters, logs of up to
+// compile.max_log_bytes each) is bounded too (`max_remembered_bytes`): past it the
+// kernels remembered longest are forgotten first. A compiled kernel forgotten is loaded
+// from disk again when asked for (its warnings are not kept there); a failed one is then
+// unknown (NOT_FOUND), and compiling its source again reports the failure again. Without
+// the bound, a client compiling ever new failing sources grew the daemon by a log each.
+//
 // Thread-safety: all methods may be called from any thread. `done` callbacks run on a
 // compile thread, or inline for cache hits and refusals.
 
@@ -29,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,6 +75,7 @@ class CompileCache {
     size_t max_pending = 256;
     size_t max_pending_per_client = 16;
     uint64_t max_waiting_source_bytes = uint64_t{256} << 20;
+    uint64_t max_remembered_bytes = uint64_t{64} << 20;
   };
 
   struct Result {
@@ -148,6 +157,10 @@ class CompileCache {
   absl::Status AdmitWaiting(uint64_t source_bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Compiles and stores `job`'s kernel.
   absl::StatusOr<Result> Build(const Job& job);
+  // Remembers `kernel`, or the failure to compile `id`, unless already known; then
+  // forgets the longest remembered past max_remembered_bytes.
+  void Remember(const KernelId& id, absl::StatusOr<CompiledKernel> kernel)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
@@ -164,6 +177,9 @@ class CompileCache {
   const int client_share_;  // compiles one client may run at once
   absl::flat_hash_map<std::string, CompiledKernel> compiled_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mutex_);
+  // The ids in compiled_ and failed_, longest remembered first, with what each takes.
+  std::deque<std::pair<std::string, uint64_t>> remembered_ ABSL_GUARDED_BY(mutex_);
+  uint64_t remembered_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // By kernel id, the jobs queued or running, each with the requests for the same
   // kernel that came meanwhile: they wait for its result instead of compiling again.
   absl::flat_hash_map<std::string, std::vector<Waiter>> joined_ ABSL_GUARDED_BY(mutex_);

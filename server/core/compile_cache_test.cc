@@ -221,6 +221,38 @@ TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
   EXPECT_EQ(running_slow.load(), 4);
 }
 
+// What memory keeps of compiled and failed kernels is bounded: the longest remembered
+// go first; a compiled one comes back from disk, a failed one is unknown then.
+TEST(CompileCacheTest, MemoryRemembersKernelsUpToItsBound) {
+  FakeCompiler compiler;
+  CompileCache::Options options = Options();
+  options.max_remembered_bytes = 16 << 10;  // some 40 entries of this test's size
+  std::unique_ptr<CompileCache> cache = Create("remembered", compiler, options);
+  const KernelSource good{"good", "k", {}};
+  ASSERT_TRUE(CompileNow(*cache, good).ok());
+  const KernelSource first_failure{"error 0", "k", {}};
+  EXPECT_FALSE(CompileNow(*cache, first_failure).ok());
+  for (int i = 1; i < 200; ++i) {
+    EXPECT_FALSE(CompileNow(*cache, {"error " + std::to_string(i), "k", {}}).ok());
+  }
+  EXPECT_EQ(cache->LogOf(cache->IdFor(first_failure)).status().code(),
+            absl::StatusCode::kNotFound)
+      << "the first failure is still remembered after 199 more";
+  absl::StatusOr<CompileCache::CompileLog> latest =
+      cache->LogOf(cache->IdFor({"error 199", "k", {}}));
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_TRUE(latest->failed);
+  const uint64_t disk_hits = cache->disk_hits();
+  absl::StatusOr<CompiledKernel> again = cache->Lookup(cache->IdFor(good));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->params.size(), 1u);
+  EXPECT_EQ(cache->disk_hits(), disk_hits + 1) << "the compiled kernel came back from disk";
+  EXPECT_EQ(compiler.calls(), 201);
+  // Forgotten, a failing source fails again when compiled again.
+  EXPECT_EQ(CompileNow(*cache, first_failure).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // Every request that waits holds its source: together they are bounded, joined
 // requests included (the same large source sent again and again joins the first), and
 // the bytes come back once the requests are answered.
