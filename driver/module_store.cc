@@ -1,8 +1,12 @@
 #include "driver/module_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -50,6 +54,9 @@ absl::StatusOr<ModuleStore::Module> ModuleStore::Find(const KernelId& id) const 
   if (access(module.artifact_path.c_str(), R_OK) != 0 || access(signature.c_str(), R_OK) != 0) {
     return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " has no module in ", directory_));
   }
+  // Used now: a sweep keeps it over those used longer ago. (A store read by someone who
+  // may not write it keeps its order.)
+  (void)utimensat(AT_FDCWD, signature.c_str(), nullptr, 0);
   module.entry_point = std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(PathOf(id, ".entry"))));
   if (module.entry_point.empty()) {
     return absl::NotFoundError(
@@ -60,6 +67,62 @@ absl::StatusOr<ModuleStore::Module> ModuleStore::Find(const KernelId& id) const 
   if (!params.ok()) return params.status();
   module.params = *std::move(params);
   return module;
+}
+
+uint64_t ModuleStore::BytesOf(const KernelId& id) const {
+  uint64_t bytes = 0;
+  for (const std::string& suffix : {artifact_extension_, std::string(".entry"), std::string(".sig")}) {
+    struct stat status;
+    if (stat(PathOf(id, suffix).c_str(), &status) == 0) bytes += status.st_size;
+  }
+  return bytes;
+}
+
+ModuleStore::Swept ModuleStore::Sweep(uint64_t max_bytes, uint64_t keep_bytes) const {
+  // Every file by module: <id>.<suffix>, temporary files included.
+  struct Files {
+    uint64_t bytes = 0;
+    bool committed = false;
+    std::filesystem::file_time_type used;
+    std::vector<std::filesystem::path> paths;
+  };
+  std::map<std::string, Files> modules;
+  std::error_code error;
+  for (const std::filesystem::directory_entry& entry :
+       std::filesystem::directory_iterator(directory_, error)) {
+    std::error_code entry_error;
+    if (!entry.is_regular_file(entry_error)) continue;
+    const std::string name = entry.path().filename().string();
+    const size_t dot = name.find('.');
+    if (dot == 0 || dot == std::string::npos) continue;
+    Files& files = modules[name.substr(0, dot)];
+    files.bytes += entry.file_size(entry_error);
+    files.paths.push_back(entry.path());
+    if (name.substr(dot) == ".sig") {
+      files.committed = true;
+      files.used = entry.last_write_time(entry_error);
+    }
+  }
+  Swept swept;
+  for (const auto& [stem, files] : modules) swept.bytes_left += files.bytes;
+  if (swept.bytes_left <= max_bytes) return swept;
+  std::vector<std::pair<std::string, Files*>> committed;
+  for (auto& [stem, files] : modules) {
+    if (files.committed) committed.emplace_back(stem, &files);
+  }
+  std::sort(committed.begin(), committed.end(),
+            [](const auto& a, const auto& b) { return a.second->used < b.second->used; });
+  for (auto& [stem, files] : committed) {
+    if (swept.bytes_left <= keep_bytes) break;
+    // The signature first: without it the module is not found while the rest goes.
+    std::sort(files->paths.begin(), files->paths.end(), [](const auto& a, const auto& b) {
+      return (a.extension() == ".sig") > (b.extension() == ".sig");
+    });
+    for (const std::filesystem::path& path : files->paths) std::filesystem::remove(path, error);
+    swept.bytes_left -= files->bytes;
+    swept.removed.push_back(KernelId{stem});
+  }
+  return swept;
 }
 
 absl::StatusOr<ModuleStore::Module> FindModule(const std::optional<ModuleStore>& modules,

@@ -11,6 +11,11 @@
 // it. The store is the one owner of that layout and of the directory's name: the daemon
 // configures it once and hands the same store to the compile cache and to every device.
 //
+// The directory is a cache, bounded by whoever owns it (the compile cache's
+// compile.max_cache_bytes): Sweep removes the modules used longest ago (a module's use
+// is its commit or its latest Find) until the rest fit. Only committed modules go: an
+// artifact a compiler is still writing has no signature yet.
+//
 // Thread-safety: a plain value; its methods touch only files, each written atomically,
 // so any thread may call them.
 
@@ -51,7 +56,19 @@ class ModuleStore {
                       const std::vector<KernelParam>& params) const;
 
   // The committed module of `id`; NOT_FOUND when there is none (or only part of one).
+  // Marks the module used now.
   absl::StatusOr<Module> Find(const KernelId& id) const;
+
+  // The bytes the committed module of `id` takes on disk (0 when there is none).
+  uint64_t BytesOf(const KernelId& id) const;
+
+  struct Swept {
+    std::vector<KernelId> removed;
+    uint64_t bytes_left = 0;  // of the modules left, committed or not
+  };
+  // When the directory's modules take more than `max_bytes`, removes committed modules,
+  // used longest ago first, until they take at most `keep_bytes`.
+  Swept Sweep(uint64_t max_bytes, uint64_t keep_bytes) const;
 
  private:
   ModuleStore(std::string directory, std::string artifact_extension)

@@ -148,6 +148,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!compile->has_max_waiting_source_bytes()) {
     compile->set_max_waiting_source_bytes(uint64_t{256} << 20);
   }
+  if (!compile->has_max_cache_bytes()) compile->set_max_cache_bytes(uint64_t{4} << 30);
 }
 
 absl::Status ValidateConfig(const v1::DaemonConfig& config) {
@@ -225,6 +226,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
   }
   if (config.compile().max_waiting_source_bytes() < (uint64_t{1} << 20)) {
     return FieldError("compile.max_waiting_source_bytes", "is below 1 MiB");
+  }
+  if (config.compile().max_cache_bytes() < (uint64_t{64} << 20)) {
+    return FieldError("compile.max_cache_bytes", "is below 64 MiB");
   }
   return absl::OkStatus();
 }

@@ -131,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(
                                "limits.tcp_handshake_timeout_seconds"},
                       BadValue{"compile { workers: 0 }", "compile.workers"},
                       BadValue{"compile { max_waiting_source_bytes: 1000 }",
-                               "compile.max_waiting_source_bytes"}));
+                               "compile.max_waiting_source_bytes"},
+                      BadValue{"compile { max_cache_bytes: 1000000 }", "compile.max_cache_bytes"}));
 
 }  // namespace
 }  // namespace gpucmd

@@ -55,7 +55,8 @@ std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
                                .architecture = architecture,
                                .workers = static_cast<int>(config.compile().workers()),
                                .max_waiting_source_bytes =
-                                   config.compile().max_waiting_source_bytes()},
+                                   config.compile().max_waiting_source_bytes(),
+                               .max_cache_bytes = config.compile().max_cache_bytes()},
                               std::move(modules), std::move(compiler));
 }
 

@@ -43,6 +43,7 @@ CompileCache::CompileCache(const Options& options, ModuleStore modules, BackendC
       modules_(std::move(modules)),
       compiler_(std::move(compiler)),
       client_share_(std::max(1, options.workers / 2)) {
+  SweepStore();
   for (int i = 0; i < std::max(1, options.workers); ++i) {
     workers_.emplace_back([this] {
       NameThisThread("gpucmd-compile");
@@ -265,7 +266,33 @@ void CompileCache::Run(Job job) {
     }
   }
   job.kernel = KernelSource();  // its copy of the source goes before its bytes are let go
+  const bool committed = result.ok();
   Answer(job.waiter, std::move(result));
+  if (committed) CountCommitted(job.id);
+}
+
+void CompileCache::CountCommitted(const KernelId& id) {
+  const uint64_t bytes = modules_.BytesOf(id);
+  {
+    MutexLock lock(&mutex_);
+    store_bytes_ += bytes;
+    if (store_bytes_ <= options_.max_cache_bytes || sweeping_) return;
+  }
+  SweepStore();
+}
+
+void CompileCache::SweepStore() {
+  {
+    MutexLock lock(&mutex_);
+    if (sweeping_) return;
+    sweeping_ = true;
+  }
+  ModuleStore::Swept swept =
+      modules_.Sweep(options_.max_cache_bytes, options_.max_cache_bytes / 10 * 9);
+  MutexLock lock(&mutex_);
+  for (const KernelId& removed : swept.removed) compiled_.erase(removed.hex);
+  store_bytes_ = swept.bytes_left;
+  sweeping_ = false;
 }
 
 void CompileCache::Answer(Waiter& waiter, absl::StatusOr<Result> result) {

@@ -28,6 +28,11 @@
 // unknown (NOT_FOUND), and compiling its source again reports the failure again. Without
 // the bound, a client compiling ever new failing sources grew the daemon by a log each.
 //
+// The module store on disk is bounded as well (`max_cache_bytes`): when compiles take it
+// past the bound (and when the daemon starts), the modules used longest ago are removed
+// until it is back at nine tenths of it (Note [Module store]), and forgotten in memory,
+// so that asking for one compiles it again.
+//
 // Thread-safety: all methods may be called from any thread. `done` callbacks run on a
 // compile thread, or inline for cache hits and refusals.
 
@@ -76,6 +81,7 @@ class CompileCache {
     size_t max_pending_per_client = 16;
     uint64_t max_waiting_source_bytes = uint64_t{256} << 20;
     uint64_t max_remembered_bytes = uint64_t{64} << 20;
+    uint64_t max_cache_bytes = uint64_t{4} << 30;
   };
 
   struct Result {
@@ -161,6 +167,11 @@ class CompileCache {
   // forgets the longest remembered past max_remembered_bytes.
   void Remember(const KernelId& id, absl::StatusOr<CompiledKernel> kernel)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Counts the module of `id` just committed; sweeps the store when it passed
+  // max_cache_bytes (no lock held).
+  void CountCommitted(const KernelId& id);
+  // Sweeps the module store back under max_cache_bytes and forgets what it removed.
+  void SweepStore() ABSL_LOCKS_EXCLUDED(mutex_);
   // The kernel from disk, remembered in memory; NOT_FOUND when absent.
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
@@ -180,6 +191,9 @@ class CompileCache {
   // The ids in compiled_ and failed_, longest remembered first, with what each takes.
   std::deque<std::pair<std::string, uint64_t>> remembered_ ABSL_GUARDED_BY(mutex_);
   uint64_t remembered_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  // The module store's bytes: what the latest sweep left, plus what was committed since.
+  uint64_t store_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool sweeping_ ABSL_GUARDED_BY(mutex_) = false;
   // By kernel id, the jobs queued or running, each with the requests for the same
   // kernel that came meanwhile: they wait for its result instead of compiling again.
   absl::flat_hash_map<std::string, std::vector<Waiter>> joined_ ABSL_GUARDED_BY(mutex_);

@@ -253,6 +253,40 @@ TEST(CompileCacheTest, MemoryRemembersKernelsUpToItsBound) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The module store on disk is swept back under its bound, the modules used longest ago
+// first; a kernel swept away is forgotten, and compiling it again compiles it.
+TEST(CompileCacheTest, TheStoreOnDiskIsSweptBackUnderItsBound) {
+  FakeCompiler compiler;  // its artifacts hold the source: a megabyte each here
+  CompileCache::Options options = Options();
+  options.max_cache_bytes = 4 << 20;
+  std::unique_ptr<CompileCache> cache = Create("swept", compiler, options);
+  auto kernel = [](int i) {
+    return KernelSource{std::to_string(i) + std::string(1 << 20, ' '), "k", {}};
+  };
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(CompileNow(*cache, kernel(i)).ok()) << i;
+    // Apart by more than a clock tick of the file system's timestamps (a jiffy), so that
+    // their order on disk is the order they were compiled in.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // 5 MiB passed the bound: swept back to nine tenths of it, the oldest first.
+  for (int i : {0, 1}) {
+    EXPECT_EQ(cache->Lookup(cache->IdFor(kernel(i))).status().code(), absl::StatusCode::kNotFound)
+        << i;
+  }
+  for (int i : {2, 3, 4}) EXPECT_TRUE(cache->Lookup(cache->IdFor(kernel(i))).ok()) << i;
+  EXPECT_EQ(compiler.calls(), 5);
+  EXPECT_TRUE(CompileNow(*cache, kernel(0)).ok());
+  EXPECT_EQ(compiler.calls(), 6) << "a kernel swept away compiles again";
+
+  // A store past a smaller bound is swept when a cache opens over it.
+  options.max_cache_bytes = 2 << 20;
+  std::unique_ptr<CompileCache> reopened = Create("swept", compiler, options);
+  int found = 0;
+  for (int i = 0; i < 5; ++i) found += reopened->Lookup(reopened->IdFor(kernel(i))).ok();
+  EXPECT_EQ(found, 1);
+}
+
 // Every request that waits holds its source: together they are bounded, joined
 // requests included (the same large source sent again and again joins the first), and
 // the bytes come back once the requests are answered.

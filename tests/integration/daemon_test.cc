@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -677,6 +679,52 @@ TEST(DaemonStartupTest, UnixSocketsGetTheConfiguredGroup) {
                   "--listen=unix:" + directory + "/refused.sock", "--http_listen=127.0.0.1:0"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.stderr_text, HasSubstr("gpucmd-no-such-group"));
+}
+
+// compile.max_cache_bytes bounds the module store on disk: a store past it when the
+// daemon starts is swept back under it, the modules used longest ago first, and kernels
+// compile and run as before.
+TEST(DaemonStartupTest, TheModuleStoreIsSweptBackUnderItsBound) {
+  const std::string cache = ShortTempDir() + "/cache";
+  std::filesystem::create_directories(cache);
+  constexpr uint64_t kBound = uint64_t{64} << 20;
+  constexpr int kModules = 80;  // of 1 MiB each, module i used 1000 - i seconds ago
+  for (int i = 0; i < kModules; ++i) {
+    const std::string stem = absl::StrCat(cache, "/module", i);
+    std::ofstream(stem + ".so") << std::string(1 << 20, 'x');
+    std::ofstream(stem + ".entry") << "k";
+    std::ofstream(stem + ".sig") << "";
+    std::filesystem::last_write_time(
+        stem + ".sig", std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1000 - i));
+  }
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(absl::StrCat(
+      "compile { cache_dir: \"", cache, "\" max_cache_bytes: ", kBound, " }"));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  uint64_t bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  EXPECT_LE(bytes, kBound / 10 * 9);
+  EXPECT_FALSE(std::filesystem::exists(cache + "/module0.so")) << "the oldest module stayed";
+  EXPECT_TRUE(std::filesystem::exists(cache + "/module79.so")) << "the newest module went";
+
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Session> session = (*client)->OpenSession(0, "sweep");
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<v1::CompileResponse> compiled = session->Compile(
+      "extern \"C\" __global__ void one(int* out) { out[0] = 1; }", "one");
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::StatusOr<Buffer> out = session->Allocate(sizeof(int));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(session->Launch(compiled->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                              {BufferArgument(*out, v1::ACCESS_WRITE)})
+                  .ok());
+  absl::StatusOr<std::string> read = session->Read(*out, 0, sizeof(int));
+  ASSERT_TRUE(read.ok()) << read.status();
+  int value = 0;
+  std::memcpy(&value, read->data(), sizeof(value));
+  EXPECT_EQ(value, 1);
 }
 
 TEST(DaemonStartupTest, VersionPrintsAndExits) {
