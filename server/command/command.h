@@ -742,11 +742,13 @@ class Command final : public CommandInterface {
     return &it->second;
   }
 
-  // The device stream of a session's logical stream. A new one gets the stream fewest
-  // logical streams share (the first of those after the last one handed out), so that
-  // sessions share a stream, and wait behind each other's work, only when there are more
-  // logical streams than device streams. RESOURCE_EXHAUSTED past the session's limit
-  // of logical streams (stream 0 is always there).
+  // The device stream of a session's logical stream. A new one gets an idle stream if
+  // there is one (on a busy one it would wait behind work not its own), and among those
+  // the one fewest logical streams share (the first of those after the last one handed
+  // out), so that sessions share a stream, and wait behind each other's work, only when
+  // there are more logical streams than device streams and none is idle.
+  // RESOURCE_EXHAUSTED past the session's limit of logical streams (stream 0 is always
+  // there).
   absl::StatusOr<int> StreamFor(SessionId session, LogicalStream logical) {
     auto& streams = sessions_[session].streams;
     if (auto known = streams.find(logical); known != streams.end()) return known->second;
@@ -758,9 +760,15 @@ class Command final : public CommandInterface {
     auto it = streams.try_emplace(logical, 0).first;
     const int count = backend_.stream_count();
     int chosen = -1;
+    bool chosen_idle = false;
     for (int step = 1; step <= count; ++step) {
-      int candidate = (last_stream_ + step) % count;
-      if (chosen < 0 || stream_users_[candidate] < stream_users_[chosen]) chosen = candidate;
+      const int candidate = (last_stream_ + step) % count;
+      const bool idle = backend_.stream(candidate).RecordEvent().IsComplete();
+      if (chosen < 0 || (idle && !chosen_idle) ||
+          (idle == chosen_idle && stream_users_[candidate] < stream_users_[chosen])) {
+        chosen = candidate;
+        chosen_idle = idle;
+      }
     }
     last_stream_ = chosen;
     ++stream_users_[chosen];

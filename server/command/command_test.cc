@@ -1,6 +1,7 @@
 #include "server/command/command.h"
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "driver/cpu/cpu_driver.h"
@@ -107,8 +108,8 @@ TEST_F(CommandTest, BadInputIsRejectedBeforeAnythingIsEnqueued) {
 TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
   BufferId id = MustAllocate(kMiB);
   // The session's first two logical streams land on device streams 0 and 1.
-  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());
-  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 20)).ok());
+  ASSERT_TRUE(ReadAll(id, 1, 10).ok());
+  ASSERT_TRUE(ReadAll(id, 1, 20).ok());
   StreamGate gate;
   gate.Block(backend_->stream(0));
   std::string data = testing::RandomBytes(kMiB, 3);
@@ -131,8 +132,8 @@ TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
 TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   constexpr uint64_t kSize = 64 << 10;
   BufferId old_id = MustAllocate(kSize);
-  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());  // logical 10 -> stream 0
-  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 20)).ok());  // logical 20 -> stream 1
+  ASSERT_TRUE(ReadAll(old_id, 1, 10).ok());  // logical 10 -> stream 0
+  ASSERT_TRUE(ReadAll(old_id, 1, 20).ok());  // logical 20 -> stream 1
   std::string old_data = testing::RandomBytes(kSize, 4);
   ASSERT_TRUE(command_->Write(kSession, 10, old_id, CopyLayout::Contiguous(0, kSize), old_data).ok());
   ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, 10)).ok());
@@ -153,6 +154,28 @@ TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   EXPECT_EQ(read->bytes.ToString(), old_data) << "the freed memory was reused under a reader";
 }
 
+// A new logical stream goes to an idle device stream before a busy one, however many
+// logical streams share each: another session's long work does not hold it up.
+TEST_F(CommandTest, ANewLogicalStreamGetsAnIdleStreamBeforeABusyOne) {
+  constexpr SessionId kThirdSession = 3;
+  ASSERT_TRUE(ReadAll(MustAllocate(4096), 4096).ok());  // logical 0 -> stream 0
+  ASSERT_TRUE(ReadAll(MustAllocate(4096, kOtherSession), 4096, 0, kOtherSession).ok());  // 1
+  StreamGate gate;
+  gate.Block(backend_->stream(0));  // the first session's long kernel
+  // Both streams have one user: round robin alone would hand out stream 0 next.
+  BufferId id = MustAllocate(4096, kThirdSession);
+  ASSERT_TRUE(command_->Write(kThirdSession, 0, id, CopyLayout::Contiguous(0, 4096),
+                              std::string(4096, 't')).ok());
+  std::future<absl::Status> synchronized = std::async(std::launch::async, [&] {
+    return WaitFor(command_->Synchronize(kThirdSession, 0));
+  });
+  const bool finished_behind_the_gate =
+      synchronized.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  gate.Open();
+  EXPECT_TRUE(finished_behind_the_gate) << "the new session waited behind the busy stream";
+  EXPECT_TRUE(synchronized.get().ok());
+}
+
 TEST_F(CommandTest, ABufferNeverShowsWhatItsSliceHeldBefore) {
   constexpr uint64_t kSize = 4096;
   BufferId secret = MustAllocate(kSize, kOtherSession);
@@ -171,6 +194,7 @@ TEST_F(CommandTest, StagedBytesOutliveTheCopiesThatReadThem) {
   options.drop_queue = {.max_entries = 2, .max_bytes = 1 << 30};  // flush often
   Reset(64 * kMiB, options);
   BufferId id = MustAllocate(64 << 10);
+  ASSERT_TRUE(ReadAll(id, 4096).ok());  // logical 0 -> stream 0, before the gate below
 
   // Drop queues free in push order, so the k-th release gives back the bytes of the
   // k-th write. Each write's copy is followed by an event recorded right after it; the
@@ -313,6 +337,8 @@ TEST_F(CommandTest, ClosingASessionReclaimsEverything) {
 TEST_F(CommandTest, AnIdleDeviceReleasesWhatClosedSessionsStagedOnceTheirWorkFinished) {
   StreamGate gate;
   gate.Block(backend_->stream(0));  // the copies wait behind earlier work
+  StreamGate other_gate;
+  other_gate.Block(backend_->stream(1));
   for (int i = 0; i < 4; ++i) {
     const SessionId session = kSession + i;
     BufferId id = MustAllocate(kMiB, session);
@@ -328,6 +354,7 @@ TEST_F(CommandTest, AnIdleDeviceReleasesWhatClosedSessionsStagedOnceTheirWorkFin
   EXPECT_GT(command_->Usage().drop_queue_bytes, 0u);
 
   gate.Open();
+  other_gate.Open();
   // No command comes: the idle upkeep alone lets everything go once the copies ran.
   while (command_->ReclaimWhenIdle()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   DeviceUsage released = command_->Usage();

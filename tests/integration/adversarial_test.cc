@@ -373,6 +373,44 @@ TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
   EXPECT_EQ(attacker_->Read(*out, 0, 1).value_or(""), std::string(1, '\1'));
 }
 
+// Sessions share the device's streams (four here) once there are more of them. A new
+// session gets an idle stream before one busy with another session's long kernel, even
+// where round robin would hand it the busy one. The streams are taken in order: the
+// victim's (SetUp), the attacker's, then three fillers' (the third shares the first),
+// so the next in turn is the attacker's.
+TEST_F(AdversarialTest, ANewSessionGetsAnIdleStreamBeforeOneBusyWithALongKernel) {
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  AttackerBufferHolding("a");  // the attacker's stream
+  std::vector<Session> fillers;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Session> filler = client_->OpenSession(0, absl::StrCat("filler", i));
+    ASSERT_TRUE(filler.ok()) << filler.status();
+    absl::StatusOr<Buffer> buffer = filler->Allocate(16);
+    ASSERT_TRUE(buffer.ok() && filler->Write(*buffer, 0, "f").ok());
+    ASSERT_TRUE(filler->Synchronize().ok());
+    fillers.push_back(*std::move(filler));
+  }
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(3'000'000'000)}).ok());
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits([&] {
+    EXPECT_TRUE(attacker_->Synchronize().ok());
+    attacker_synchronized = true;
+  });
+
+  absl::StatusOr<Session> newcomer = client_->OpenSession(0, "newcomer");
+  ASSERT_TRUE(newcomer.ok()) << newcomer.status();
+  absl::StatusOr<Buffer> buffer = newcomer->Allocate(4096);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const std::string data(4096, 'n');
+  EXPECT_TRUE(newcomer->Write(*buffer, 0, data).ok());
+  EXPECT_EQ(newcomer->Read(*buffer, 0, 4096).value_or(""), data);
+  EXPECT_TRUE(newcomer->Synchronize().ok());
+  EXPECT_FALSE(attacker_synchronized) << "the newcomer waited for the attacker's kernel";
+  attacker_waits.join();
+}
+
 // Launches return once queued: a session that floods its stream behind a long kernel is
 // held to its queued-command limit instead of piling up work without end.
 TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
