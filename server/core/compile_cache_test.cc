@@ -3,6 +3,7 @@
 #include <atomic>
 #include <fstream>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -14,13 +15,15 @@ namespace gpucmd {
 namespace {
 
 // A stand-in for a driver's compiler: "compiles" by writing the source to the artifact;
-// sources containing "error" fail with a log. Counts its calls.
+// sources containing "error" fail with a log. Counts its calls. Calls for kernels that
+// `Hold` names wait until Release, so that tests can keep compiles in flight.
 class FakeCompiler {
  public:
   CompileCache::BackendCompiler Function() {
     return [this](const KernelSource& kernel,
                   const std::string& artifact) -> absl::StatusOr<CompileOutput> {
       ++calls_;
+      WaitIfHeld(kernel);
       if (kernel.source.find("error") != std::string::npos) {
         return absl::InvalidArgumentError("kernel.cu:1: error: broken");
       }
@@ -31,16 +34,48 @@ class FakeCompiler {
   }
   int calls() const { return calls_; }
 
+  // From now until Release, compiles of kernels `holds` accepts wait.
+  void Hold(std::function<bool(const KernelSource&)> holds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holds_ = std::move(holds);
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holds_ = nullptr;
+    released_.notify_all();
+  }
+  // The compiles that were held (waiting or past).
+  int held() const { return held_; }
+
  private:
+  void WaitIfHeld(const KernelSource& kernel) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (holds_ == nullptr || !holds_(kernel)) return;
+    ++held_;
+    released_.wait(lock, [this] { return holds_ == nullptr; });
+  }
+
   std::atomic<int> calls_{0};
+  std::atomic<int> held_{0};
+  std::mutex mutex_;
+  std::condition_variable released_;
+  std::function<bool(const KernelSource&)> holds_;
 };
 
-absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
-  std::promise<absl::StatusOr<CompileCache::Result>> promise;
-  cache.Compile(/*client=*/0, std::move(kernel), [&promise](absl::StatusOr<CompileCache::Result> result) {
-    promise.set_value(std::move(result));
+// Asks `cache` for `kernel` on behalf of `client`; the answer comes in the future.
+std::future<absl::StatusOr<CompileCache::Result>> CompileLater(CompileCache& cache,
+                                                               uint64_t client,
+                                                               KernelSource kernel) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
+  std::future<absl::StatusOr<CompileCache::Result>> answer = promise->get_future();
+  cache.Compile(client, std::move(kernel), [promise](absl::StatusOr<CompileCache::Result> result) {
+    promise->set_value(std::move(result));
   });
-  return promise.get_future().get();
+  return answer;
+}
+
+absl::StatusOr<CompileCache::Result> CompileNow(CompileCache& cache, KernelSource kernel) {
+  return CompileLater(cache, /*client=*/0, std::move(kernel)).get();
 }
 
 CompileCache::Options Options() {
@@ -115,39 +150,16 @@ TEST(CompileCacheTest, FailuresAreRememberedWithTheirLog) {
 
 // Many clients starting the same program at once compile its kernel once.
 TEST(CompileCacheTest, RequestsForAKernelBeingCompiledJoinThatCompile) {
-  std::mutex mutex;
-  std::condition_variable released_changed;
-  bool released = false;
-  std::atomic<int> calls{0};
-  absl::StatusOr<ModuleStore> modules =
-      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/joined", ".so");
-  ASSERT_TRUE(modules.ok());
-  std::unique_ptr<CompileCache> cache = CompileCache::Create(
-      {.driver = "cpu", .architecture = "x86_64", .workers = 2}, *modules,
-      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
-        ++calls;
-        std::unique_lock<std::mutex> lock(mutex);
-        released_changed.wait(lock, [&] { return released; });
-        if (kernel.source == "error") return absl::InvalidArgumentError("kernel.cu:1: error");
-        std::ofstream(artifact) << kernel.source;
-        return CompileOutput{{KernelParam{ParamKind::kBuffer, ScalarKind::kNone, "float* x"}}, ""};
-      });
+  FakeCompiler compiler;
+  compiler.Hold([](const KernelSource&) { return true; });
+  std::unique_ptr<CompileCache> cache = Create("joined", compiler);
   std::vector<std::future<absl::StatusOr<CompileCache::Result>>> results;
   for (const char* source : {"good", "error"}) {
     for (uint64_t client = 0; client < 20; ++client) {
-      auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
-      results.push_back(promise->get_future());
-      cache->Compile(client, {source, "k", {}},
-                     [promise](absl::StatusOr<CompileCache::Result> result) {
-                       promise->set_value(std::move(result));
-                     });
+      results.push_back(CompileLater(*cache, client, {source, "k", {}}));
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    released = true;
-  }
-  released_changed.notify_all();
+  compiler.Release();
   int hits = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     absl::StatusOr<CompileCache::Result> result = results[i].get();
@@ -159,42 +171,23 @@ TEST(CompileCacheTest, RequestsForAKernelBeingCompiledJoinThatCompile) {
       EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
     }
   }
-  EXPECT_EQ(calls.load(), 2) << "one compile per distinct kernel";
+  EXPECT_EQ(compiler.calls(), 2) << "one compile per distinct kernel";
   EXPECT_EQ(hits, 19);
 }
 
 TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
   // Client 1's compiles block until released; client 2's return at once.
-  std::mutex mutex;
-  std::condition_variable released_changed;
-  bool released = false;
-  std::atomic<int> running_slow{0};
-  absl::StatusOr<ModuleStore> modules =
-      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/fair", ".so");
-  ASSERT_TRUE(modules.ok());
-  std::unique_ptr<CompileCache> cache = CompileCache::Create(
-      {.driver = "cpu", .architecture = "x86_64", .workers = 2, .max_pending_per_client = 3},
-      *modules,
-      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
-        if (kernel.entry_point == "slow") {
-          ++running_slow;
-          std::unique_lock<std::mutex> lock(mutex);
-          released_changed.wait(lock, [&] { return released; });
-        }
-        std::ofstream(artifact) << kernel.source;
-        return CompileOutput{};
-      });
+  FakeCompiler compiler;
+  compiler.Hold([](const KernelSource& kernel) { return kernel.entry_point == "slow"; });
+  CompileCache::Options options = Options();
+  options.max_pending_per_client = 3;
+  std::unique_ptr<CompileCache> cache = Create("fair", compiler, options);
   std::vector<std::future<absl::StatusOr<CompileCache::Result>>> slow;
   auto compile_slow = [&](int i) {
-    auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
-    slow.push_back(promise->get_future());
-    cache->Compile(1, {"slow " + std::to_string(i), "slow", {}},
-                   [promise](absl::StatusOr<CompileCache::Result> result) {
-                     promise->set_value(std::move(result));
-                   });
+    slow.push_back(CompileLater(*cache, 1, {"slow " + std::to_string(i), "slow", {}}));
   };
   compile_slow(0);
-  while (running_slow.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (compiler.held() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (int i = 1; i < 4; ++i) compile_slow(i);  // queued: client 1 runs one at a time
   // A fourth queued compile is over its share of the queue: refused at once.
   absl::Status refused;
@@ -205,20 +198,13 @@ TEST(CompileCacheTest, OneClientsSlowCompilesDoNotHoldUpAnother) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("compiles queued"));
   // Client 1 holds one worker at most; client 2's compile runs on the other meanwhile.
-  std::promise<absl::StatusOr<CompileCache::Result>> fast;
-  cache->Compile(2, {"fast", "fast", {}}, [&fast](absl::StatusOr<CompileCache::Result> result) {
-    fast.set_value(std::move(result));
-  });
-  absl::StatusOr<CompileCache::Result> fast_result = fast.get_future().get();
+  absl::StatusOr<CompileCache::Result> fast_result =
+      CompileLater(*cache, 2, {"fast", "fast", {}}).get();
   EXPECT_TRUE(fast_result.ok()) << fast_result.status();
-  EXPECT_EQ(running_slow.load(), 1) << "one client ran more than its share of the pool";
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    released = true;
-  }
-  released_changed.notify_all();
+  EXPECT_EQ(compiler.held(), 1) << "one client ran more than its share of the pool";
+  compiler.Release();
   for (auto& result : slow) EXPECT_TRUE(result.get().ok());
-  EXPECT_EQ(running_slow.load(), 4);
+  EXPECT_EQ(compiler.calls(), 5) << "the four slow compiles and the fast one ran";
 }
 
 // What memory keeps of compiled and failed kernels is bounded: the longest remembered
@@ -291,33 +277,15 @@ TEST(CompileCacheTest, TheStoreOnDiskIsSweptBackUnderItsBound) {
 // requests included (the same large source sent again and again joins the first), and
 // the bytes come back once the requests are answered.
 TEST(CompileCacheTest, SourcesOfWaitingRequestsAreBounded) {
-  std::mutex mutex;
-  std::condition_variable released_changed;
-  bool released = false;
-  std::atomic<int> started{0};
-  absl::StatusOr<ModuleStore> modules =
-      ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/waiting", ".so");
-  ASSERT_TRUE(modules.ok());
   constexpr uint64_t kBudget = 1 << 20;
-  std::unique_ptr<CompileCache> cache = CompileCache::Create(
-      {.driver = "cpu", .architecture = "x86_64", .workers = 2,
-       .max_waiting_source_bytes = kBudget},
-      *modules,
-      [&](const KernelSource& kernel, const std::string& artifact) -> absl::StatusOr<CompileOutput> {
-        ++started;
-        std::unique_lock<std::mutex> lock(mutex);
-        released_changed.wait(lock, [&] { return released; });
-        std::ofstream(artifact) << kernel.source.size();
-        return CompileOutput{};
-      });
+  FakeCompiler compiler;
+  compiler.Hold([](const KernelSource&) { return true; });
+  CompileCache::Options options = Options();
+  options.max_waiting_source_bytes = kBudget;
+  std::unique_ptr<CompileCache> cache = Create("waiting", compiler, options);
   std::vector<std::future<absl::StatusOr<CompileCache::Result>>> answers;
   auto compile = [&](uint64_t client, std::string source) {
-    auto promise = std::make_shared<std::promise<absl::StatusOr<CompileCache::Result>>>();
-    answers.push_back(promise->get_future());
-    cache->Compile(client, {std::move(source), "k", {}},
-                   [promise](absl::StatusOr<CompileCache::Result> result) {
-                     promise->set_value(std::move(result));
-                   });
+    answers.push_back(CompileLater(*cache, client, {std::move(source), "k", {}}));
   };
   const std::string large(kBudget / 4, 'a');
   compile(1, large);
@@ -337,16 +305,12 @@ TEST(CompileCacheTest, SourcesOfWaitingRequestsAreBounded) {
                 ::testing::HasSubstr("compile.max_waiting_source_bytes"));
   }
   compile(7, std::string(1000, 'd'));  // small enough to queue beside them
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    released = true;
-  }
-  released_changed.notify_all();
+  compiler.Release();
   for (size_t answered : {0, 1, 2, 6}) {
     absl::StatusOr<CompileCache::Result> answer = answers[answered].get();
     EXPECT_TRUE(answer.ok()) << answered << ": " << answer.status();
   }
-  EXPECT_EQ(started.load(), 2) << "the joined requests compiled once";
+  EXPECT_EQ(compiler.calls(), 2) << "the joined requests compiled once";
   // Answered, they hold nothing: a source of most of the budget waits again.
   absl::StatusOr<CompileCache::Result> again =
       CompileNow(*cache, {std::string(kBudget - 100, 'e'), "k", {}});
