@@ -258,6 +258,9 @@ void CompileCache::Run(Job job) {
       joined_.erase(it);
     }
   }
+  // Swept before anyone hears of the module: an answered compile finds the store within
+  // its bound.
+  if (result.ok()) CountCommitted(job.id);
   for (Waiter& waiter : joined) {
     if (result.ok()) {
       Answer(waiter, Result{result->kernel, /*cache_hit=*/true});
@@ -266,9 +269,7 @@ void CompileCache::Run(Job job) {
     }
   }
   job.kernel = KernelSource();  // its copy of the source goes before its bytes are let go
-  const bool committed = result.ok();
   Answer(job.waiter, std::move(result));
-  if (committed) CountCommitted(job.id);
 }
 
 void CompileCache::CountCommitted(const KernelId& id) {

@@ -31,7 +31,8 @@
 // The module store on disk is bounded as well (`max_cache_bytes`): when compiles take it
 // past the bound (and when the daemon starts), the modules used longest ago are removed
 // until it is back at nine tenths of it (Note [Module store]), and forgotten in memory,
-// so that asking for one compiles it again.
+// so that asking for one compiles it again. The compile that took the store past its
+// bound is answered once the sweep is done.
 //
 // Thread-safety: all methods may be called from any thread. `done` callbacks run on a
 // compile thread, or inline for cache hits and refusals.

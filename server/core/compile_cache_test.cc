@@ -266,6 +266,7 @@ TEST(CompileCacheTest, TheStoreOnDiskIsSweptBackUnderItsBound) {
   EXPECT_EQ(compiler.calls(), 6) << "a kernel swept away compiles again";
 
   // A store past a smaller bound is swept when a cache opens over it.
+  cache.reset();
   options.max_cache_bytes = 2 << 20;
   std::unique_ptr<CompileCache> reopened = Create("swept", compiler, options);
   int found = 0;
