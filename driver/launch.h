@@ -56,7 +56,11 @@ class KernelOutput {
 
 // How an enqueued launch ended, filled in by the driver when the kernel completes (or
 // cannot run). The server keeps it with the launch's output buffers, so a later read
-// reports a failed launch instead of returning stale bytes.
+// reports a failed launch instead of returning stale bytes, and with the launch's
+// logical stream, whose next Synchronize reports it. A driver that sets it reports the
+// failure there only, not at the stream's Synchronize: a stream that several sessions
+// share must not hand one session's failure to another. (A driver whose failures
+// corrupt the whole context, as a GPU's do, sets none: DeviceHealth reports those.)
 //
 // Thread-safety: Set from the driver's stream thread, read from any thread.
 class LaunchOutcome {

@@ -205,8 +205,11 @@ absl::Status PendingLaunches::Run(KernelExecutor& executor) {
   for (size_t i = 0; i < results.size(); ++i) {
     // The output first: a Synchronize that sees the launch complete finds it there.
     if (outputs[i] != nullptr) outputs[i]->Append(results[i].output);
-    if (outcomes[i] != nullptr) outcomes[i]->Set(results[i].status);
-    first_error.Update(results[i].status);
+    if (outcomes[i] != nullptr) {
+      outcomes[i]->Set(results[i].status);
+    } else {
+      first_error.Update(results[i].status);
+    }
   }
   return first_error;
 }

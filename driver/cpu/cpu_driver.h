@@ -52,7 +52,9 @@ class PendingLaunches {
   bool TryAdd(uint64_t owner, uint64_t stream_enqueued, KernelExecutor::Request request,
               std::shared_ptr<LaunchOutcome> outcome, std::shared_ptr<KernelOutput> output);
 
-  // Runs the group (the stream's worker): each launch's outcome is set; the first error.
+  // Runs the group (the stream's worker): each launch's outcome is set; the first error
+  // of a launch that has none, for the stream's next Synchronize (a failure with an
+  // outcome is its owner's alone: LaunchOutcome in driver/launch.h).
   absl::Status Run(KernelExecutor& executor);
 
  private:

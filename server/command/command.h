@@ -34,7 +34,9 @@
 #include <algorithm>
 #include <deque>
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -152,8 +154,8 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
                               [&]() -> absl::StatusOr<Bytes> { return std::move(source); }));
     if (size == 0) return PendingWait();  // nothing was queued
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
-    Event copied = backend_.stream(index).RecordEvent();
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const Event copied = *binding->last;  // the write was its logical stream's last work
     if (copied.IsComplete()) return PendingWait();
     return PendingWait([copied] { return copied.Wait(); });
   }
@@ -195,7 +197,8 @@ class Command final : public CommandInterface {
     }
     ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
     ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(target->location, target_id));
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const int index = binding->index;
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*source, index));
     RETURN_IF_ERROR(AwaitBeforeWrite(*target, index));
@@ -203,6 +206,7 @@ class Command final : public CommandInterface {
                                     DeviceResource{to.address + target_offset, size_bytes},
                                     stream.signal()));
     Event done = stream.RecordEvent();
+    binding->last = done;
     if (source_id != target_id) MarkRead(*source, index, done);
     MarkWritten(*target, index, done);
     return absl::OkStatus();
@@ -260,7 +264,8 @@ class Command final : public CommandInterface {
       spec.buffers.push_back(DeviceResource{address, buffer->size_bytes - arg.offset_bytes});
       touched.emplace_back(buffer, arg.access);
     }
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const int index = binding->index;
     Stream& stream = backend_.stream(index);
     for (const auto& [buffer, access] : touched) {
       RETURN_IF_ERROR(access == BufferAccess::kRead ? AwaitBeforeRead(*buffer, index)
@@ -275,6 +280,8 @@ class Command final : public CommandInterface {
       return launched;
     }
     Event done = stream.RecordEvent();
+    binding->last = done;
+    KeepUnreported(*binding, UnreportedLaunch{done, outcome});
     SessionState& state = sessions_[session];
     state.launches_in_flight.push_back(done);
     ++state.launches;
@@ -299,40 +306,50 @@ class Command final : public CommandInterface {
     });
   }
 
+  // Waits for the logical streams' own latest work and reports their own launches'
+  // failures (Note [Logical streams]).
   PendingWait Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
-    std::vector<int> indices;
+    std::vector<StreamBinding*> bindings;
+    auto& streams = sessions_[session].streams;
     if (logical.has_value()) {
       // A stream the session never used holds nothing of it.
-      const auto& streams = sessions_[session].streams;
-      if (auto it = streams.find(*logical); it != streams.end()) indices.push_back(it->second);
+      if (auto it = streams.find(*logical); it != streams.end()) bindings.push_back(&it->second);
     } else {
-      for (const auto& [unused, index] : sessions_[session].streams) indices.push_back(index);
+      for (auto& [unused, binding] : streams) bindings.push_back(&binding);
     }
     // A device reset took whatever the session had in flight: say so once.
-    absl::Status lost;
+    absl::Status first_error;
     if (auto unreported = lost_.unreported.find(session); unreported != lost_.unreported.end()) {
-      lost = unreported->second;
+      first_error = unreported->second;
       lost_.unreported.erase(unreported);
     }
-    absl::Status first_error = lost;
-    std::vector<Stream*> busy;
-    for (int index : indices) {
-      Stream& stream = backend_.stream(index);
+    std::vector<Event> busy;
+    std::vector<UnreportedLaunch> launches;
+    for (StreamBinding* binding : bindings) {
       // What was staged for the stream is freed once the stream got this far
       // (ReclaimFinished); nothing here waits.
-      drop_queues_[index].Seal(stream);
-      if (stream.RecordEvent().IsComplete()) {
-        first_error.Update(stream.Synchronize());  // idle: returns at once
+      drop_queues_[binding->index].Seal(backend_.stream(binding->index));
+      first_error.Update(std::exchange(binding->failed, absl::OkStatus()));
+      for (UnreportedLaunch& launch : binding->launches) launches.push_back(std::move(launch));
+      binding->launches.clear();
+      if (!binding->last.has_value()) continue;
+      if (binding->last->IsComplete()) {
+        first_error.Update(binding->last->Wait());  // returns at once
       } else {
-        busy.push_back(&stream);
+        busy.push_back(*binding->last);
       }
     }
-    if (busy.empty() && first_error.ok()) {
-      ReclaimFinished();
-      return nullptr;  // answered at once, without a hop to a completion thread
+    if (busy.empty()) {
+      for (const UnreportedLaunch& launch : launches) first_error.Update(launch.outcome->status());
+      launches.clear();
+      if (first_error.ok()) {
+        ReclaimFinished();
+        return nullptr;  // answered at once, without a hop to a completion thread
+      }
     }
-    return [first_error, busy = std::move(busy)]() mutable {
-      for (Stream* stream : busy) first_error.Update(stream->Synchronize());
+    return [first_error, busy = std::move(busy), launches = std::move(launches)]() mutable {
+      for (const Event& event : busy) first_error.Update(event.Wait());
+      for (const UnreportedLaunch& launch : launches) first_error.Update(launch.outcome->status());
       return first_error;
     };
   }
@@ -344,7 +361,7 @@ class Command final : public CommandInterface {
   uint64_t CloseSession(SessionId session) override {
     lost_.unreported.erase(session);
     if (auto state = sessions_.find(session); state != sessions_.end()) {
-      for (const auto& [unused, index] : state->second.streams) --stream_users_[index];
+      for (const auto& [unused, binding] : state->second.streams) --stream_users_[binding.index];
     }
     for (auto lost = lost_.buffers.begin(); lost != lost_.buffers.end();) {
       if (lost->second.session == session) {
@@ -519,10 +536,45 @@ class Command final : public CommandInterface {
     std::shared_ptr<LaunchOutcome> producer;
   };
 
+  // A launch whose failure the next Synchronize of its logical stream reports.
+  struct UnreportedLaunch {
+    Event done;
+    std::shared_ptr<LaunchOutcome> outcome;
+  };
+
+  static constexpr size_t kCompactUnreportedAt = 64;
+
+  // A session's logical stream (Note [Logical streams]).
+  struct StreamBinding {
+    int index = 0;  // the device stream it is on
+    // Its latest work, on whichever device stream: complete once all of it completed.
+    std::optional<Event> last;
+    // Its launches since its last Synchronize, and the first failure of those already
+    // let go (KeepUnreported).
+    std::vector<UnreportedLaunch> launches;
+    absl::Status failed;
+    size_t compact_at = kCompactUnreportedAt;
+  };
+
+  // Adds `launch` to the binding's unreported launches. Past compact_at of them, those
+  // that ended are let go (their first failure kept), so a session that never
+  // synchronizes holds a bounded number.
+  static void KeepUnreported(StreamBinding& binding, UnreportedLaunch launch) {
+    if (binding.launches.size() >= binding.compact_at) {
+      std::erase_if(binding.launches, [&binding](const UnreportedLaunch& kept) {
+        if (!kept.done.IsComplete()) return false;
+        binding.failed.Update(kept.outcome->status());
+        return true;
+      });
+      binding.compact_at = std::max(kCompactUnreportedAt, 2 * binding.launches.size());
+    }
+    binding.launches.push_back(std::move(launch));
+  }
+
   struct SessionState {
     absl::flat_hash_set<BufferId> buffers;
     uint64_t used_bytes = 0;
-    absl::flat_hash_map<LogicalStream, int> streams;
+    absl::flat_hash_map<LogicalStream, StreamBinding> streams;
     // Ends of its launches that may not have run yet, oldest first (per stream order).
     std::deque<Event> launches_in_flight;
     uint64_t launches = 0;  // queued since it opened
@@ -600,7 +652,8 @@ class Command final : public CommandInterface {
     if (layout.host_bytes() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes staged, host());
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const int index = binding->index;
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
     if (staged.pinned() || access == HostAccess::kInPlace) {
@@ -609,7 +662,8 @@ class Command final : public CommandInterface {
     } else {
       RETURN_IF_ERROR(CopyThroughPinnedChunks(resource, layout, staged, index));
     }
-    MarkWritten(*buffer, index);
+    binding->last = stream.RecordEvent();
+    MarkWritten(*buffer, index, *binding->last);
     if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
         layout.is_contiguous()) {
       buffer->taint = absl::OkStatus();  // every byte is fresh data now
@@ -679,7 +733,8 @@ class Command final : public CommandInterface {
     }
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes out, host());
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, logical));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const int index = binding->index;
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*buffer, index));
     std::vector<LandedChunk> landed;
@@ -689,6 +744,7 @@ class Command final : public CommandInterface {
       ASSIGN_OR_RETURN(landed, ReadThroughPinnedChunks(resource, layout, out, stream));
     }
     Event done = stream.RecordEvent();
+    binding->last = done;
     MarkRead(*buffer, index, done);
     std::byte* into = out.data();
     return PendingRead{std::move(out), [done, id, producer = buffer->producer,
@@ -742,38 +798,79 @@ class Command final : public CommandInterface {
     return &it->second;
   }
 
-  // The device stream of a session's logical stream. A new one gets an idle stream if
-  // there is one (on a busy one it would wait behind work not its own), and among those
-  // the one fewest logical streams share (the first of those after the last one handed
-  // out), so that sessions share a stream, and wait behind each other's work, only when
-  // there are more logical streams than device streams and none is idle.
-  // RESOURCE_EXHAUSTED past the session's limit of logical streams (stream 0 is always
-  // there).
-  absl::StatusOr<int> StreamFor(SessionId session, LogicalStream logical) {
+  // Note [Logical streams]
+  // ~~~~~~~~~~~~~~~~~~~~~~
+  // A session's logical streams are bound to the device's streams, which sessions share
+  // once there are more logical streams than device streams. Sharing may cost a session
+  // time, never what it is told:
+  // - A new logical stream gets an idle device stream if there is one (on a busy one it
+  //   would wait behind work not its own), and among those the one fewest logical
+  //   streams share (the first of those after the last one handed out).
+  // - A logical stream whose own work has all ended, on a device stream that is shared
+  //   and busy with another's, moves to an idle device stream before it enqueues more.
+  //   Nothing of its own is left behind, and per-buffer ordering (Note [Per-buffer
+  //   stream ordering]) orders its buffers across streams anyway.
+  // - A Synchronize of a logical stream waits for that stream's own latest work, not for
+  //   everything on the device stream, and reports the failures of its own launches
+  //   (their LaunchOutcome, driver/launch.h), each once. The device stream's own error
+  //   is never asked for a session: it may be another session's.
+
+  // The binding of a session's logical stream, made on first use; valid until the
+  // session's next new logical stream. RESOURCE_EXHAUSTED past the session's limit of
+  // logical streams (stream 0 is always there).
+  absl::StatusOr<StreamBinding*> StreamFor(SessionId session, LogicalStream logical) {
     auto& streams = sessions_[session].streams;
-    if (auto known = streams.find(logical); known != streams.end()) return known->second;
+    if (auto known = streams.find(logical); known != streams.end()) {
+      StreamBinding& binding = known->second;
+      if (stream_users_[binding.index] > 1 &&
+          (!binding.last.has_value() || binding.last->IsComplete())) {
+        MoveOffBusyStream(binding);
+      }
+      return &binding;
+    }
     if (logical != 0 && streams.size() >= options_.session_max_streams) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the session uses ", streams.size(), " streams, its limit "
           "(limits.max_streams_per_session)"));
     }
-    auto it = streams.try_emplace(logical, 0).first;
+    StreamBinding& binding = streams[logical];
+    binding.index = LeastBusyStream().index;
+    last_stream_ = binding.index;
+    ++stream_users_[binding.index];
+    return &binding;
+  }
+
+  struct StreamChoice {
+    int index;
+    bool idle;
+  };
+
+  // An idle device stream if there is one, else any; among those the one fewest logical
+  // streams share, the first of those after the last one handed out.
+  StreamChoice LeastBusyStream() {
     const int count = backend_.stream_count();
-    int chosen = -1;
-    bool chosen_idle = false;
+    StreamChoice chosen{-1, false};
     for (int step = 1; step <= count; ++step) {
       const int candidate = (last_stream_ + step) % count;
       const bool idle = backend_.stream(candidate).RecordEvent().IsComplete();
-      if (chosen < 0 || (idle && !chosen_idle) ||
-          (idle == chosen_idle && stream_users_[candidate] < stream_users_[chosen])) {
-        chosen = candidate;
-        chosen_idle = idle;
+      if (chosen.index < 0 || (idle && !chosen.idle) ||
+          (idle == chosen.idle && stream_users_[candidate] < stream_users_[chosen.index])) {
+        chosen = StreamChoice{candidate, idle};
       }
     }
-    last_stream_ = chosen;
-    ++stream_users_[chosen];
-    it->second = chosen;
     return chosen;
+  }
+
+  // Moves `binding`, whose own work has ended, off its device stream when that is busy
+  // (with another's work, then) and an idle one exists.
+  void MoveOffBusyStream(StreamBinding& binding) {
+    if (backend_.stream(binding.index).RecordEvent().IsComplete()) return;
+    const StreamChoice idle = LeastBusyStream();
+    if (!idle.idle) return;
+    --stream_users_[binding.index];
+    ++stream_users_[idle.index];
+    last_stream_ = idle.index;
+    binding.index = idle.index;
   }
 
   absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
@@ -833,7 +930,8 @@ class Command final : public CommandInterface {
   // hands out read as zeros already, so there only reused slices pay for it.
   absl::Status ClearOldBytes(SessionId session, BufferId id, Buffer& buffer) {
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
-    ASSIGN_OR_RETURN(const int index, StreamFor(session, 0));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, 0));
+    const int index = binding->index;
     Stream& stream = backend_.stream(index);
     const uint64_t chunk = std::max<uint64_t>(options_.staging_threshold_bytes, 4096);
     for (uint64_t offset = 0; offset < resource.size_bytes; offset += chunk) {
@@ -844,7 +942,8 @@ class Command final : public CommandInterface {
                                       zeros.const_span(), stream));
       drop_queues_[index].Push(std::move(zeros));
     }
-    MarkWritten(buffer, index);
+    binding->last = stream.RecordEvent();
+    MarkWritten(buffer, index, *binding->last);
     RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
     return absl::OkStatus();
   }
@@ -886,10 +985,6 @@ class Command final : public CommandInterface {
       }
     }
     buffer.reads.push_back(Access{index, event});
-  }
-
-  void MarkWritten(Buffer& buffer, int index) {
-    MarkWritten(buffer, index, backend_.stream(index).RecordEvent());
   }
 
   void MarkWritten(Buffer& buffer, int index, const Event& event) {

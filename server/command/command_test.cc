@@ -176,6 +176,34 @@ TEST_F(CommandTest, ANewLogicalStreamGetsAnIdleStreamBeforeABusyOne) {
   EXPECT_TRUE(synchronized.get().ok());
 }
 
+// Two sessions share device stream 0 (there are two device streams and three sessions);
+// the other one's long kernel holds it up. The sharer's own work has ended, so its
+// Synchronize does not wait, and its next work moves to the idle stream instead of
+// queuing behind that kernel (Note [Logical streams]).
+TEST_F(CommandTest, ASessionSharingABusyStreamWaitsOnlyForItsOwnWork) {
+  constexpr SessionId kSharer = 3;
+  ASSERT_TRUE(ReadAll(MustAllocate(4096), 4096).ok());  // logical 0 -> stream 0
+  ASSERT_TRUE(ReadAll(MustAllocate(4096, kOtherSession), 4096, 0, kOtherSession).ok());  // 1
+  BufferId id = MustAllocate(4096, kSharer);
+  ASSERT_TRUE(ReadAll(id, 4096, 0, kSharer).ok());  // all idle: round robin gives stream 0
+  StreamGate gate;
+  gate.Block(backend_->stream(0));  // the first session's long kernel
+  std::future<absl::Status> done = std::async(std::launch::async, [&]() -> absl::Status {
+    RETURN_IF_ERROR(WaitFor(command_->Synchronize(kSharer, 0)));
+    RETURN_IF_ERROR(command_->Write(kSharer, 0, id, CopyLayout::Contiguous(0, 4096),
+                                    std::string(4096, 's')));
+    RETURN_IF_ERROR(WaitFor(command_->Synchronize(kSharer, std::nullopt)));
+    ASSIGN_OR_RETURN(std::string read, ReadAll(id, 4096, 0, kSharer));
+    if (read != std::string(4096, 's')) return absl::DataLossError("read back other bytes");
+    return absl::OkStatus();
+  });
+  const bool finished_behind_the_gate =
+      done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  gate.Open();
+  EXPECT_TRUE(finished_behind_the_gate) << "the sharer waited for the other's kernel";
+  EXPECT_EQ(done.get(), absl::OkStatus());
+}
+
 TEST_F(CommandTest, ABufferNeverShowsWhatItsSliceHeldBefore) {
   constexpr uint64_t kSize = 4096;
   BufferId secret = MustAllocate(kSize, kOtherSession);

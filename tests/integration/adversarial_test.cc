@@ -127,6 +127,36 @@ class AdversarialTest : public ::testing::Test {
     return std::move(buffer).value();  // stops the test with its status if it failed
   }
 
+  // Opens `count` sessions, each holding a buffer it wrote and synchronized: each has
+  // taken its stream.
+  std::vector<std::pair<Session, Buffer>> SessionsOnStreams(int count, const std::string& name) {
+    std::vector<std::pair<Session, Buffer>> sessions;
+    for (int i = 0; i < count; ++i) {
+      absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat(name, i));
+      EXPECT_TRUE(session.ok()) << session.status();
+      absl::StatusOr<Buffer> buffer = session->Allocate(4096);
+      EXPECT_TRUE(buffer.ok() && session->Write(*buffer, 0, "s").ok());
+      EXPECT_TRUE(session->Synchronize().ok());
+      sessions.emplace_back(*std::move(session), *std::move(buffer));
+    }
+    return sessions;
+  }
+
+  // Launches a kernel of 3 s or more on the attacker's stream and waits for it on a
+  // thread, which sets `ended` once the attacker's Synchronize returned.
+  std::thread RunAttackersLongKernel(std::atomic<bool>& ended) {
+    absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+    EXPECT_TRUE(spin.ok()) << spin.status();
+    EXPECT_TRUE(attacker_
+                    ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                             {Int64Argument(3'000'000'000)})
+                    .ok());
+    return std::thread([this, &ended] {
+      EXPECT_TRUE(attacker_->Synchronize().ok());
+      ended = true;
+    });
+  }
+
   absl::Status CompileOnly(const std::string& source,
                            const std::vector<std::string>& options = {}) {
     return attacker_->Compile(source, "attack", options).status();
@@ -379,25 +409,10 @@ TEST_F(AdversarialTest, ALongKernelDoesNotHoldUpAnotherSessionsWork) {
 // victim's (SetUp), the attacker's, then three fillers' (the third shares the first),
 // so the next in turn is the attacker's.
 TEST_F(AdversarialTest, ANewSessionGetsAnIdleStreamBeforeOneBusyWithALongKernel) {
-  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
-  ASSERT_TRUE(spin.ok()) << spin.status();
   AttackerBufferHolding("a");  // the attacker's stream
-  std::vector<Session> fillers;
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<Session> filler = client_->OpenSession(0, absl::StrCat("filler", i));
-    ASSERT_TRUE(filler.ok()) << filler.status();
-    absl::StatusOr<Buffer> buffer = filler->Allocate(16);
-    ASSERT_TRUE(buffer.ok() && filler->Write(*buffer, 0, "f").ok());
-    ASSERT_TRUE(filler->Synchronize().ok());
-    fillers.push_back(*std::move(filler));
-  }
-  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(3'000'000'000)}).ok());
+  std::vector<std::pair<Session, Buffer>> fillers = SessionsOnStreams(3, "filler");
   std::atomic<bool> attacker_synchronized{false};
-  std::thread attacker_waits([&] {
-    EXPECT_TRUE(attacker_->Synchronize().ok());
-    attacker_synchronized = true;
-  });
+  std::thread attacker_waits = RunAttackersLongKernel(attacker_synchronized);
 
   absl::StatusOr<Session> newcomer = client_->OpenSession(0, "newcomer");
   ASSERT_TRUE(newcomer.ok()) << newcomer.status();
@@ -408,6 +423,26 @@ TEST_F(AdversarialTest, ANewSessionGetsAnIdleStreamBeforeOneBusyWithALongKernel)
   EXPECT_EQ(newcomer->Read(*buffer, 0, 4096).value_or(""), data);
   EXPECT_TRUE(newcomer->Synchronize().ok());
   EXPECT_FALSE(attacker_synchronized) << "the newcomer waited for the attacker's kernel";
+  attacker_waits.join();
+}
+
+// More than twice as many sessions as device streams: some share the attacker's stream.
+// Once the attacker's long kernel runs, their next work goes to an idle stream instead of
+// queuing behind the kernel, whichever sessions they are.
+TEST_F(AdversarialTest, ASessionSharingAStreamMovesOffItWhileAnothersLongKernelRuns) {
+  AttackerBufferHolding("a");  // the attacker's stream
+  // With the victim and the attacker, nine sessions on four streams.
+  std::vector<std::pair<Session, Buffer>> others = SessionsOnStreams(7, "other");
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits = RunAttackersLongKernel(attacker_synchronized);
+  const std::string data(4096, 'n');
+  for (size_t i = 0; i < others.size(); ++i) {
+    auto& [other, buffer] = others[i];
+    EXPECT_TRUE(other.Write(buffer, 0, data).ok()) << i;
+    EXPECT_EQ(other.Read(buffer, 0, 4096).value_or(""), data) << i;
+    EXPECT_TRUE(other.Synchronize().ok()) << i;
+  }
+  EXPECT_FALSE(attacker_synchronized) << "a session waited for the attacker's kernel";
   attacker_waits.join();
 }
 

@@ -1062,6 +1062,59 @@ TEST_F(KernelTest, FaultingAndHangingKernelsHarmNeitherTheDaemonNorOtherSessions
   ExpectKernelsRun(out);
 }
 
+// More sessions than device streams: some share one. A kernel's fault is reported to the
+// session that launched it, and only to it, whoever synchronizes the shared stream first.
+TEST_F(KernelTest, AFaultIsReportedToItsSessionAloneWhenSessionsShareAStream) {
+  if (!OnCpu()) GTEST_SKIP() << "on a GPU a fault costs the context: see the next test";
+  std::string wild = MustCompile(kWildPointer, "wild");
+  Buffer out = Zeros(16);  // the session's stream
+  std::vector<Session> others;
+  std::vector<Buffer> theirs;
+  for (int i = 0; i < 8; ++i) {  // twice the daemon's four streams
+    absl::StatusOr<Session> other = client_->OpenSession(0, absl::StrCat("other", i));
+    ASSERT_TRUE(other.ok()) << other.status();
+    absl::StatusOr<Buffer> buffer = other->Allocate(16);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    ASSERT_TRUE(other->Write(*buffer, 0, "0123456789abcdef").ok());
+    others.push_back(*std::move(other));
+    theirs.push_back(*std::move(buffer));
+  }
+  ASSERT_TRUE(session_->Launch(wild, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  absl::StatusOr<std::string> tainted = session_->Read(out, 0, 16);  // waits for the fault
+  EXPECT_EQ(tainted.status().code(), absl::StatusCode::kFailedPrecondition);
+  for (size_t i = 0; i < others.size(); ++i) {
+    EXPECT_TRUE(others[i].Write(theirs[i], 0, "fedcba9876543210").ok()) << i;
+    EXPECT_EQ(others[i].Synchronize(), absl::OkStatus()) << i;
+    EXPECT_EQ(others[i].Read(theirs[i], 0, 16).value_or(""), "fedcba9876543210") << i;
+  }
+  absl::Status faulted = session_->Synchronize();
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+  EXPECT_THAT(std::string(faulted.message()), HasSubstr("Segmentation fault"));
+  EXPECT_TRUE(session_->Synchronize().ok()) << "reported once";
+}
+
+// A session that launches on and on without synchronizing: its stream keeps a bounded
+// record of those launches, and the first failure among them is still reported.
+TEST_F(KernelTest, AFaultIsReportedAfterHundredsOfLaunchesWithoutASynchronize) {
+  if (!OnCpu()) GTEST_SKIP() << "on a GPU a fault costs the context: see the next test";
+  std::string wild = MustCompile(kWildPointer, "wild");
+  std::string idle = MustCompile("extern \"C\" __global__ void idle(int n) {}\n", "idle");
+  Buffer out = Zeros(16);
+  ASSERT_TRUE(session_->Launch(wild, {MakeDim3(1), MakeDim3(1)},
+                               {BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(session_->Launch(idle, {MakeDim3(1), MakeDim3(1)}, {Int32Argument(i)}).ok())
+        << i;
+  }
+  absl::Status faulted = session_->Synchronize();
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+  EXPECT_THAT(std::string(faulted.message()), HasSubstr("Segmentation fault"));
+  EXPECT_TRUE(session_->Synchronize().ok()) << "reported once";
+}
+
 TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
   if (OnCpu()) GTEST_SKIP() << "the CPU driver contains faults in its executor: see above";
   OpenBystander();
