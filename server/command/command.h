@@ -24,8 +24,12 @@
 // ~~~~~~~~~~~~~~~~~
 // Pages the pool reports as outdated or fragmented are evacuated: every page is
 // retired, then planned on its own, all or nothing (a target slice for each live slice;
-// if one cannot be had, the page's targets are released and it stays). Before copying,
-// every stream is waited for and so is work outside the streams (WaitOutsideStreams).
+// if one cannot be had, the page's targets are released and it stays). Nothing may read
+// or write the memory being moved, so relocation runs only while every stream is idle:
+// waiting for them on the device thread would hold every session's commands behind one
+// session's long kernel. With work in flight it is put off (the device thread tries
+// again at its next idle moment). Work outside the streams (WaitOutsideStreams) is waited
+// for.
 // All copies are enqueued with CopyOnDevice, then waited for; only then are the new
 // locations committed and the old slices released. If that final wait fails, the
 // targets stay reserved (leaked) rather than freed, since a copy may still write them.
@@ -388,10 +392,11 @@ class Command final : public CommandInterface {
       pool_.CleanUp();  // an explicit request at least returns empty pages
       return report;
     }
-    // Nothing may read or write the memory being moved: wait for every stream and for
-    // device work outside them.
     for (int i = 0; i < backend_.stream_count(); ++i) {
-      RETURN_IF_ERROR(backend_.stream(i).RecordEvent().Wait());
+      if (!backend_.stream(i).RecordEvent().IsComplete()) {
+        report.deferred = true;
+        return report;
+      }
     }
     RETURN_IF_ERROR(D::WaitOutsideStreams(backend_.context()));
     ReclaimFinished();

@@ -72,6 +72,9 @@ struct RelocationReport {
   uint64_t pages_relocated = 0;
   uint64_t allocations_moved = 0;
   uint64_t bytes_moved = 0;
+  // Work in flight put it off: nothing was moved (Note [Relocation] in
+  // server/command/command.h).
+  bool deferred = false;
 };
 
 struct SessionUsage {
@@ -166,7 +169,8 @@ class CommandInterface {
   virtual std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) = 0;
   // Frees everything the session holds; the bytes reclaimed.
   virtual uint64_t CloseSession(SessionId session) = 0;
-  // Moves live allocations off outdated or fragmented pages.
+  // Moves live allocations off outdated or fragmented pages; put off (`deferred`) while
+  // any stream has work.
   virtual absl::StatusOr<RelocationReport> Relocate() = 0;
   // Cheap upkeep between commands: frees memory whose last users finished.
   virtual void ReclaimFinished() = 0;

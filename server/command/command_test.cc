@@ -275,6 +275,7 @@ TEST_F(CommandTest, RelocationMovesLiveBuffersAndKeepsHandlesAndContents) {
     }
   }
   ASSERT_TRUE(command_->WantsRelocation());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, std::nullopt)).ok());
   uint64_t reserved_before = command_->Usage().memory_reserved_bytes;
   absl::StatusOr<RelocationReport> report = command_->Relocate();
   ASSERT_TRUE(report.ok()) << report.status();
@@ -287,6 +288,33 @@ TEST_F(CommandTest, RelocationMovesLiveBuffersAndKeepsHandlesAndContents) {
   for (const auto& [id, data] : survivors) {
     EXPECT_EQ(ReadAll(id, 4096).value(), data) << "buffer " << id;
   }
+}
+
+// Relocation waits for no stream: while one has work (another session's long kernel,
+// say) it is put off and moves nothing, and it runs once the streams are idle.
+TEST_F(CommandTest, RelocationIsPutOffWhileAStreamHasWork) {
+  std::vector<BufferId> ids;
+  for (int i = 0; i < 400; ++i) ids.push_back(MustAllocate(4096));
+  const std::string kept = testing::RandomBytes(4096, 7);
+  ASSERT_TRUE(command_->Write(kSession, 0, ids[0], CopyLayout::Contiguous(0, 4096), kept).ok());
+  for (int i = 1; i < 256; ++i) ASSERT_TRUE(command_->Free(kSession, ids[i]).ok());
+  ASSERT_TRUE(command_->WantsRelocation());
+  StreamGate gate;
+  gate.Block(backend_->stream(1));
+  absl::StatusOr<RelocationReport> deferred = command_->Relocate();
+  ASSERT_TRUE(deferred.ok()) << deferred.status();
+  EXPECT_TRUE(deferred->deferred);
+  EXPECT_EQ(deferred->pages_relocated, 0u);
+  EXPECT_TRUE(command_->WantsRelocation());
+  gate.Open();
+  ASSERT_TRUE(backend_->stream(1).Synchronize().ok());
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, std::nullopt)).ok());
+  absl::StatusOr<RelocationReport> report = command_->Relocate();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->deferred);
+  EXPECT_EQ(report->pages_relocated, 1u);
+  EXPECT_FALSE(command_->WantsRelocation());
+  EXPECT_EQ(ReadAll(ids[0], 4096).value(), kept);
 }
 
 TEST_F(CommandTest, OutOfMemoryDrainsCleansUpAndRetries) {

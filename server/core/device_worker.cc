@@ -247,7 +247,9 @@ void DeviceWorker::RunDevice() {
       holding = command_->ReclaimWhenIdle();
       if (command_->WantsRelocation()) {
         absl::StatusOr<RelocationReport> report = command_->Relocate();
-        if (report.ok()) {
+        if (report.ok() && report->deferred) {
+          holding = true;  // again once the streams' work ended
+        } else if (report.ok()) {
           spdlog::info("device {}: relocated {} allocation(s) off {} page(s)", options_.ordinal,
                        report->allocations_moved, report->pages_relocated);
         } else {

@@ -255,6 +255,7 @@ grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerCont
           response->set_pages_relocated(report->pages_relocated);
           response->set_allocations_moved(report->allocations_moved);
           response->set_bytes_moved(report->bytes_moved);
+          response->set_deferred(report->deferred);
         }
         worker->Defer([reactor, status = ToGrpcStatus(report.status())] {
           reactor->Finish(status);

@@ -142,6 +142,17 @@ class AdversarialTest : public ::testing::Test {
     return sessions;
   }
 
+  // A new buffer of `session`'s, written, read back and synchronized: a few commands of
+  // the kind another session's long kernel must not hold up.
+  void AllocateWriteReadAndSynchronize(Session& session) {
+    absl::StatusOr<Buffer> buffer = session.Allocate(4096);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    const std::string data(4096, 'n');
+    EXPECT_TRUE(session.Write(*buffer, 0, data).ok());
+    EXPECT_EQ(session.Read(*buffer, 0, 4096).value_or(""), data);
+    EXPECT_TRUE(session.Synchronize().ok());
+  }
+
   // Launches a kernel of 3 s or more on the attacker's stream and waits for it on a
   // thread, which sets `ended` once the attacker's Synchronize returned.
   std::thread RunAttackersLongKernel(std::atomic<bool>& ended) {
@@ -416,12 +427,7 @@ TEST_F(AdversarialTest, ANewSessionGetsAnIdleStreamBeforeOneBusyWithALongKernel)
 
   absl::StatusOr<Session> newcomer = client_->OpenSession(0, "newcomer");
   ASSERT_TRUE(newcomer.ok()) << newcomer.status();
-  absl::StatusOr<Buffer> buffer = newcomer->Allocate(4096);
-  ASSERT_TRUE(buffer.ok()) << buffer.status();
-  const std::string data(4096, 'n');
-  EXPECT_TRUE(newcomer->Write(*buffer, 0, data).ok());
-  EXPECT_EQ(newcomer->Read(*buffer, 0, 4096).value_or(""), data);
-  EXPECT_TRUE(newcomer->Synchronize().ok());
+  AllocateWriteReadAndSynchronize(*newcomer);
   EXPECT_FALSE(attacker_synchronized) << "the newcomer waited for the attacker's kernel";
   attacker_waits.join();
 }
@@ -444,6 +450,45 @@ TEST_F(AdversarialTest, ASessionSharingAStreamMovesOffItWhileAnothersLongKernelR
   }
   EXPECT_FALSE(attacker_synchronized) << "a session waited for the attacker's kernel";
   attacker_waits.join();
+}
+
+// The attacker fragments its pages while its long kernel runs, so that the daemon wants
+// to relocate (and asks it to, with Defragment): relocation waits for no kernel, and the
+// victim's commands go on meanwhile.
+TEST_F(AdversarialTest, RelocationWantedDuringALongKernelHoldsUpNoOne) {
+  std::vector<Buffer> buffers;
+  // Three 2 MiB pages of 64 KiB slices, then one slice in sixteen kept: fragmented.
+  auto contents = [](int i) { return std::string(64 << 10, static_cast<char>('a' + i % 26)); };
+  for (int i = 0; i < 96; ++i) buffers.push_back(AttackerBufferHolding(contents(i)));
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits = RunAttackersLongKernel(attacker_synchronized);
+  for (int i = 0; i < 96; ++i) {
+    if (i % 16 == 0) continue;
+    ASSERT_TRUE(buffers[i].Free().ok()) << i;
+  }
+  grpc::ClientContext context;
+  v1::DefragmentRequest request;
+  v1::DefragmentResponse response;
+  ASSERT_TRUE(client_->stub().Defragment(&context, request, &response).ok());
+  EXPECT_TRUE(response.deferred()) << "nothing moves while a kernel runs";
+  AllocateWriteReadAndSynchronize(*victim_);
+  EXPECT_FALSE(attacker_synchronized) << "the victim waited for the attacker's kernel";
+  attacker_waits.join();
+  // Relocated once the kernel ended (by the daemon, or here); the bytes moved with it.
+  grpc::ClientContext again_context;
+  ASSERT_TRUE(client_->stub().Defragment(&again_context, request, &response).ok());
+  EXPECT_FALSE(response.deferred());
+  uint64_t relocations = 0;  // as published once the device thread is idle again
+  for (int tries = 0; tries < 1000 && relocations == 0; ++tries) {
+    absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats(attacker_->token());
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    relocations = stats->devices(0).relocations();
+    if (relocations == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(relocations, 0u) << "the fragmented pages were evacuated once the kernel ended";
+  for (int i = 0; i < 96; i += 16) {
+    EXPECT_EQ(attacker_->Read(buffers[i], 0, 64 << 10).value_or(""), contents(i)) << i;
+  }
 }
 
 // Launches return once queued: a session that floods its stream behind a long kernel is
