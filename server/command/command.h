@@ -158,8 +158,8 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
                               [&]() -> absl::StatusOr<Bytes> { return std::move(source); }));
     if (size == 0) return PendingWait();  // nothing was queued
-    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
-    const Event copied = *binding->last;  // the write was its logical stream's last work
+    // The write was its logical stream's last work (WriteFrom bound the stream).
+    const Event copied = *sessions_[session].streams.at(logical).last;
     if (copied.IsComplete()) return PendingWait();
     return PendingWait([copied] { return copied.Wait(); });
   }
@@ -839,10 +839,15 @@ class Command final : public CommandInterface {
           "(limits.max_streams_per_session)"));
     }
     StreamBinding& binding = streams[logical];
-    binding.index = LeastBusyStream().index;
-    last_stream_ = binding.index;
-    ++stream_users_[binding.index];
+    BindTo(binding, LeastBusyStream().index);
     return &binding;
+  }
+
+  // Puts `binding` on device stream `index` (a new binding's index is unused).
+  void BindTo(StreamBinding& binding, int index) {
+    ++stream_users_[index];
+    last_stream_ = index;
+    binding.index = index;
   }
 
   struct StreamChoice {
@@ -873,9 +878,7 @@ class Command final : public CommandInterface {
     const StreamChoice idle = LeastBusyStream();
     if (!idle.idle) return;
     --stream_users_[binding.index];
-    ++stream_users_[idle.index];
-    last_stream_ = idle.index;
-    binding.index = idle.index;
+    BindTo(binding, idle.index);
   }
 
   absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
