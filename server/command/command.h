@@ -301,6 +301,21 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  PendingWait MemoryBeingFreed(uint64_t size_bytes) override {
+    if (deferred_.empty() || Available() + BytesBeingFreed() < pool_.FootprintBytes(size_bytes)) {
+      return PendingWait();
+    }
+    std::vector<Event> events;
+    for (const DeferredFree& deferred : deferred_) {
+      events.insert(events.end(), deferred.events.begin(), deferred.events.end());
+    }
+    return PendingWait([events = std::move(events)] {
+      // Failures are the Synchronize of the work's own session to report.
+      for (const Event& event : events) event.Wait().IgnoreError();
+      return absl::OkStatus();
+    });
+  }
+
   PendingWait LaunchRoom(SessionId session) override {
     auto state = sessions_.find(session);
     if (state == sessions_.end() || HasLaunchRoom(state->second)) return PendingWait();
@@ -881,30 +896,44 @@ class Command final : public CommandInterface {
     BindTo(binding, idle.index);
   }
 
+  // Note [Out of device memory]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // A reservation that finds the device full first takes back, without waiting, what
+  // finished work no longer needs (freed buffers whose last users ended, empty pages,
+  // cached pinned memory) and tries once more; then it is RESOURCE_EXHAUSTED. It never
+  // waits for streams here, on the device thread: that would hold every session's
+  // commands behind whichever kernel still uses a freed buffer. Memory freed but still
+  // held for work in flight comes back when that work ends; the caller may wait for it
+  // off the device thread (MemoryBeingFreed) and ask again.
   absl::StatusOr<SliceLocation> ReserveWithRetry(uint64_t size_bytes, BufferId owner) {
     absl::StatusOr<SliceLocation> location = pool_.Reserve(size_bytes, owner);
     if (location.ok() || !absl::IsResourceExhausted(location.status())) return location;
-    // Out of memory right now: release what staging and finished work still hold,
-    // return empty pages, and try once more.
-    RETURN_IF_ERROR(RelieveMemoryPressure());
+    ReleaseWhatFinished();
     location = pool_.Reserve(size_bytes, owner);
     if (location.ok()) return location;
     return absl::ResourceExhaustedError(absl::StrCat(
         "out of device memory: requested ", size_bytes, " bytes, ", Available(),
-        " available of ", backend_.capacity_bytes()));
+        " available of ", backend_.capacity_bytes(), " (", BytesBeingFreed(),
+        " more return once the work still using freed buffers ends)"));
   }
 
-  absl::Status RelieveMemoryPressure() {
+  void ReleaseWhatFinished() {
     for (int i = 0; i < backend_.stream_count(); ++i) {
-      RETURN_IF_ERROR(drop_queues_[i].Drain(backend_.stream(i)));
-    }
-    for (DeferredFree& deferred : deferred_) {
-      for (const Event& event : deferred.events) RETURN_IF_ERROR(event.Wait());
+      if (drop_queues_[i].staged_entries() > 0) drop_queues_[i].Seal(backend_.stream(i));
     }
     ReclaimFinished();
     pool_.CleanUp();
     pinned_.Trim();
-    return absl::OkStatus();
+  }
+
+  // Bytes of freed buffers still held for work in flight (Note [Per-buffer stream
+  // ordering]).
+  uint64_t BytesBeingFreed() const {
+    uint64_t bytes = 0;
+    for (const DeferredFree& deferred : deferred_) {
+      bytes += pool_.slice_bytes(deferred.location.page);
+    }
+    return bytes;
   }
 
   uint64_t Available() const { return backend_.capacity_bytes() - pool_.used_bytes(); }

@@ -159,6 +159,11 @@ class CommandInterface {
   // once the cause of a device reset that took its work. Null when that work had
   // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // After an Allocate of `size_bytes` found the device full: a wait, for a completion
+  // thread, that returns once the work still using freed buffers ended (their memory is
+  // then free to reserve: Note [Out of device memory] in server/command/command.h).
+  // Null when no freed memory waits for work, or too little to hold `size_bytes`.
+  virtual PendingWait MemoryBeingFreed(uint64_t size_bytes) = 0;
   // Null when the session may queue another launch now (Note [Launch backpressure] in
   // server/command/command.h); otherwise a wait, for a completion thread, that returns
   // OK once the oldest of its launches in flight has run, so that it may queue one more.

@@ -317,7 +317,7 @@ TEST_F(CommandTest, RelocationIsPutOffWhileAStreamHasWork) {
   EXPECT_EQ(ReadAll(ids[0], 4096).value(), kept);
 }
 
-TEST_F(CommandTest, OutOfMemoryDrainsCleansUpAndRetries) {
+TEST_F(CommandTest, OutOfMemoryCleansUpAndRetries) {
   Reset(16 * kMiB, CommandOptions());
   std::vector<BufferId> small;
   while (true) {
@@ -334,6 +334,40 @@ TEST_F(CommandTest, OutOfMemoryDrainsCleansUpAndRetries) {
   EXPECT_GT(command_->Usage().memory_reserved_bytes, 0u);
   absl::StatusOr<BufferId> large = command_->Allocate(kSession, 12 * kMiB);
   EXPECT_TRUE(large.ok()) << large.status();
+}
+
+// Note [Out of device memory]: a full device is answered at once, even while a freed
+// buffer's memory waits for work still using it; MemoryBeingFreed is the wait for it,
+// offered only when that memory could hold the request.
+TEST_F(CommandTest, AFullDeviceAnswersAtOnceAndOffersTheWaitForFreedMemory) {
+  Reset(16 * kMiB, CommandOptions());
+  const BufferId kept = MustAllocate(kMiB);
+  const BufferId held = MustAllocate(12 * kMiB);
+  ASSERT_TRUE(ReadAll(held, 4096).ok());  // logical stream 0 -> device stream 0
+  StreamGate gate;
+  gate.Block(backend_->stream(0));  // the kernel that still reads `held`
+  ASSERT_TRUE(command_->Write(kSession, 0, held, CopyLayout::Contiguous(0, 4096),
+                              std::string(4096, 'h')).ok());
+  EXPECT_EQ(command_->MemoryBeingFreed(12 * kMiB), nullptr) << "nothing freed yet";
+  ASSERT_TRUE(command_->Free(kSession, held).ok());
+  std::future<absl::Status> refused = std::async(std::launch::async, [&] {
+    return command_->Allocate(kOtherSession, 12 * kMiB).status();
+  });
+  const bool answered_behind_the_gate =
+      refused.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!answered_behind_the_gate) gate.Open();
+  ASSERT_TRUE(answered_behind_the_gate) << "the allocation waited for the stream";
+  const absl::Status status = refused.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("return once the work"));
+  // 3 MiB free and 12 MiB on their way: 16 MiB never fits even then.
+  EXPECT_EQ(command_->MemoryBeingFreed(16 * kMiB), nullptr);
+  PendingWait freed = command_->MemoryBeingFreed(12 * kMiB);
+  ASSERT_NE(freed, nullptr);
+  gate.Open();
+  EXPECT_TRUE(WaitFor(std::move(freed)).ok());
+  EXPECT_TRUE(command_->Allocate(kOtherSession, 12 * kMiB).ok());
+  EXPECT_TRUE(ReadAll(kept, 16).ok());
 }
 
 TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {

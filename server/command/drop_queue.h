@@ -16,8 +16,8 @@
 // that follows their copy has completed: never before the copy that reads them. The
 // previous fence is usually long complete when the next flush comes, so the wait is
 // cheap. A queue is flushed when it passes a count or byte threshold (64-bit
-// counters), and under memory pressure, where Drain (two flushes) releases everything
-// staged so far.
+// counters); Drain (two flushes) releases everything staged so far, when the device's
+// Command goes.
 //
 // Waiting blocks the device thread, and so every session, while the stream is behind
 // (a long kernel). Synchronize therefore never waits, and a queue waits only when it

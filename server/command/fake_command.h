@@ -119,6 +119,7 @@ class FakeCommand final : public CommandInterface {
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [] { return absl::OkStatus(); };
   }
+  PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }  // frees at once
   PendingWait LaunchRoom(SessionId) override { return PendingWait(); }  // launches never wait
 
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }

@@ -21,7 +21,8 @@ Batch::Batch(std::vector<BatchCommand> commands, LaunchesPastTheLimit past_the_l
       commands_(std::move(commands)),
       results_(commands_.size()),
       failures_(commands_.size()),
-      allocated_(commands_.size()) {
+      allocated_(commands_.size()),
+      waited_for_memory_(commands_.size()) {
   for (size_t i = 0; i < commands_.size(); ++i) {
     if (!commands_[i].operation.ok()) Fail(i, commands_[i].operation.status());
   }
@@ -80,7 +81,7 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                                  done = std::move(done)](CommandInterface& command) mutable {
     absl::Status gone = abandoned();
     bool waits = false;
-    PendingWait room;  // set: the run stops at `ran_to`, before a launch without room
+    PendingWait room;  // set: the run stops at `ran_to`, before a command that must wait
     size_t ran_to = end;
     for (size_t i = begin; i < end; ++i) {
       if (self->answered(i)) {
@@ -101,6 +102,11 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         }
       }
       self->Execute(command, session, i);
+      if (room = self->MemoryToWaitFor(command, i); room != nullptr) {
+        ran_to = i;
+        self->stopped_at_ = i;
+        break;
+      }
       const OperationResult& result = self->results_[i];
       if (result.status.ok()) self->Count(*worker, client, i);
       waits |= result.read.has_value() || result.synchronization != nullptr;
@@ -123,6 +129,20 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         },
         [done = std::move(done)](absl::Status) mutable { done(); });
   }, placement);
+}
+
+PendingWait Batch::MemoryToWaitFor(CommandInterface& command, size_t index) {
+  const auto* allocate = std::get_if<AllocateOp>(&*commands_[index].operation);
+  if (allocate == nullptr || !absl::IsResourceExhausted(results_[index].status) ||
+      waited_for_memory_[index]) {
+    return PendingWait();
+  }
+  PendingWait freed = command.MemoryBeingFreed(allocate->size_bytes);
+  if (freed == nullptr) return freed;
+  waited_for_memory_[index] = true;
+  results_[index] = OperationResult();  // not answered: it runs again
+  failures_[index] = absl::OkStatus();
+  return freed;
 }
 
 std::vector<Batch::BufferUse> Batch::UsesOf(Operation& operation) {

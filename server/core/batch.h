@@ -72,9 +72,12 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // thread when there were any.
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
-  // With LaunchesPastTheLimit::kWait the run may stop before a launch that found no room:
-  // `done` then runs once the session's oldest launch in flight has run, and
-  // TakeStoppedAt says where to run from next.
+  // The run may stop before a command that must wait: with LaunchesPastTheLimit::kWait,
+  // before a launch that found no room (`done` then runs once the session's oldest
+  // launch in flight has run); and, once per command, at an Allocate that found the
+  // device full while freed memory that could hold it waits for work in flight (`done`
+  // runs once that work ended: Note [Out of device memory] in server/command/command.h).
+  // TakeStoppedAt then says where to run from next; the caller runs on from there.
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
                    absl::AnyInvocable<void()> done);
@@ -102,6 +105,10 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 
+  // After command `index` ran: when it is an Allocate that found the device full, for
+  // the first time, and memory being freed could hold it, takes back its answer and
+  // returns the wait for that memory; else null.
+  PendingWait MemoryToWaitFor(CommandInterface& command, size_t index);
   // Runs command `index` on the device thread: resolves its references, checks what it
   // depends on, applies it, and records what its failure takes down.
   void Execute(CommandInterface& command, SessionId session, size_t index);
@@ -114,6 +121,7 @@ class Batch : public std::enable_shared_from_this<Batch> {
   std::vector<OperationResult> results_;
   std::vector<absl::Status> failures_;                  // per command; OK unless it failed
   std::vector<std::optional<BufferId>> allocated_;      // per command: what Allocate made
+  std::vector<bool> waited_for_memory_;  // per command: an Allocate that waited once
   // (session, buffer) -> the failed command that was to write it. Buffer ids are unique
   // per device only, and one batch may hold sessions of several devices.
   absl::flat_hash_map<std::pair<SessionId, BufferId>, size_t> failed_writer_;

@@ -36,7 +36,8 @@ struct RpcEnvironment {
 };
 
 // Runs `operation` of `session` as a batch of one on the session's device (a launch's
-// kernel is looked up first). `done` gets the final result: after the task, after the
+// kernel is looked up first). `done` gets the final result: after the task (after a wait
+// for memory being freed, for an Allocate that found the device full), after the
 // copy completed for a read, or at once when the work could not be queued.
 void RunBatchOfOne(const RpcEnvironment& environment, grpc::CallbackServerContext* context,
                    const SessionInfo& session, absl::string_view kind, Operation operation,

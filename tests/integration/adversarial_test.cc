@@ -491,6 +491,92 @@ TEST_F(AdversarialTest, RelocationWantedDuringALongKernelHoldsUpNoOne) {
   }
 }
 
+// The attacker fills most of the device with a buffer its long kernel reads, and frees it
+// while the kernel runs: that memory comes back only when the kernel ends. An Allocate
+// that needs it waits for it off the device thread and then succeeds, unary or in a
+// batch; one that could not fit even then is refused at once; and a bystander's commands
+// go on meanwhile.
+TEST_F(AdversarialTest, AnAllocateWaitingForFreedMemoryHoldsUpNoOne) {
+  // Of the device's 64 MiB: the victim holds 8, the attacker's kernel 40; two requests of
+  // 20 fit only once the kernel's 40 are back, and 60 never fit while the victim holds
+  // its 8.
+  constexpr uint64_t kBallast = 8 << 20;
+  constexpr uint64_t kHeld = 40 << 20;
+  constexpr uint64_t kWanted = 20 << 20;
+  constexpr uint64_t kNeverFits = 60 << 20;
+  absl::StatusOr<Buffer> ballast = victim_->Allocate(kBallast);
+  ASSERT_TRUE(ballast.ok()) << ballast.status();
+  absl::StatusOr<v1::CompileResponse> hold = attacker_->Compile(R"(
+      extern "C" __global__ void hold(const char* bytes, long long ticks) {
+        long long start = clock64();
+        while (clock64() - start < ticks) {}
+      })",
+                                                             "hold");
+  ASSERT_TRUE(hold.ok()) << hold.status();
+  absl::StatusOr<Buffer> held = attacker_->Allocate(kHeld);
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(attacker_
+                  ->Launch(hold->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                           {BufferArgument(*held, v1::ACCESS_READ), Int64Argument(3'000'000'000)})
+                  .ok());
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits([&] {
+    EXPECT_TRUE(attacker_->Synchronize().ok());
+    attacker_synchronized = true;
+  });
+  ASSERT_TRUE(held->Free().ok());
+
+  absl::StatusOr<Buffer> wanted = absl::UnknownError("not answered");
+  std::thread victim_allocates([&] { wanted = victim_->Allocate(kWanted); });
+  absl::StatusOr<Session> batcher = client_->OpenSession(0, "batcher");
+  ASSERT_TRUE(batcher.ok()) << batcher.status();
+  v1::SubmitRequest batch;
+  v1::Command* allocate = batch.add_commands();
+  allocate->set_sequence(1);
+  allocate->mutable_allocate()->set_session(batcher->token());
+  allocate->mutable_allocate()->set_size_bytes(kWanted);
+  v1::Command* write = batch.add_commands();
+  write->set_sequence(2);
+  write->mutable_write()->mutable_header()->set_session(batcher->token());
+  write->mutable_write()->mutable_header()->set_buffer_ref(1);
+  write->mutable_write()->mutable_header()->set_inline_size_bytes(7);
+  write->mutable_write()->set_data("batched");
+  v1::Command* read = batch.add_commands();
+  read->set_sequence(3);
+  read->mutable_read()->set_session(batcher->token());
+  read->mutable_read()->set_buffer_ref(1);
+  read->mutable_read()->set_size_bytes(7);
+  v1::SubmitResponse replies;
+  grpc::ClientContext batch_context;
+  std::thread batch_runs([&] {
+    auto stream = client_->stub().Submit(&batch_context);
+    EXPECT_TRUE(stream->Write(batch));
+    stream->WritesDone();
+    v1::SubmitResponse response;
+    while (stream->Read(&response)) replies.MergeFrom(response);
+    EXPECT_TRUE(stream->Finish().ok());
+  });
+  absl::SleepFor(absl::Milliseconds(300));  // both wait for the kernel
+
+  absl::StatusOr<Session> bystander = client_->OpenSession(0, "bystander");
+  ASSERT_TRUE(bystander.ok()) << bystander.status();
+  absl::Status never_fits = bystander->Allocate(kNeverFits).status();
+  EXPECT_EQ(never_fits.code(), absl::StatusCode::kResourceExhausted) << never_fits;
+  EXPECT_THAT(std::string(never_fits.message()), HasSubstr("out of device memory"));
+  AllocateWriteReadAndSynchronize(*bystander);
+  EXPECT_FALSE(attacker_synchronized) << "the bystander waited for the attacker's kernel";
+
+  victim_allocates.join();
+  batch_runs.join();
+  attacker_waits.join();
+  EXPECT_TRUE(wanted.ok()) << wanted.status();
+  ASSERT_EQ(replies.replies_size(), 3);
+  for (const v1::CommandReply& reply : replies.replies()) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+  }
+  EXPECT_EQ(replies.replies(2).read().data(), "batched");
+}
+
 // Launches return once queued: a session that floods its stream behind a long kernel is
 // held to its queued-command limit instead of piling up work without end.
 TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
