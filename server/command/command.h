@@ -301,6 +301,19 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  PendingWait StagingRoom(SessionId session, LogicalStream logical) override {
+    absl::StatusOr<StreamBinding*> binding = StreamFor(session, logical);
+    if (!binding.ok()) return PendingWait();  // the write fails with it
+    const int index = (*binding)->index;
+    std::optional<Event> fence = drop_queues_[index].FenceForRoom(backend_.stream(index));
+    if (!fence.has_value()) return PendingWait();
+    return PendingWait([fence = *std::move(fence)] {
+      // Failures are the Synchronize of the copies' own sessions to report.
+      fence.Wait().IgnoreError();
+      return absl::OkStatus();
+    });
+  }
+
   PendingWait MemoryBeingFreed(uint64_t size_bytes) override {
     if (deferred_.empty() || Available() + BytesBeingFreed() < pool_.FootprintBytes(size_bytes)) {
       return PendingWait();
@@ -690,7 +703,7 @@ class Command final : public CommandInterface {
       buffer->producer.reset();
     }
     drop_queues_[index].Push(std::move(staged));
-    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
+    drop_queues_[index].SealIfDue(stream);
     return absl::OkStatus();
   }
 
@@ -711,7 +724,7 @@ class Command final : public CommandInterface {
       Bytes staged = D::PinnedBytes(lease->binding, lease->resource, size);
       RETURN_IF_ERROR(D::CopyToDevice(resource, chunk.layout, staged.const_span(), stream));
       drop_queues_[index].Push(std::move(staged));
-      RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
+      drop_queues_[index].SealIfDue(stream);
     }
     return absl::OkStatus();
   }
@@ -981,7 +994,7 @@ class Command final : public CommandInterface {
     }
     binding->last = stream.RecordEvent();
     MarkWritten(buffer, index, *binding->last);
-    RETURN_IF_ERROR(drop_queues_[index].FlushIfDue(stream));
+    drop_queues_[index].SealIfDue(stream);
     return absl::OkStatus();
   }
 

@@ -159,6 +159,11 @@ class CommandInterface {
   // once the cause of a device reset that took its work. Null when that work had
   // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // Null when a write on the session's `stream` may be staged now; otherwise (the device
+  // stream's drop queue is full: Note [Drop queue] in server/command/drop_queue.h) a
+  // wait, for a completion thread, that returns once the stream has run the copies whose
+  // bytes the queue holds.
+  virtual PendingWait StagingRoom(SessionId session, LogicalStream stream) = 0;
   // After an Allocate of `size_bytes` found the device full: a wait, for a completion
   // thread, that returns once the work still using freed buffers ended (their memory is
   // then free to reserve: Note [Out of device memory] in server/command/command.h).

@@ -370,6 +370,40 @@ TEST_F(CommandTest, AFullDeviceAnswersAtOnceAndOffersTheWaitForFreedMemory) {
   EXPECT_TRUE(ReadAll(kept, 16).ok());
 }
 
+// Note [Drop queue]: writes behind a stuck stream never wait on the device thread; once
+// that stream's drop queue is full, StagingRoom is the wait for room, while another
+// session's stream has room all along.
+TEST_F(CommandTest, WritesBehindAStuckStreamAskForRoomInsteadOfWaiting) {
+  CommandOptions options;
+  options.drop_queue = {.max_entries = 2, .max_bytes = 1 << 30};  // full at 8 entries
+  Reset(64 * kMiB, options);
+  const BufferId id = MustAllocate(4096);
+  ASSERT_TRUE(ReadAll(id, 16).ok());  // logical stream 0 -> device stream 0
+  const BufferId other = MustAllocate(4096, kOtherSession);
+  ASSERT_TRUE(ReadAll(other, 16, 0, kOtherSession).ok());  // -> device stream 1
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  std::future<absl::Status> writes = std::async(std::launch::async, [&]() -> absl::Status {
+    for (int i = 0; i < 12; ++i) {
+      RETURN_IF_ERROR(command_->Write(kSession, 0, id, CopyLayout::Contiguous(i, 1),
+                                      std::string(1, static_cast<char>('a' + i))));
+    }
+    return absl::OkStatus();
+  });
+  const bool written_behind_the_gate =
+      writes.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!written_behind_the_gate) gate.Open();
+  ASSERT_TRUE(written_behind_the_gate) << "a write waited for the stuck stream";
+  ASSERT_TRUE(writes.get().ok());
+  PendingWait room = command_->StagingRoom(kSession, 0);
+  ASSERT_NE(room, nullptr);
+  EXPECT_EQ(command_->StagingRoom(kOtherSession, 0), nullptr);
+  gate.Open();
+  EXPECT_TRUE(WaitFor(std::move(room)).ok());
+  EXPECT_EQ(command_->StagingRoom(kSession, 0), nullptr);
+  EXPECT_EQ(ReadAll(id, 12).value(), "abcdefghijkl");
+}
+
 TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {
   absl::Status status = command_->Allocate(kSession, 65 * kMiB).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);

@@ -13,21 +13,22 @@
 //          `staged` to `pending`, and records a new fence on the stream.
 //
 // So staged bytes are freed at the earliest one flush later, and only after a fence
-// that follows their copy has completed: never before the copy that reads them. The
-// previous fence is usually long complete when the next flush comes, so the wait is
-// cheap. A queue is flushed when it passes a count or byte threshold (64-bit
+// that follows their copy has completed: never before the copy that reads them. A
+// queue is sealed (below) when `staged` passes a count or byte threshold (64-bit
 // counters); Drain (two flushes) releases everything staged so far, when the device's
 // Command goes.
 //
-// Waiting blocks the device thread, and so every session, while the stream is behind
-// (a long kernel). Synchronize therefore never waits, and a queue waits only when it
-// holds four times its thresholds, sealed or not (that bound holds the stream's backlog
-// of copies, and the memory they read, to about 1 GiB): until then both Seal instead,
-// `staged` joining `pending` under a new fence without waiting for the previous one
-// (a later fence on the same stream covers both); ReleaseCompleted, run as upkeep
-// between commands, frees `pending` once its fence completed. An idle device seals what
-// is staged and keeps releasing until nothing is held (CommandInterface::
-// ReclaimWhenIdle), so no bytes wait for a next command.
+// Nothing on the device thread waits for a fence: that would block every session while
+// the stream is behind (a long kernel). Synchronize never waits, a queue past its
+// thresholds Seals instead of flushing (`staged` joins `pending` under a new fence
+// without waiting for the previous one; a later fence on the same stream covers both),
+// and ReleaseCompleted, run as upkeep between commands, frees `pending` once its fence
+// completed. A queue that holds four times its thresholds, sealed or not, is full: a
+// write for its stream waits for room off the device thread (FenceForRoom; Command::
+// StagingRoom), which holds the stream's backlog of staged bytes to about 1 GiB (plus
+// the one write that took it past the bound). An idle device seals what is staged and
+// keeps releasing until nothing is held (CommandInterface::ReclaimWhenIdle), so no
+// bytes wait for a next command. Flush and Drain wait: only for the Command's end.
 //
 // Thread-safety: owned by the device thread, which alone touches it; no lock.
 
@@ -63,19 +64,28 @@ class DropQueue {
     return staged_.size() >= thresholds_.max_entries || staged_bytes_ >= thresholds_.max_bytes;
   }
 
-  // After a Push: a Flush, which may wait, once the queue holds four times its
-  // thresholds, however it got there (idle upkeep seals what is staged between
-  // commands, so `staged` alone may never pass them); else a Seal when `staged` passed
-  // them; else nothing.
-  absl::Status FlushIfDue(Stream& stream) {
-    if (held_entries() >= 4 * thresholds_.max_entries ||
-        held_bytes() >= 4 * thresholds_.max_bytes) {
-      return Flush(stream);
-    }
+  // After a Push: a Seal when `staged` passed the thresholds; never waits.
+  void SealIfDue(Stream& stream) {
     if (ShouldFlush()) Seal(stream);
-    return absl::OkStatus();
   }
 
+  // Four times the thresholds held, sealed or not: writes wait for room.
+  bool Full() const {
+    return held_entries() >= 4 * thresholds_.max_entries ||
+           held_bytes() >= 4 * thresholds_.max_bytes;
+  }
+
+  // Nullopt while the queue has room (it frees what completed first); when full, seals
+  // what is staged and returns the fence after which ReleaseCompleted frees everything
+  // held.
+  std::optional<Event> FenceForRoom(Stream& stream) {
+    ReleaseCompleted();
+    if (!Full()) return std::nullopt;
+    if (!staged_.empty()) Seal(stream);
+    return fence_;
+  }
+
+  // Waits for the previous fence, frees what it covers, and fences what is staged.
   absl::Status Flush(Stream& stream) {
     if (fence_.has_value()) {
       absl::Status waited = fence_->Wait();

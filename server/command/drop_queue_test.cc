@@ -1,6 +1,8 @@
 #include "server/command/drop_queue.h"
 
 #include <atomic>
+#include <optional>
+#include <thread>
 
 #include "driver/cpu/cpu_stream.h"
 #include "driver/cpu/stream_gate.h"
@@ -60,33 +62,35 @@ TEST(DropQueueTest, SealNeverWaitsAndReleasesOnlyAfterTheFence) {
   EXPECT_EQ(queue.held_bytes(), 0u);
 }
 
-TEST(DropQueueTest, ADueQueueWaitsOnlyWhenItHoldsFourTimesItsThresholds) {
+// Pushes behind a stuck stream never wait: past four times its thresholds the queue is
+// full, and the fence it offers for room frees everything held once the stream passed it.
+TEST(DropQueueTest, AQueueBehindAStuckStreamNeverWaitsAndIsFullAtFourTimesItsThresholds) {
   CpuStream stream(0);
   DropQueue<CpuStream> queue({.max_entries = 2, .max_bytes = 1 << 30});
   std::atomic<int> released{0};
   StreamGate gate;
   gate.Block(stream);
-  for (int i = 0; i < 7; ++i) {  // due at 2, 4 and 6 entries held: each time a Seal
+  for (int i = 0; i < 8; ++i) {  // due at 2, 4, 6 and 8 entries held: each time a Seal
+    EXPECT_FALSE(queue.FenceForRoom(stream).has_value()) << i;
     queue.Push(Tracked(&released));
-    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+    queue.SealIfDue(stream);
   }
-  EXPECT_EQ(queue.held_entries(), 7u) << "nothing may go while the stream is stuck";
-  std::atomic<bool> flushed{false};
-  std::thread pusher([&] {
-    queue.Push(Tracked(&released));  // 8 held: four times max_entries, so it waits
-    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
-    flushed = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(flushed);
+  EXPECT_EQ(queue.held_entries(), 8u) << "nothing may go while the stream is stuck";
+  EXPECT_TRUE(queue.Full());
+  std::optional<CpuStream::Event> fence = queue.FenceForRoom(stream);
+  ASSERT_TRUE(fence.has_value());
+  EXPECT_FALSE(fence->IsComplete());
   EXPECT_EQ(released, 0);
   gate.Open();
-  pusher.join();
-  EXPECT_EQ(released, 6) << "all but the two staged after the last fence";
+  ASSERT_TRUE(fence->Wait().ok());
+  EXPECT_FALSE(queue.FenceForRoom(stream).has_value()) << "room once the stream passed it";
+  EXPECT_EQ(released, 8);
+  EXPECT_EQ(queue.held_entries(), 0u);
 }
 
 // Idle upkeep seals each write's bytes before the next arrives, so `staged` never passes
-// the thresholds: the bound on what is held must hold all the same.
+// the thresholds: the bound on what is held must hold all the same, and the fence for
+// room covers what is staged too.
 TEST(DropQueueTest, SealsBetweenPushesDoNotLiftTheBound) {
   CpuStream stream(0);
   DropQueue<CpuStream> queue({.max_entries = 1000, .max_bytes = 100});
@@ -95,22 +99,22 @@ TEST(DropQueueTest, SealsBetweenPushesDoNotLiftTheBound) {
   gate.Block(stream);
   for (int i = 0; i < 9; ++i) {  // 360 bytes held, under 400; never 100 staged
     queue.Push(Tracked(&released, 40));
-    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
+    queue.SealIfDue(stream);
     queue.Seal(stream);  // what ReclaimWhenIdle does between commands
   }
   EXPECT_EQ(queue.held_bytes(), 360u);
-  std::atomic<bool> flushed{false};
-  std::thread pusher([&] {
-    queue.Push(Tracked(&released, 40));  // 400 held: four times max_bytes
-    ASSERT_TRUE(queue.FlushIfDue(stream).ok());
-    flushed = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(flushed) << "a stream behind its copies let the queue grow past its bound";
+  EXPECT_FALSE(queue.Full());
+  queue.Push(Tracked(&released, 40));  // 400 held, 40 of them staged
+  queue.SealIfDue(stream);
+  EXPECT_TRUE(queue.Full()) << "a stream behind its copies let the queue grow past its bound";
+  std::optional<CpuStream::Event> fence = queue.FenceForRoom(stream);
+  ASSERT_TRUE(fence.has_value());
+  EXPECT_EQ(queue.staged_entries(), 0u) << "the fence covers the staged bytes too";
   gate.Open();
-  pusher.join();
-  EXPECT_EQ(released, 9);
-  EXPECT_EQ(queue.held_bytes(), 40u);
+  ASSERT_TRUE(fence->Wait().ok());
+  queue.ReleaseCompleted();
+  EXPECT_EQ(released, 10);
+  EXPECT_EQ(queue.held_bytes(), 0u);
 }
 
 TEST(DropQueueTest, ThresholdsUseCountAndBytes) {

@@ -119,7 +119,9 @@ class FakeCommand final : public CommandInterface {
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [] { return absl::OkStatus(); };
   }
-  PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }  // frees at once
+  // Copies happen at once: nothing waits for room or memory.
+  PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
+  PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
   PendingWait LaunchRoom(SessionId) override { return PendingWait(); }  // launches never wait
 
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }

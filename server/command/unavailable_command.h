@@ -45,6 +45,7 @@ class UnavailableCommand final : public CommandInterface {
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [reason = reason_] { return reason; };
   }
+  PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
   PendingWait LaunchRoom(SessionId) override { return PendingWait(); }  // launches fail at once
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }

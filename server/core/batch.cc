@@ -92,17 +92,12 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         self->Fail(i, gone);
         continue;
       }
-      if (self->past_the_limit_ == LaunchesPastTheLimit::kWait &&
-          std::holds_alternative<LaunchOp>(*self->commands_[i].operation)) {
-        room = command.LaunchRoom(session);
-        if (room != nullptr) {
-          ran_to = i;
-          self->stopped_at_ = i;
-          break;
-        }
+      room = self->RoomToWaitFor(command, session, i);
+      if (room == nullptr) {
+        self->Execute(command, session, i);
+        room = self->MemoryToWaitFor(command, i);
       }
-      self->Execute(command, session, i);
-      if (room = self->MemoryToWaitFor(command, i); room != nullptr) {
+      if (room != nullptr) {
         ran_to = i;
         self->stopped_at_ = i;
         break;
@@ -129,6 +124,18 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         },
         [done = std::move(done)](absl::Status) mutable { done(); });
   }, placement);
+}
+
+PendingWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, size_t index) {
+  const Operation& operation = *commands_[index].operation;
+  if (const auto* write = std::get_if<WriteOp>(&operation)) {
+    return command.StagingRoom(session, write->stream);
+  }
+  if (past_the_limit_ == LaunchesPastTheLimit::kWait &&
+      std::holds_alternative<LaunchOp>(operation)) {
+    return command.LaunchRoom(session);
+  }
+  return PendingWait();
 }
 
 PendingWait Batch::MemoryToWaitFor(CommandInterface& command, size_t index) {

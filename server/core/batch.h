@@ -72,11 +72,13 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // thread when there were any.
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
-  // The run may stop before a command that must wait: with LaunchesPastTheLimit::kWait,
-  // before a launch that found no room (`done` then runs once the session's oldest
-  // launch in flight has run); and, once per command, at an Allocate that found the
-  // device full while freed memory that could hold it waits for work in flight (`done`
-  // runs once that work ended: Note [Out of device memory] in server/command/command.h).
+  // The run may stop before a command that must wait, and `done` then runs once the
+  // wait ended: with LaunchesPastTheLimit::kWait, before a launch that found no room
+  // (until the session's oldest launch in flight has run); before a write whose stream's
+  // drop queue is full (until the stream ran the copies it holds: Note [Drop queue] in
+  // server/command/drop_queue.h); and, once per command, at an Allocate that found the
+  // device full while freed memory that could hold it waits for work in flight (until
+  // that work ended: Note [Out of device memory] in server/command/command.h).
   // TakeStoppedAt then says where to run from next; the caller runs on from there.
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
@@ -105,6 +107,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 
+  // Before command `index` runs: the wait for room a write or a launch needs first
+  // (see Run), or null.
+  PendingWait RoomToWaitFor(CommandInterface& command, SessionId session, size_t index);
   // After command `index` ran: when it is an Allocate that found the device full, for
   // the first time, and memory being freed could hold it, takes back its answer and
   // returns the wait for that memory; else null.

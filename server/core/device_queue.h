@@ -54,7 +54,7 @@ class DeviceQueue {
     }
     if (tasks.empty()) ready_sessions_.push_back(session);
     tasks.push_back(std::move(task));
-    ++depth_;
+    if (depth_++ == 0) waiting_since_ = std::chrono::steady_clock::now();
     not_empty_.NotifyOne();
     return absl::OkStatus();
   }
@@ -118,6 +118,13 @@ class DeviceQueue {
     return closed_;
   }
 
+  // Since when tasks have waited without the consumer taking one (since the queue
+  // became non-empty, or since its last take that left tasks queued); nullopt while empty.
+  std::optional<std::chrono::steady_clock::time_point> waiting_since() const {
+    MutexLock lock(&mutex_);
+    return waiting_since_;
+  }
+
   size_t session_depth(SessionId session) const {
     MutexLock lock(&mutex_);
     auto it = sessions_.find(session);
@@ -137,7 +144,11 @@ class DeviceQueue {
     } else {
       ready_sessions_.push_back(session);  // back of the line: round-robin
     }
-    --depth_;
+    if (--depth_ == 0) {
+      waiting_since_.reset();
+    } else {
+      waiting_since_ = std::chrono::steady_clock::now();  // the consumer moves
+    }
     return task;
   }
 
@@ -148,6 +159,7 @@ class DeviceQueue {
   bool closed_ ABSL_GUARDED_BY(mutex_) = false;
   bool woken_ ABSL_GUARDED_BY(mutex_) = false;
   size_t depth_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<SessionId, std::deque<Task>> sessions_ ABSL_GUARDED_BY(mutex_);
   // Sessions with queued tasks, in serving order; each appears at most once.
   std::deque<SessionId> ready_sessions_ ABSL_GUARDED_BY(mutex_);

@@ -26,6 +26,22 @@ TEST(DeviceQueueTest, OneSessionIsFifo) {
   EXPECT_EQ(queue.depth(), 0u);
 }
 
+// What the watchdog reads: since when queued tasks wait without one being taken.
+TEST(DeviceQueueTest, WaitingSinceMovesWithEachTakeAndEndsWhenEmpty) {
+  Queue queue(16, 16);
+  EXPECT_FALSE(queue.waiting_since().has_value());
+  ASSERT_TRUE(queue.Push(1, 1).ok());
+  const auto first = queue.waiting_since();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(queue.Push(2, 2).ok());
+  EXPECT_EQ(queue.waiting_since(), first) << "a later task does not restart the wait";
+  ASSERT_EQ(queue.TryPop(), 1);
+  ASSERT_TRUE(queue.waiting_since().has_value());
+  EXPECT_GE(*queue.waiting_since(), *first);
+  ASSERT_EQ(queue.TryPop(), 2);
+  EXPECT_FALSE(queue.waiting_since().has_value());
+}
+
 TEST(DeviceQueueTest, SessionsAreServedRoundRobin) {
   Queue queue(16, 16);
   // Session 1 floods first; session 2 and 3 still get every other turn.

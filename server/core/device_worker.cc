@@ -164,6 +164,10 @@ DeviceUsage DeviceWorker::usage() const {
 }
 
 bool DeviceWorker::MakesProgress(std::chrono::steady_clock::duration within) const {
+  if (const auto waiting = queue_.waiting_since();
+      waiting.has_value() && std::chrono::steady_clock::now() - *waiting >= within) {
+    return false;
+  }
   const int64_t since = held_since_ns_.load();
   return since == 0 ||
          SteadyNanoseconds() - since <

@@ -121,7 +121,8 @@ class DeviceWorker {
   bool Quiet() const;
 
   // False when whoever holds the device (running a task, or the device thread's upkeep)
-  // has held it for `within` or longer: the device is wedged. An idle device makes
+  // has held it for `within` or longer, or when queued tasks have waited that long
+  // without the device thread taking one: the device is wedged. An idle device makes
   // progress. For the service manager's watchdog (Note [Service manager] in
   // server/service_notifier.h).
   bool MakesProgress(std::chrono::steady_clock::duration within) const;

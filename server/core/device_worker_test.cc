@@ -138,6 +138,30 @@ TEST(DeviceWorkerTest, FullQueueIsResourceExhausted) {
   release.set_value();
 }
 
+// The watchdog's question (Note [Service manager] in server/service_notifier.h): a device
+// held by a task, or with tasks waiting that its thread does not take, is wedged once
+// that lasted `within`; an idle one is not. (Zero and an hour stand for "already" and
+// "not yet": no timing here.)
+TEST(DeviceWorkerTest, ADeviceHeldOrNotTakingItsQueuedTasksMakesNoProgress) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);
+  worker.AwaitInitialised();
+  EXPECT_TRUE(worker.MakesProgress(std::chrono::hours(1)));
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    started.set_value();
+    released.wait();
+  }).ok());
+  started.get_future().wait();  // the device thread holds the device
+  EXPECT_FALSE(worker.MakesProgress(std::chrono::nanoseconds(0)));
+  EXPECT_TRUE(worker.MakesProgress(std::chrono::hours(1)));
+  release.set_value();
+  worker.Stop();
+  EXPECT_TRUE(worker.MakesProgress(std::chrono::nanoseconds(0))) << "idle";
+}
+
 TEST(DeviceWorkerTest, AnIdleDeviceRunsAWaitFreeTaskOnTheSubmittingThread) {
   Metrics metrics(1);
   DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);

@@ -577,6 +577,54 @@ TEST_F(AdversarialTest, AnAllocateWaitingForFreedMemoryHoldsUpNoOne) {
   EXPECT_EQ(replies.replies(2).read().data(), "batched");
 }
 
+// The attacker queues thousands of small writes behind its long kernel in one batch:
+// their staged bytes fill its stream's drop queue (bounded at 4096 entries). The batch
+// waits for room off the device thread, a bystander's commands go on meanwhile, and
+// every write lands.
+TEST_F(AdversarialTest, WritesPilingUpBehindALongKernelHoldUpNoOne) {
+  constexpr int kWrites = 4500;
+  Buffer target = AttackerBufferHolding(std::string(kWrites, '-'));
+  std::string expected;
+  v1::SubmitRequest batch;
+  for (int i = 0; i < kWrites; ++i) {
+    expected.push_back(static_cast<char>('a' + i % 26));
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    v1::WriteHeader* header = command->mutable_write()->mutable_header();
+    header->set_session(attacker_->token());
+    header->set_buffer(target.id());
+    header->set_offset_bytes(i);
+    header->set_inline_size_bytes(1);
+    command->mutable_write()->set_data(expected.substr(i, 1));
+  }
+  std::atomic<bool> attacker_synchronized{false};
+  std::thread attacker_waits = RunAttackersLongKernel(attacker_synchronized);
+  v1::SubmitResponse replies;
+  grpc::ClientContext batch_context;
+  std::thread batch_runs([&] {
+    auto stream = client_->stub().Submit(&batch_context);
+    EXPECT_TRUE(stream->Write(batch));
+    stream->WritesDone();
+    v1::SubmitResponse response;
+    while (stream->Read(&response)) replies.MergeFrom(response);
+    EXPECT_TRUE(stream->Finish().ok());
+  });
+  absl::SleepFor(absl::Milliseconds(500));  // the batch fills the queue and waits
+
+  absl::StatusOr<Session> bystander = client_->OpenSession(0, "bystander");
+  ASSERT_TRUE(bystander.ok()) << bystander.status();
+  AllocateWriteReadAndSynchronize(*bystander);
+  EXPECT_FALSE(attacker_synchronized) << "the bystander waited for the attacker's kernel";
+
+  batch_runs.join();
+  attacker_waits.join();
+  ASSERT_EQ(replies.replies_size(), kWrites);
+  int failed = 0;
+  for (const v1::CommandReply& reply : replies.replies()) failed += reply.status().code() != 0;
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(attacker_->Read(target, 0, kWrites).value_or(""), expected);
+}
+
 // Launches return once queued: a session that floods its stream behind a long kernel is
 // held to its queued-command limit instead of piling up work without end.
 TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {

@@ -94,8 +94,10 @@ std::vector<pid_t> ExecutorsOf(pid_t daemon) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     pid_t pid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
-    std::ifstream stat_file(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    // One line; read through the stream, which turns a read error into a failed read
+    // (a process that exits meanwhile makes reading its stat fail with ESRCH).
+    std::string stat;
+    std::getline(std::ifstream(entry.path() / "stat"), stat);
     // "pid (comm) state ppid ...": comm is cut to 15 characters.
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || stat.find("(gpucmd-kernel-e") == std::string::npos) continue;

@@ -3,26 +3,32 @@
 // NOTIFY_SOCKET, and checks READY=1, STATUS=, the watchdog pings (withheld while a
 // device thread is stuck) and STOPPING=1.
 
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
-#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
@@ -32,8 +38,6 @@ using ::gpucmd::testing::DaemonProcess;
 using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-constexpr uint64_t kMiB = 1 << 20;
 
 // A NOTIFY_SOCKET: collects every datagram the daemon sends, with when it came.
 class NotifySocket {
@@ -110,6 +114,17 @@ std::chrono::milliseconds LongestPingGap(const std::vector<NotifySocket::Message
   return longest;
 }
 
+// The id of the thread of process `pid` named `name`; -1 when there is none.
+pid_t ThreadNamed(pid_t pid, const std::string& name) {
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"))) {
+    std::string comm;
+    std::getline(std::ifstream(task.path() / "comm"), comm);
+    if (comm == name) return static_cast<pid_t>(std::stol(task.path().filename().string()));
+  }
+  return -1;
+}
+
 TEST(SystemdTest, ReadyStatusWatchdogWithheldWhileADeviceIsStuckAndStopping) {
   NotifySocket notify;
   // The daemon inherits the environment at its start; the watchdog interval is 1 s.
@@ -132,37 +147,20 @@ TEST(SystemdTest, ReadyStatusWatchdogWithheldWhileADeviceIsStuckAndStopping) {
   ASSERT_TRUE(notify.AwaitMessage("STATUS=1/1 devices ready, 1 sessions", std::chrono::seconds(10)));
   ASSERT_TRUE(notify.AwaitMessage("WATCHDOG=1", std::chrono::seconds(10)));
 
-  // The device thread gets stuck: writes queue behind a 5 s kernel until the stream's
-  // drop queue holds its bound (1 GiB), where the next one waits for the kernel, holding
-  // the device.
-  absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
-  ASSERT_TRUE(spin.ok()) << spin.status();
-  absl::StatusOr<Buffer> buffer = session->Allocate(64 * kMiB);
-  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(*session, 64 * kMiB);
-  ASSERT_TRUE(buffer.ok() && region.ok());
-  ASSERT_TRUE(session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                              {Int64Argument(5'000'000'000LL)})
-                  .ok());
-  // Streaming writes from the region: each answers once queued (WriteShared would wait
-  // for its copy, off the device thread).
-  auto queue_write = [&] {
-    grpc::ClientContext context;
-    v1::WriteResponse response;
-    auto writer = (*client)->stub().Write(&context, &response);
-    v1::WriteRequest request;
-    v1::WriteHeader* header = request.mutable_header();
-    header->set_session(session->token());
-    header->set_buffer(buffer->id());
-    header->mutable_shared_memory()->set_region(region->id());
-    header->mutable_shared_memory()->set_size_bytes(64 * kMiB);
-    writer->WriteLast(request, grpc::WriteOptions());
-    return FromGrpcStatus(writer->Finish());
-  };
-  for (int i = 0; i < 20; ++i) {  // 1.25 GiB
-    absl::Status queued = queue_write();
-    ASSERT_TRUE(queued.ok()) << queued;
-  }
-  ASSERT_TRUE(session->Synchronize().ok());
+  // The device thread gets stuck, as in a driver call that hangs: stopped alone, by
+  // ptrace (the daemon gives clients no way to block it), with an Allocate queued for it.
+  const pid_t device_thread = ThreadNamed(daemon->pid(), "gpucmd-device0");
+  ASSERT_GT(device_thread, 0) << "no device thread";
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, device_thread, nullptr, nullptr), 0) << std::strerror(errno);
+  ASSERT_EQ(ptrace(PTRACE_INTERRUPT, device_thread, nullptr, nullptr), 0) << std::strerror(errno);
+  int stop_status = 0;
+  ASSERT_EQ(waitpid(device_thread, &stop_status, __WALL), device_thread) << std::strerror(errno);
+  absl::Status allocated = absl::UnknownError("not answered");
+  std::thread allocates([&] { allocated = session->Allocate(4096).status(); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_EQ(ptrace(PTRACE_DETACH, device_thread, nullptr, nullptr), 0) << std::strerror(errno);
+  allocates.join();
+  EXPECT_TRUE(allocated.ok()) << allocated;
   const auto unstuck = Clock::now();
   // Pings come again once the device moves.
   while (Clock::now() - unstuck < std::chrono::seconds(10)) {
