@@ -168,6 +168,20 @@ class AdversarialTest : public ::testing::Test {
     });
   }
 
+  // Sends `batch` as one Submit call on a thread, which gathers every reply into
+  // `replies` (both must outlive the thread).
+  std::thread SubmitOnAThread(const v1::SubmitRequest& batch, v1::SubmitResponse& replies) {
+    return std::thread([this, &batch, &replies] {
+      grpc::ClientContext context;
+      auto stream = client_->stub().Submit(&context);
+      EXPECT_TRUE(stream->Write(batch));
+      stream->WritesDone();
+      v1::SubmitResponse response;
+      while (stream->Read(&response)) replies.MergeFrom(response);
+      EXPECT_TRUE(stream->Finish().ok());
+    });
+  }
+
   absl::Status CompileOnly(const std::string& source,
                            const std::vector<std::string>& options = {}) {
     return attacker_->Compile(source, "attack", options).status();
@@ -547,15 +561,7 @@ TEST_F(AdversarialTest, AnAllocateWaitingForFreedMemoryHoldsUpNoOne) {
   read->mutable_read()->set_buffer_ref(1);
   read->mutable_read()->set_size_bytes(7);
   v1::SubmitResponse replies;
-  grpc::ClientContext batch_context;
-  std::thread batch_runs([&] {
-    auto stream = client_->stub().Submit(&batch_context);
-    EXPECT_TRUE(stream->Write(batch));
-    stream->WritesDone();
-    v1::SubmitResponse response;
-    while (stream->Read(&response)) replies.MergeFrom(response);
-    EXPECT_TRUE(stream->Finish().ok());
-  });
+  std::thread batch_runs = SubmitOnAThread(batch, replies);
   absl::SleepFor(absl::Milliseconds(300));  // both wait for the kernel
 
   absl::StatusOr<Session> bystander = client_->OpenSession(0, "bystander");
@@ -600,15 +606,7 @@ TEST_F(AdversarialTest, WritesPilingUpBehindALongKernelHoldUpNoOne) {
   std::atomic<bool> attacker_synchronized{false};
   std::thread attacker_waits = RunAttackersLongKernel(attacker_synchronized);
   v1::SubmitResponse replies;
-  grpc::ClientContext batch_context;
-  std::thread batch_runs([&] {
-    auto stream = client_->stub().Submit(&batch_context);
-    EXPECT_TRUE(stream->Write(batch));
-    stream->WritesDone();
-    v1::SubmitResponse response;
-    while (stream->Read(&response)) replies.MergeFrom(response);
-    EXPECT_TRUE(stream->Finish().ok());
-  });
+  std::thread batch_runs = SubmitOnAThread(batch, replies);
   absl::SleepFor(absl::Milliseconds(500));  // the batch fills the queue and waits
 
   absl::StatusOr<Session> bystander = client_->OpenSession(0, "bystander");
