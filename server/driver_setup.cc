@@ -11,7 +11,7 @@ CommandOptions CommandOptionsFor(const v1::DaemonConfig& config, const DeviceDes
   CommandOptions options;
   options.payloads = std::move(payloads);
   options.session_quota_bytes = config.limits().session_memory_quota_bytes();
-  options.session_launches_in_flight = config.limits().session_queued_commands();
+  options.session_queued_on_streams = config.limits().session_queued_commands();
   options.session_max_streams = config.limits().max_streams_per_session();
   options.launch.max_threads_per_block = device.max_threads_per_block;
   options.launch.max_dynamic_shared_memory_bytes = device.max_shared_memory_per_block_bytes;

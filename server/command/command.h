@@ -199,6 +199,7 @@ class Command final : public CommandInterface {
           "copy within buffer ", source_id, ": source [", source_offset, ", +", size_bytes,
           ") overlaps target [", target_offset, ", +", size_bytes, ")"));
     }
+    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
     ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
     ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(target->location, target_id));
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
@@ -211,6 +212,7 @@ class Command final : public CommandInterface {
                                     stream.signal()));
     Event done = stream.RecordEvent();
     binding->last = done;
+    sessions_[session].queued_on_streams.push_back(done);
     if (source_id != target_id) MarkRead(*source, index, done);
     MarkWritten(*target, index, done);
     return absl::OkStatus();
@@ -230,7 +232,7 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(CheckArguments(*launch.params, launch.args, options_.launch));
     RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
     if (launch.grid.volume() == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(AdmitLaunch(sessions_[session]));
+    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
 
     LaunchSpec spec;
     spec.owner = session;
@@ -287,7 +289,7 @@ class Command final : public CommandInterface {
     binding->last = done;
     KeepUnreported(*binding, UnreportedLaunch{done, outcome});
     SessionState& state = sessions_[session];
-    state.launches_in_flight.push_back(done);
+    state.queued_on_streams.push_back(done);
     ++state.launches;
     for (const auto& [buffer, access] : touched) {
       if (access == BufferAccess::kRead) {
@@ -329,11 +331,11 @@ class Command final : public CommandInterface {
     });
   }
 
-  PendingWait LaunchRoom(SessionId session) override {
+  PendingWait StreamRoom(SessionId session) override {
     auto state = sessions_.find(session);
-    if (state == sessions_.end() || HasLaunchRoom(state->second)) return PendingWait();
-    return PendingWait([oldest = state->second.launches_in_flight.front()] {
-      oldest.Wait().IgnoreError();  // the stream reports it to the next Synchronize
+    if (state == sessions_.end() || HasStreamRoom(state->second)) return PendingWait();
+    return PendingWait([oldest = state->second.queued_on_streams.front()] {
+      oldest.Wait().IgnoreError();  // its Synchronize (or its read) reports it
       return absl::OkStatus();
     });
   }
@@ -503,9 +505,9 @@ class Command final : public CommandInterface {
            std::any_of(drop_queues_.begin(), drop_queues_.end(),
                        [](const DropQueue<Stream>& queue) { return queue.held_entries() > 0; }) ||
            std::any_of(sessions_.begin(), sessions_.end(), [](const auto& session) {
-             return std::any_of(session.second.launches_in_flight.begin(),
-                                session.second.launches_in_flight.end(),
-                                [](const Event& launch) { return !launch.IsComplete(); });
+             return std::any_of(session.second.queued_on_streams.begin(),
+                                session.second.queued_on_streams.end(),
+                                [](const Event& work) { return !work.IsComplete(); });
            });
   }
 
@@ -523,10 +525,10 @@ class Command final : public CommandInterface {
     usage.relocations = relocations_;
     usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
     for (const auto& [id, state] : sessions_) {
-      const uint64_t launches = std::count_if(
-          state.launches_in_flight.begin(), state.launches_in_flight.end(),
-          [](const Event& launch) { return !launch.IsComplete(); });
-      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), launches,
+      const uint64_t queued = std::count_if(
+          state.queued_on_streams.begin(), state.queued_on_streams.end(),
+          [](const Event& work) { return !work.IsComplete(); });
+      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), queued,
                                         state.launches};
     }
     return usage;
@@ -608,40 +610,43 @@ class Command final : public CommandInterface {
     absl::flat_hash_set<BufferId> buffers;
     uint64_t used_bytes = 0;
     absl::flat_hash_map<LogicalStream, StreamBinding> streams;
-    // Ends of its launches that may not have run yet, oldest first (per stream order).
-    std::deque<Event> launches_in_flight;
+    // Ends of its launches, device copies and reads that may not have run yet, oldest
+    // first (per stream order).
+    std::deque<Event> queued_on_streams;
     uint64_t launches = 0;  // queued since it opened
     // What its kernels printed, until a Synchronize takes it.
     std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>(
         64 << 10, "[kernel output cut: a session keeps 64 KiB between Synchronize calls]");
   };
 
-  // Note [Launch backpressure]
+  // Note [Stream backpressure]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~
-  // A launch returns once it is queued on a stream, so a session could queue launches
-  // without end while its stream is busy. Each session may have at most
-  // options.session_launches_in_flight launches that have not run to their end; one
-  // more is RESOURCE_EXHAUSTED (retry after a Synchronize, or once some finished), as a
-  // full queue is elsewhere in the daemon. A Submit batch, whose commands the daemon
-  // holds already, waits instead (LaunchRoom, off the device thread) and goes on once
-  // the session's oldest launch has run: a batch of any number of launches runs whole.
-  bool HasLaunchRoom(SessionState& state) {
-    const uint32_t limit = options_.session_launches_in_flight;
+  // A launch, a device-to-device copy and a read return once queued on a stream (a read
+  // is answered later, off the device thread), so a session could queue work without end
+  // while its stream is busy. Each session may have at most
+  // options.session_queued_on_streams of them that have not run to their end; one more
+  // is RESOURCE_EXHAUSTED (retry after a Synchronize, or once some finished), as a full
+  // queue is elsewhere in the daemon. A Submit batch, whose commands the daemon holds
+  // already, waits instead (StreamRoom, off the device thread) and goes on once the
+  // session's oldest work on streams has run: a batch of any length runs whole. Writes
+  // are bounded by their stream's drop queue instead (Note [Drop queue]).
+  bool HasStreamRoom(SessionState& state) {
+    const uint32_t limit = options_.session_queued_on_streams;
     if (limit == 0) return true;
-    // Oldest first: on one stream launches end in order (a later one that ended behind
-    // an earlier one still running on another stream is counted a little longer).
-    while (!state.launches_in_flight.empty() && state.launches_in_flight.front().IsComplete()) {
-      state.launches_in_flight.pop_front();
+    // Oldest first: on one stream work ends in order (a later one that ended behind an
+    // earlier one still running on another stream is counted a little longer).
+    while (!state.queued_on_streams.empty() && state.queued_on_streams.front().IsComplete()) {
+      state.queued_on_streams.pop_front();
     }
-    return state.launches_in_flight.size() < limit;
+    return state.queued_on_streams.size() < limit;
   }
 
-  absl::Status AdmitLaunch(SessionState& state) {
-    if (HasLaunchRoom(state)) return absl::OkStatus();
+  absl::Status AdmitToStream(SessionState& state) {
+    if (HasStreamRoom(state)) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the session has ", state.launches_in_flight.size(),
-        " launches queued that have not run yet, its limit (limits.session_queued_commands): "
-        "Synchronize, or retry once some have finished"));
+        "the session has ", state.queued_on_streams.size(),
+        " launches, copies and reads queued on streams that have not run yet, its limit "
+        "(limits.session_queued_commands): Synchronize, or retry once some have finished"));
   }
 
   struct DeferredFree {
@@ -764,6 +769,7 @@ class Command final : public CommandInterface {
     if (layout.host_bytes() == 0) {
       return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
     }
+    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes out, host());
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
@@ -778,6 +784,7 @@ class Command final : public CommandInterface {
     }
     Event done = stream.RecordEvent();
     binding->last = done;
+    sessions_[session].queued_on_streams.push_back(done);
     MarkRead(*buffer, index, done);
     std::byte* into = out.data();
     return PendingRead{std::move(out), [done, id, producer = buffer->producer,

@@ -80,7 +80,7 @@ struct RelocationReport {
 struct SessionUsage {
   uint64_t memory_used_bytes = 0;
   uint64_t buffers = 0;
-  uint64_t launches_in_flight = 0;  // queued on streams, not run to their end
+  uint64_t queued_on_streams = 0;  // launches, copies and reads not run to their end
   uint64_t launches = 0;             // queued since the session opened
 };
 
@@ -169,11 +169,12 @@ class CommandInterface {
   // then free to reserve: Note [Out of device memory] in server/command/command.h).
   // Null when no freed memory waits for work, or too little to hold `size_bytes`.
   virtual PendingWait MemoryBeingFreed(uint64_t size_bytes) = 0;
-  // Null when the session may queue another launch now (Note [Launch backpressure] in
-  // server/command/command.h); otherwise a wait, for a completion thread, that returns
-  // OK once the oldest of its launches in flight has run, so that it may queue one more.
-  // Reports nothing about that launch: its errors are the next Synchronize's.
-  virtual PendingWait LaunchRoom(SessionId session) = 0;
+  // Null when the session may queue another launch, device copy or read on its streams
+  // now (Note [Stream backpressure] in server/command/command.h); otherwise a wait, for a
+  // completion thread, that returns OK once the oldest of that work has run, so that it
+  // may queue one more. Reports nothing about that work: its errors are the next
+  // Synchronize's (or its read's).
+  virtual PendingWait StreamRoom(SessionId session) = 0;
   // Where the session's kernels' printf output gathers until a Synchronize takes it
   // (driver/launch.h); null where the driver collects none.
   virtual std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) = 0;

@@ -29,9 +29,10 @@ struct CommandOptions {
   uint64_t max_cached_pinned_bytes = uint64_t{64} << 20;
   // 0: no per-session limit.
   uint64_t session_quota_bytes = 0;
-  // Launches one session may have on the device's streams, not yet run to their end;
-  // one more is RESOURCE_EXHAUSTED until some finish. 0: no limit.
-  uint32_t session_launches_in_flight = 1024;
+  // Launches, device copies and reads one session may have on the device's streams, not
+  // yet run to their end; one more is RESOURCE_EXHAUSTED until some finish (Note [Stream
+  // backpressure] in server/command/command.h). 0: no limit.
+  uint32_t session_queued_on_streams = 1024;
   // Logical streams one session may use.
   uint32_t session_max_streams = 256;
   LaunchLimits launch;

@@ -404,6 +404,45 @@ TEST_F(CommandTest, WritesBehindAStuckStreamAskForRoomInsteadOfWaiting) {
   EXPECT_EQ(ReadAll(id, 12).value(), "abcdefghijkl");
 }
 
+// Note [Stream backpressure]: device copies and reads queued behind a stuck stream count
+// against the session's limit with its launches; the one past it is refused at once,
+// StreamRoom is the wait for room, and another session is not held to it.
+TEST_F(CommandTest, CopiesAndReadsBehindAStuckStreamMeetTheQueuedLimit) {
+  CommandOptions options;
+  options.session_queued_on_streams = 3;
+  Reset(64 * kMiB, options);
+  const BufferId source = MustAllocate(4096);
+  const BufferId target = MustAllocate(4096);
+  ASSERT_TRUE(command_->Write(kSession, 0, source, CopyLayout::Contiguous(0, 4), "data").ok());
+  ASSERT_TRUE(ReadAll(source, 4).ok());  // logical stream 0 -> device stream 0
+  const BufferId other = MustAllocate(4096, kOtherSession);
+  ASSERT_TRUE(ReadAll(other, 16, 0, kOtherSession).ok());  // -> device stream 1
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 0, 4).ok());
+  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 4, 4).ok());
+  absl::StatusOr<PendingRead> read =
+      command_->Read(kSession, 0, target, CopyLayout::Contiguous(0, 8));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(command_->Usage().sessions[kSession].queued_on_streams, 3);
+  for (absl::Status refused :
+       {command_->Copy(kSession, 0, source, 0, target, 8, 4),
+        command_->Read(kSession, 0, source, CopyLayout::Contiguous(0, 4)).status()}) {
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
+  }
+  PendingWait room = command_->StreamRoom(kSession);
+  ASSERT_NE(room, nullptr);
+  EXPECT_EQ(command_->StreamRoom(kOtherSession), nullptr);
+  EXPECT_TRUE(ReadAll(other, 16, 0, kOtherSession).ok());
+  gate.Open();
+  EXPECT_TRUE(WaitFor(std::move(room)).ok());
+  ASSERT_TRUE(read->wait().ok());
+  EXPECT_EQ(read->bytes.ToString(), "datadata");
+  EXPECT_EQ(command_->StreamRoom(kSession), nullptr);
+  EXPECT_TRUE(command_->Copy(kSession, 0, source, 0, target, 8, 4).ok());
+}
+
 TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {
   absl::Status status = command_->Allocate(kSession, 65 * kMiB).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);

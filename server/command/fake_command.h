@@ -122,7 +122,7 @@ class FakeCommand final : public CommandInterface {
   // Copies happen at once: nothing waits for room or memory.
   PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
-  PendingWait LaunchRoom(SessionId) override { return PendingWait(); }  // launches never wait
+  PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches never wait
 
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
 

@@ -16,7 +16,7 @@ struct Overloaded : Ts... {
 
 }  // namespace
 
-Batch::Batch(std::vector<BatchCommand> commands, LaunchesPastTheLimit past_the_limit)
+Batch::Batch(std::vector<BatchCommand> commands, PastTheStreamLimit past_the_limit)
     : past_the_limit_(past_the_limit),
       commands_(std::move(commands)),
       results_(commands_.size()),
@@ -131,9 +131,11 @@ PendingWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, s
   if (const auto* write = std::get_if<WriteOp>(&operation)) {
     return command.StagingRoom(session, write->stream);
   }
-  if (past_the_limit_ == LaunchesPastTheLimit::kWait &&
-      std::holds_alternative<LaunchOp>(operation)) {
-    return command.LaunchRoom(session);
+  const bool queues_on_a_stream = std::holds_alternative<LaunchOp>(operation) ||
+                                  std::holds_alternative<CopyOp>(operation) ||
+                                  std::holds_alternative<ReadOp>(operation);
+  if (past_the_limit_ == PastTheStreamLimit::kWait && queues_on_a_stream) {
+    return command.StreamRoom(session);
   }
   return PendingWait();
 }

@@ -38,16 +38,16 @@ namespace gpucmd {
 
 class Batch : public std::enable_shared_from_this<Batch> {
  public:
-  // What a launch past its session's limit of launches in flight gets (Note [Launch
-  // backpressure] in server/command/command.h).
-  enum class LaunchesPastTheLimit {
+  // What a launch, device copy or read past its session's limit of work queued on
+  // streams gets (Note [Stream backpressure] in server/command/command.h).
+  enum class PastTheStreamLimit {
     kRefused,  // RESOURCE_EXHAUSTED: a unary call, whose client retries
     kWait,     // the run stops before it, to go on once there is room: a Submit batch
   };
 
   // Commands whose operation is an error are answered with it and count as failed.
   explicit Batch(std::vector<BatchCommand> commands,
-                 LaunchesPastTheLimit past_the_limit = LaunchesPastTheLimit::kRefused);
+                 PastTheStreamLimit past_the_limit = PastTheStreamLimit::kRefused);
 
   size_t size() const { return commands_.size(); }
   BatchCommand& command(size_t index) { return commands_[index]; }
@@ -73,12 +73,12 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
   // The run may stop before a command that must wait, and `done` then runs once the
-  // wait ended: with LaunchesPastTheLimit::kWait, before a launch that found no room
-  // (until the session's oldest launch in flight has run); before a write whose stream's
-  // drop queue is full (until the stream ran the copies it holds: Note [Drop queue] in
-  // server/command/drop_queue.h); and, once per command, at an Allocate that found the
-  // device full while freed memory that could hold it waits for work in flight (until
-  // that work ended: Note [Out of device memory] in server/command/command.h).
+  // wait ended: with PastTheStreamLimit::kWait, before a launch, copy or read that found
+  // no room (until the session's oldest work on streams has run); before a write whose
+  // stream's drop queue is full (until the stream ran the copies it holds: Note [Drop
+  // queue] in server/command/drop_queue.h); and, once per command, at an Allocate that
+  // found the device full while freed memory that could hold it waits for work in flight
+  // (until that work ended: Note [Out of device memory] in server/command/command.h).
   // TakeStoppedAt then says where to run from next; the caller runs on from there.
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
@@ -120,7 +120,7 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // FAILED_PRECONDITION: command `index` depends on command `failed`, which failed.
   absl::Status DependencyError(size_t failed) const;
 
-  const LaunchesPastTheLimit past_the_limit_;
+  const PastTheStreamLimit past_the_limit_;
   std::optional<size_t> stopped_at_;  // set by a Run's task, taken after its `done`
   std::vector<BatchCommand> commands_;
   std::vector<OperationResult> results_;

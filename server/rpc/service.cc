@@ -390,10 +390,10 @@ grpc::ServerUnaryReactor* GpuCommandService::UnregisterSharedMemory(
 namespace {
 
 // The session's commands not yet run to their end: queued for its device thread, and
-// launches queued on its streams.
+// launches, device copies and reads queued on its streams.
 uint64_t QueuedCommands(const ServerCore& core, const SessionInfo& session,
                         const SessionUsage& usage) {
-  return core.worker(session.device).queued_for(session.id) + usage.launches_in_flight;
+  return core.worker(session.device).queued_for(session.id) + usage.queued_on_streams;
 }
 
 }  // namespace

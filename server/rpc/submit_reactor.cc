@@ -173,7 +173,7 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
     if (command.has_allocate()) earlier.Add(command.sequence(), i);
   }
   in_flight.batch =
-      std::make_shared<Batch>(std::move(commands), Batch::LaunchesPastTheLimit::kWait);
+      std::make_shared<Batch>(std::move(commands), Batch::PastTheStreamLimit::kWait);
 }
 
 void SubmitReactor::RunNext() {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/identity.h"
@@ -623,54 +624,92 @@ TEST_F(AdversarialTest, WritesPilingUpBehindALongKernelHoldUpNoOne) {
   EXPECT_EQ(attacker_->Read(target, 0, kWrites).value_or(""), expected);
 }
 
-// Launches return once queued: a session that floods its stream behind a long kernel is
-// held to its queued-command limit instead of piling up work without end.
-TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
-  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+// Launches and device copies return once queued: a session that floods its stream behind
+// a long kernel with `queue_one` is held to its queued-command limit instead of piling up
+// work without end, and may queue again once the stream ran.
+void ExpectAFloodBehindALongKernelMeetsBackpressure(Client& client, Session& session,
+                                                    absl::FunctionRef<absl::Status()> queue_one) {
+  absl::StatusOr<v1::CompileResponse> spin = session.Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
-  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
   // Long enough that the flood below ends while it still runs, on a loaded machine too.
-  ASSERT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(3'000'000'000)}).ok());
+  ASSERT_TRUE(session
+                  .Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                          {Int64Argument(3'000'000'000)})
+                  .ok());
   absl::Status refused;
   int accepted = 1;
   for (int i = 0; i < 4 * kQueuedCommands && refused.ok(); ++i) {
-    refused = attacker_->Launch(spin->kernel_id(), one, {Int64Argument(0)});
+    refused = queue_one();
     if (refused.ok()) ++accepted;
   }
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
   EXPECT_LE(accepted, kQueuedCommands);
-  absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats(attacker_->token());
+  absl::StatusOr<v1::GetStatsResponse> stats = client.GetStats(session.token());
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GE(stats->session().queued_commands(), static_cast<uint64_t>(accepted - 1))
-      << "the launches waiting behind the long one are reported";
-  ASSERT_TRUE(attacker_->Synchronize().ok());
-  EXPECT_TRUE(attacker_->Launch(spin->kernel_id(), one, {Int64Argument(0)}).ok())
-      << "launches are accepted again once the queued ones ran";
+      << "the work waiting behind the long kernel is reported";
+  ASSERT_TRUE(session.Synchronize().ok());
+  EXPECT_TRUE(queue_one().ok()) << "work is accepted again once the queued work ran";
 }
 
-// A Submit batch holds its commands already: its launches past the limit wait for room
-// (off the device thread) instead of being refused, so a batch of many times the limit
-// runs whole, and the victim's work goes on meanwhile. (Once, two thirds of such a
-// batch came back RESOURCE_EXHAUSTED, depending on how fast the kernels ran.)
-TEST_F(AdversarialTest, ABatchOfLaunchesPastTheLimitWaitsForRoom) {
+TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  ExpectAFloodBehindALongKernelMeetsBackpressure(*client_, *attacker_, [&] {
+    return attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)});
+  });
+}
+
+// Once, device-to-device copies were counted against no limit: a flood of them behind a
+// long kernel piled up on the stream without end.
+TEST_F(AdversarialTest, ACopyFloodMeetsBackpressure) {
+  absl::StatusOr<Buffer> source = attacker_->Allocate(4096);
+  absl::StatusOr<Buffer> target = attacker_->Allocate(4096);
+  ASSERT_TRUE(source.ok() && target.ok());
+  ASSERT_TRUE(attacker_->Write(*source, 0, std::string(4096, 'c')).ok());
+  ExpectAFloodBehindALongKernelMeetsBackpressure(
+      *client_, *attacker_, [&] { return attacker_->Copy(*source, 0, *target, 0, 4096); });
+}
+
+// A Submit batch holds its commands already: its launches, copies and reads past the
+// limit wait for room (off the device thread) instead of being refused, so a batch of
+// many times the limit runs whole, and the victim's work goes on meanwhile. (Once, two
+// thirds of such a batch came back RESOURCE_EXHAUSTED, depending on how fast the kernels
+// ran.)
+TEST_F(AdversarialTest, ABatchPastTheQueuedCommandLimitWaitsForRoom) {
   constexpr int kLaunches = 5 * kQueuedCommands;
   absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
+  absl::StatusOr<Buffer> source = attacker_->Allocate(64);
+  absl::StatusOr<Buffer> target = attacker_->Allocate(64);
+  ASSERT_TRUE(source.ok() && target.ok());
+  ASSERT_TRUE(attacker_->Write(*source, 0, std::string(64, 's')).ok());
   v1::SubmitRequest batch;
-  for (int i = 0; i < kLaunches; ++i) {
+  int sequence = 0;
+  auto add_command = [&] {
     v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    v1::LaunchRequest* launch = command->mutable_launch();
+    command->set_sequence(sequence++);
+    return command;
+  };
+  for (int i = 0; i < kLaunches; ++i) {
+    v1::CopyRequest* copy = add_command()->mutable_copy();
+    copy->set_session(attacker_->token());
+    copy->set_source_buffer(source->id());
+    copy->set_target_buffer(target->id());
+    copy->set_size_bytes(64);
+    v1::ReadRequest* read = add_command()->mutable_read();
+    read->set_session(attacker_->token());
+    read->set_buffer(target->id());
+    read->set_size_bytes(64);
+    v1::LaunchRequest* launch = add_command()->mutable_launch();
     launch->set_session(attacker_->token());
     launch->set_kernel_id(spin->kernel_id());
     *launch->mutable_grid() = MakeDim3(1);
     *launch->mutable_block() = MakeDim3(1);
     *launch->add_args() = Int64Argument(20'000'000);
   }
-  v1::Command* synchronize = batch.add_commands();
-  synchronize->set_sequence(kLaunches);
-  synchronize->mutable_synchronize()->set_session(attacker_->token());
+  add_command()->mutable_synchronize()->set_session(attacker_->token());
   batch.set_stream_replies(true);
 
   grpc::ClientContext context;
@@ -687,9 +726,12 @@ TEST_F(AdversarialTest, ABatchOfLaunchesPastTheLimitWaitsForRoom) {
     }
   }
   ASSERT_TRUE(stream->Finish().ok());
-  ASSERT_EQ(replies.size(), static_cast<size_t>(kLaunches + 1));
+  ASSERT_EQ(replies.size(), static_cast<size_t>(sequence));
   for (const v1::CommandReply& reply : replies) {
     EXPECT_EQ(reply.status().code(), 0) << reply.sequence() << ": " << reply.status().message();
+    if (reply.has_read()) {
+      EXPECT_EQ(reply.read().data(), std::string(64, 's'));
+    }
   }
   EXPECT_TRUE(victim_served_meanwhile) << "another session was served while the batch waited";
   // A unary launch past the limit is still refused: its client retries.
