@@ -44,13 +44,16 @@ class DeviceQueue {
     MutexLock lock(&mutex_);
     if (closed_) return absl::UnavailableError("device queue is closed (daemon draining)");
     if (depth_ >= capacity_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("device queue is full (", capacity_, " commands queued)"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device queue is full: ", capacity_,
+          " commands queued, its capacity (limits.device_queue_capacity); retry later"));
     }
     std::deque<Task>& tasks = sessions_[session];
     if (tasks.size() >= per_session_limit_) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "session has ", tasks.size(), " commands queued, its limit is ", per_session_limit_));
+          "the session has ", tasks.size(),
+          " commands queued for the device, its limit (limits.session_queued_commands): "
+          "retry once some have run"));
     }
     if (tasks.empty()) ready_sessions_.push_back(session);
     tasks.push_back(std::move(task));

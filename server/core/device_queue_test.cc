@@ -60,6 +60,8 @@ TEST(DeviceQueueTest, FullQueueIsResourceExhaustedAndKeepsItsTasks) {
   ASSERT_TRUE(queue.Push(2, 2).ok());
   absl::Status full = queue.Push(3, 3);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("limits.device_queue_capacity"), absl::string_view::npos)
+      << full;
   EXPECT_EQ(queue.depth(), 2u);
   EXPECT_EQ(Pop(queue), 1);
   EXPECT_TRUE(queue.Push(3, 3).ok());
@@ -71,7 +73,9 @@ TEST(DeviceQueueTest, PerSessionLimitLeavesOtherSessionsRoom) {
   ASSERT_TRUE(queue.Push(1, 2).ok());
   absl::Status over = queue.Push(1, 3);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(over.message().find("limit is 2"), absl::string_view::npos) << over;
+  EXPECT_NE(over.message().find("has 2 commands queued"), absl::string_view::npos) << over;
+  EXPECT_NE(over.message().find("limits.session_queued_commands"), absl::string_view::npos)
+      << over;
   EXPECT_TRUE(queue.Push(2, 4).ok());
   EXPECT_EQ(queue.session_depth(1), 2u);
   EXPECT_EQ(queue.session_depth(2), 1u);

@@ -672,6 +672,41 @@ TEST_F(AdversarialTest, ACopyFloodMeetsBackpressure) {
       *client_, *attacker_, [&] { return attacker_->Copy(*source, 0, *target, 0, 4096); });
 }
 
+// A unary Read is answered once its copy ran, but its copy is queued on the stream like
+// any other: reads started at once behind a long kernel are held to the same limit
+// (whether the device thread's queue or the stream refuses them, naming it).
+TEST_F(AdversarialTest, AReadFloodMeetsBackpressure) {
+  constexpr int kReads = 4 * kQueuedCommands;
+  absl::StatusOr<Buffer> buffer = attacker_->Allocate(64);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  ASSERT_TRUE(attacker_->Write(*buffer, 0, std::string(64, 'r')).ok());
+  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  ASSERT_TRUE(attacker_
+                  ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                           {Int64Argument(3'000'000'000)})
+                  .ok());
+  std::vector<absl::StatusOr<std::string>> reads(kReads, absl::UnknownError("not read"));
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReads; ++i) {
+    readers.emplace_back([&, i] { reads[i] = attacker_->Read(*buffer, 0, 64); });
+  }
+  for (std::thread& reader : readers) reader.join();
+  int answered = 0;
+  for (const absl::StatusOr<std::string>& read : reads) {
+    if (read.ok()) {
+      ++answered;
+      EXPECT_EQ(*read, std::string(64, 'r'));
+      continue;
+    }
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kResourceExhausted) << read.status();
+    EXPECT_THAT(std::string(read.status().message()),
+                HasSubstr("limits.session_queued_commands"));
+  }
+  EXPECT_LT(answered, kQueuedCommands) << "the kernel holds a place of the limit too";
+  EXPECT_TRUE(attacker_->Read(*buffer, 0, 64).ok()) << "reads are accepted once the kernel ran";
+}
+
 // A Submit batch holds its commands already: its launches, copies and reads past the
 // limit wait for room (off the device thread) instead of being refused, so a batch of
 // many times the limit runs whole, and the victim's work goes on meanwhile. (Once, two
