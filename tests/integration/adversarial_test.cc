@@ -154,15 +154,27 @@ class AdversarialTest : public ::testing::Test {
     EXPECT_TRUE(session.Synchronize().ok());
   }
 
-  // Launches a kernel of 3 s or more on the attacker's stream and waits for it on a
-  // thread, which sets `ended` once the attacker's Synchronize returned.
-  std::thread RunAttackersLongKernel(std::atomic<bool>& ended) {
+  // Queues a kernel of 3 s or more on the attacker's stream: long enough that what a
+  // test queues behind it is queued while it still runs, on a loaded machine too.
+  void LaunchAttackersLongKernel() {
     absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
     EXPECT_TRUE(spin.ok()) << spin.status();
     EXPECT_TRUE(attacker_
                     ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
                              {Int64Argument(3'000'000'000)})
                     .ok());
+  }
+
+  // Launches and device copies return once queued: an attacker that floods its stream
+  // behind a long kernel with `queue_one` is held to its queued-command limit instead of
+  // piling up work without end, and may queue again once the stream ran.
+  void ExpectAFloodBehindALongKernelMeetsBackpressure(
+      absl::FunctionRef<absl::Status()> queue_one);
+
+  // LaunchAttackersLongKernel, then waits for it on a thread, which sets `ended` once the
+  // attacker's Synchronize returned.
+  std::thread RunAttackersLongKernel(std::atomic<bool>& ended) {
+    LaunchAttackersLongKernel();
     return std::thread([this, &ended] {
       EXPECT_TRUE(attacker_->Synchronize().ok());
       ended = true;
@@ -624,18 +636,9 @@ TEST_F(AdversarialTest, WritesPilingUpBehindALongKernelHoldUpNoOne) {
   EXPECT_EQ(attacker_->Read(target, 0, kWrites).value_or(""), expected);
 }
 
-// Launches and device copies return once queued: a session that floods its stream behind
-// a long kernel with `queue_one` is held to its queued-command limit instead of piling up
-// work without end, and may queue again once the stream ran.
-void ExpectAFloodBehindALongKernelMeetsBackpressure(Client& client, Session& session,
-                                                    absl::FunctionRef<absl::Status()> queue_one) {
-  absl::StatusOr<v1::CompileResponse> spin = session.Compile(kernels::kSpin, "spin");
-  ASSERT_TRUE(spin.ok()) << spin.status();
-  // Long enough that the flood below ends while it still runs, on a loaded machine too.
-  ASSERT_TRUE(session
-                  .Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                          {Int64Argument(3'000'000'000)})
-                  .ok());
+void AdversarialTest::ExpectAFloodBehindALongKernelMeetsBackpressure(
+    absl::FunctionRef<absl::Status()> queue_one) {
+  LaunchAttackersLongKernel();
   absl::Status refused;
   int accepted = 1;
   for (int i = 0; i < 4 * kQueuedCommands && refused.ok(); ++i) {
@@ -645,18 +648,18 @@ void ExpectAFloodBehindALongKernelMeetsBackpressure(Client& client, Session& ses
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
   EXPECT_LE(accepted, kQueuedCommands);
-  absl::StatusOr<v1::GetStatsResponse> stats = client.GetStats(session.token());
+  absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats(attacker_->token());
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GE(stats->session().queued_commands(), static_cast<uint64_t>(accepted - 1))
       << "the work waiting behind the long kernel is reported";
-  ASSERT_TRUE(session.Synchronize().ok());
+  ASSERT_TRUE(attacker_->Synchronize().ok());
   EXPECT_TRUE(queue_one().ok()) << "work is accepted again once the queued work ran";
 }
 
 TEST_F(AdversarialTest, ALaunchFloodMeetsBackpressure) {
   absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
-  ExpectAFloodBehindALongKernelMeetsBackpressure(*client_, *attacker_, [&] {
+  ExpectAFloodBehindALongKernelMeetsBackpressure([&] {
     return attacker_->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)});
   });
 }
@@ -669,7 +672,7 @@ TEST_F(AdversarialTest, ACopyFloodMeetsBackpressure) {
   ASSERT_TRUE(source.ok() && target.ok());
   ASSERT_TRUE(attacker_->Write(*source, 0, std::string(4096, 'c')).ok());
   ExpectAFloodBehindALongKernelMeetsBackpressure(
-      *client_, *attacker_, [&] { return attacker_->Copy(*source, 0, *target, 0, 4096); });
+      [&] { return attacker_->Copy(*source, 0, *target, 0, 4096); });
 }
 
 // A unary Read is answered once its copy ran, but its copy is queued on the stream like
@@ -680,12 +683,7 @@ TEST_F(AdversarialTest, AReadFloodMeetsBackpressure) {
   absl::StatusOr<Buffer> buffer = attacker_->Allocate(64);
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   ASSERT_TRUE(attacker_->Write(*buffer, 0, std::string(64, 'r')).ok());
-  absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
-  ASSERT_TRUE(spin.ok()) << spin.status();
-  ASSERT_TRUE(attacker_
-                  ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                           {Int64Argument(3'000'000'000)})
-                  .ok());
+  LaunchAttackersLongKernel();
   std::vector<absl::StatusOr<std::string>> reads(kReads, absl::UnknownError("not read"));
   std::vector<std::thread> readers;
   for (int i = 0; i < kReads; ++i) {
