@@ -72,16 +72,17 @@ std::string FormatStats(const v1::GetStatsResponse& stats, bool json) {
   if (json) return ToJson(stats);
   std::string out = absl::StrCat("gpucmdd ", stats.version(), ", up ", stats.uptime_seconds(),
                                  " s, ", stats.sessions_open(), " session(s) open\n");
-  absl::StrAppend(&out, absl::StrFormat("%-4s %12s %12s %12s %7s %9s %12s %11s\n", "DEV",
+  absl::StrAppend(&out, absl::StrFormat("%-4s %12s %12s %12s %7s %9s %10s %12s %11s\n", "DEV",
                                         "CAPACITY", "USED", "RESERVED", "QUEUED", "IN-FLIGHT",
-                                        "DROP-QUEUE", "RELOCATIONS"));
+                                        "ON-STREAMS", "DROP-QUEUE", "RELOCATIONS"));
   for (const v1::DeviceStats& device : stats.devices()) {
     absl::StrAppend(
-        &out, absl::StrFormat("%-4d %12s %12s %12s %7d %9d %12s %11d\n", device.device(),
+        &out, absl::StrFormat("%-4d %12s %12s %12s %7d %9d %10d %12s %11d\n", device.device(),
                               FormatBytes(device.memory_capacity_bytes()),
                               FormatBytes(device.memory_used_bytes()),
                               FormatBytes(device.memory_reserved_bytes()),
                               device.queue_depth(), device.commands_in_flight(),
+                              device.stream_queued_commands(),
                               FormatBytes(device.drop_queue_bytes()), device.relocations()));
   }
   if (stats.has_session()) {

@@ -56,11 +56,14 @@ TEST(FormatStatsTest, ShowsDeviceFigures) {
   v1::DeviceStats* device = stats.add_devices();
   device->set_memory_capacity_bytes(uint64_t{1} << 30);
   device->set_queue_depth(17);
+  device->set_stream_queued_commands(23);
   std::string table = FormatStats(stats, /*json=*/false);
   EXPECT_THAT(table, HasSubstr("gpucmdd 9.9.9"));
   EXPECT_THAT(table, HasSubstr("2 session(s) open"));
   EXPECT_THAT(table, HasSubstr("1.0 GiB"));
   EXPECT_THAT(table, HasSubstr(" 17 "));
+  EXPECT_THAT(table, HasSubstr("ON-STREAMS"));
+  EXPECT_THAT(table, HasSubstr(" 23 "));
 }
 
 TEST(FormatSessionsTest, SaysWhoseSessionsItShows) {

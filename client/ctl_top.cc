@@ -107,6 +107,7 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
           ",\"ready\":", ReadyOf(now, device.device()) ? "true" : "false",
           ",\"queue_depth\":", device.queue_depth(),
           ",\"commands_in_flight\":", device.commands_in_flight(),
+          ",\"stream_queued_commands\":", device.stream_queued_commands(),
           ",\"memory_used_bytes\":", device.memory_used_bytes(),
           ",\"memory_reserved_bytes\":", device.memory_reserved_bytes(),
           ",\"memory_capacity_bytes\":", device.memory_capacity_bytes(),
@@ -127,17 +128,19 @@ std::string FormatTopFrame(const TopSample& before, const TopSample& now, double
   absl::StrAppend(&out, "gpucmd top: gpucmdd ", stats.version(), ", up ", stats.uptime_seconds(),
                   " s, ", stats.sessions_open(), " session(s) open, every ",
                   absl::StrFormat("%.1f", seconds), " s\n");
-  absl::StrAppend(&out, absl::StrFormat("%-4s %-5s %6s %9s %-22s %21s %10s %8s %10s %10s %10s\n",
-                                        "DEV", "READY", "QUEUE", "IN-FLIGHT", "MEMORY",
-                                        "USED/CAPACITY", "DROP-QUEUE", "SESSIONS", "LAUNCH/S",
-                                        "IN B/S", "OUT B/S"));
+  absl::StrAppend(&out,
+                  absl::StrFormat("%-4s %-5s %6s %9s %10s %-22s %21s %10s %8s %10s %10s %10s\n",
+                                  "DEV", "READY", "QUEUE", "IN-FLIGHT", "ON-STREAMS", "MEMORY",
+                                  "USED/CAPACITY", "DROP-QUEUE", "SESSIONS", "LAUNCH/S",
+                                  "IN B/S", "OUT B/S"));
   for (const v1::DeviceStats& device : stats.devices()) {
     const DeviceRates rates = RatesOf(before, device, seconds);
     absl::StrAppend(
         &out, absl::StrFormat(
-                  "%-4d %-5s %6d %9d %-22s %21s %10s %8d %10s %10s %10s\n", device.device(),
-                  ReadyOf(now, device.device()) ? "yes" : "no", device.queue_depth(),
-                  device.commands_in_flight(), MemoryBar(device),
+                  "%-4d %-5s %6d %9d %10d %-22s %21s %10s %8d %10s %10s %10s\n",
+                  device.device(), ReadyOf(now, device.device()) ? "yes" : "no",
+                  device.queue_depth(), device.commands_in_flight(),
+                  device.stream_queued_commands(), MemoryBar(device),
                   absl::StrCat(FormatBytes(device.memory_used_bytes()), "/",
                                FormatBytes(device.memory_capacity_bytes())),
                   FormatBytes(device.drop_queue_bytes()), device.sessions(),

@@ -19,6 +19,7 @@ TopSample Sample(uint64_t launches, uint64_t bytes_in, uint64_t used, uint64_t r
   device->set_memory_used_bytes(used);
   device->set_memory_reserved_bytes(reserved);
   device->set_queue_depth(7);
+  device->set_stream_queued_commands(23);
   device->set_launches(launches);
   device->set_bytes_host_to_device(bytes_in);
   v1::DeviceInfo info;
@@ -36,6 +37,7 @@ TEST(CtlTopTest, RatesComeFromTheDifferenceOverTheInterval) {
   EXPECT_THAT(frame, HasSubstr("2.0 M"));  // 4 MB in over 2 s
   EXPECT_THAT(frame, HasSubstr("[#####+++++..........]")) << "25% used, 50% reserved";
   EXPECT_THAT(frame, HasSubstr("yes"));
+  EXPECT_THAT(frame, ::testing::ContainsRegex("yes +7 +0 +23 "));
 }
 
 TEST(CtlTopTest, JsonFramesAreOneLineEach) {
@@ -46,6 +48,7 @@ TEST(CtlTopTest, JsonFramesAreOneLineEach) {
   EXPECT_THAT(frame, HasSubstr("\"bytes_in_per_second\":1000"));
   EXPECT_THAT(frame, HasSubstr("\"ready\":true"));
   EXPECT_THAT(frame, HasSubstr("\"queue_depth\":7"));
+  EXPECT_THAT(frame, HasSubstr("\"stream_queued_commands\":23"));
 }
 
 TEST(CtlTopTest, ACounterThatWentBackIsNoRate) {

@@ -530,6 +530,7 @@ class Command final : public CommandInterface {
           [](const Event& work) { return !work.IsComplete(); });
       usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), queued,
                                         state.launches};
+      usage.queued_on_streams += queued;
     }
     return usage;
   }

@@ -90,6 +90,8 @@ struct DeviceUsage {
   uint64_t memory_reserved_bytes = 0;
   uint64_t drop_queue_bytes = 0;
   uint64_t drop_queue_entries = 0;
+  // Launches, device copies and reads of all sessions not run to their end.
+  uint64_t queued_on_streams = 0;
   uint64_t relocations = 0;
   uint64_t pinned_outstanding_bytes = 0;
   absl::flat_hash_map<SessionId, SessionUsage> sessions;

@@ -341,6 +341,7 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
   metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
   metrics_->MemoryCapacity(device).Set(static_cast<double>(usage.memory_capacity_bytes));
   metrics_->DropQueueBytes(device).Set(static_cast<double>(usage.drop_queue_bytes));
+  metrics_->StreamQueuedCommands(device).Set(static_cast<double>(usage.queued_on_streams));
   metrics_->SetRelocatedPages(device, usage.relocations);
   MutexLock lock(&mutex_);
   usage_ = std::move(usage);

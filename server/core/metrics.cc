@@ -122,6 +122,10 @@ Metrics::Metrics(int device_count)
       drop_queue_bytes_(GaugePerDevice(*registry_, "gpucmd_drop_queue_bytes",
                                        "Staged host bytes kept until their copies complete.",
                                        device_count)),
+      stream_queued_commands_(GaugePerDevice(
+          *registry_, "gpucmd_stream_queued_commands",
+          "Launches, device copies and reads queued on the device's streams, not yet run.",
+          device_count)),
       relocated_pages_(PerDevice(prometheus::BuildCounter()
                                      .Name("gpucmd_relocated_pages_total")
                                      .Help("Pages evacuated by relocation.")

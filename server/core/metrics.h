@@ -49,6 +49,9 @@ class Metrics {
   prometheus::Gauge& MemoryCapacity(int device) { return *memory_capacity_[device]; }
   // Staged host bytes waiting for their copies (gpucmd_drop_queue_bytes).
   prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
+  prometheus::Gauge& StreamQueuedCommands(int device) {
+    return *stream_queued_commands_[device];
+  }
   // Pages the device's current context evacuated by relocation so far; counted into
   // gpucmd_relocated_pages_total{device} (a new context after a reset starts again at 0).
   void SetRelocatedPages(int device, uint64_t pages);
@@ -129,6 +132,7 @@ class Metrics {
   std::vector<prometheus::Gauge*> memory_reserved_;
   std::vector<prometheus::Gauge*> memory_capacity_;
   std::vector<prometheus::Gauge*> drop_queue_bytes_;
+  std::vector<prometheus::Gauge*> stream_queued_commands_;
   std::vector<prometheus::Counter*> relocated_pages_;
   std::vector<prometheus::Counter*> launches_;
   std::vector<prometheus::Histogram*> queue_wait_;

@@ -432,6 +432,7 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
         static_cast<uint64_t>(environment_.metrics->CommandsInFlight(device).Value()));
     stats->set_drop_queue_bytes(usage.drop_queue_bytes);
     stats->set_drop_queue_entries(usage.drop_queue_entries);
+    stats->set_stream_queued_commands(usage.queued_on_streams);
     stats->set_relocations(usage.relocations);
     stats->set_sessions(usage.sessions.size());
     const Metrics& metrics = *environment_.metrics;

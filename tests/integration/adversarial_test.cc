@@ -652,6 +652,11 @@ void AdversarialTest::ExpectAFloodBehindALongKernelMeetsBackpressure(
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GE(stats->session().queued_commands(), static_cast<uint64_t>(accepted - 1))
       << "the work waiting behind the long kernel is reported";
+  EXPECT_GE(stats->devices(0).stream_queued_commands(), static_cast<uint64_t>(accepted - 1));
+  auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body, Not(HasSubstr("gpucmd_stream_queued_commands{device=\"0\"} 0\n")))
+      << "operators see the work queued on streams";
   ASSERT_TRUE(attacker_->Synchronize().ok());
   EXPECT_TRUE(queue_one().ok()) << "work is accepted again once the queued work ran";
 }

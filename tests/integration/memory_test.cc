@@ -454,6 +454,7 @@ TEST_F(MemoryTest, EndedSessionsLeaveNoStagedBytesOrMemory) {
   auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_THAT(metrics->body, HasSubstr("gpucmd_drop_queue_bytes{device=\"0\"} 0\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_stream_queued_commands{device=\"0\"} 0\n"));
   EXPECT_THAT(metrics->body, HasSubstr("gpucmd_memory_used_bytes{device=\"0\"} 0\n"));
 }
 
