@@ -631,15 +631,16 @@ class Command final : public CommandInterface {
   // already, waits instead (StreamRoom, off the device thread) and goes on once the
   // session's oldest work on streams has run: a batch of any length runs whole. Writes
   // are bounded by their stream's drop queue instead (Note [Drop queue]).
+  // Lets go of the work that ran first, also without a limit, so that what is kept
+  // stays bounded by the work actually queued.
   bool HasStreamRoom(SessionState& state) {
-    const uint32_t limit = options_.session_queued_on_streams;
-    if (limit == 0) return true;
     // Oldest first: on one stream work ends in order (a later one that ended behind an
     // earlier one still running on another stream is counted a little longer).
     while (!state.queued_on_streams.empty() && state.queued_on_streams.front().IsComplete()) {
       state.queued_on_streams.pop_front();
     }
-    return state.queued_on_streams.size() < limit;
+    const uint32_t limit = options_.session_queued_on_streams;
+    return limit == 0 || state.queued_on_streams.size() < limit;
   }
 
   absl::Status AdmitToStream(SessionState& state) {

@@ -443,6 +443,26 @@ TEST_F(CommandTest, CopiesAndReadsBehindAStuckStreamMeetTheQueuedLimit) {
   EXPECT_TRUE(command_->Copy(kSession, 0, source, 0, target, 8, 4).ok());
 }
 
+TEST_F(CommandTest, WithoutAQueuedLimitAnyAmountOfWorkWaitsBehindAStuckStream) {
+  CommandOptions options;
+  options.session_queued_on_streams = 0;  // no limit
+  Reset(64 * kMiB, options);
+  const BufferId source = MustAllocate(4096);
+  const BufferId target = MustAllocate(4096);
+  ASSERT_TRUE(ReadAll(source, 4).ok());  // logical stream 0 -> device stream 0
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  constexpr int kCopies = 2000;
+  for (int i = 0; i < kCopies; ++i) {
+    ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 0, 4).ok()) << i;
+  }
+  EXPECT_EQ(command_->StreamRoom(kSession), nullptr);
+  EXPECT_EQ(command_->Usage().queued_on_streams, kCopies);
+  gate.Open();
+  EXPECT_TRUE(ReadAll(target, 4).ok());
+  EXPECT_EQ(command_->Usage().queued_on_streams, 0);
+}
+
 TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {
   absl::Status status = command_->Allocate(kSession, 65 * kMiB).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
