@@ -631,8 +631,10 @@ class Command final : public CommandInterface {
   // already, waits instead (StreamRoom, off the device thread) and goes on once the
   // session's oldest work on streams has run: a batch of any length runs whole. Writes
   // are bounded by their stream's drop queue instead (Note [Drop queue]).
-  // Lets go of the work that ran first, also without a limit, so that what is kept
-  // stays bounded by the work actually queued.
+
+  // True when the session may queue more work on its streams. Lets go of the work that
+  // ran first, also without a limit, so that what is kept stays bounded by the work
+  // actually queued.
   bool HasStreamRoom(SessionState& state) {
     // Oldest first: on one stream work ends in order (a later one that ended behind an
     // earlier one still running on another stream is counted a little longer).
@@ -643,6 +645,8 @@ class Command final : public CommandInterface {
     return limit == 0 || state.queued_on_streams.size() < limit;
   }
 
+  // OK when the session may queue more work on its streams; otherwise RESOURCE_EXHAUSTED
+  // naming the limit.
   absl::Status AdmitToStream(SessionState& state) {
     if (HasStreamRoom(state)) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat(

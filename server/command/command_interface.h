@@ -81,7 +81,7 @@ struct SessionUsage {
   uint64_t memory_used_bytes = 0;
   uint64_t buffers = 0;
   uint64_t queued_on_streams = 0;  // launches, copies and reads not run to their end
-  uint64_t launches = 0;             // queued since the session opened
+  uint64_t launches = 0;           // queued since the session opened
 };
 
 struct DeviceUsage {

@@ -49,6 +49,8 @@ class Metrics {
   prometheus::Gauge& MemoryCapacity(int device) { return *memory_capacity_[device]; }
   // Staged host bytes waiting for their copies (gpucmd_drop_queue_bytes).
   prometheus::Gauge& DropQueueBytes(int device) { return *drop_queue_bytes_[device]; }
+  // Launches, device copies and reads queued on the device's streams that have not run
+  // yet (gpucmd_stream_queued_commands).
   prometheus::Gauge& StreamQueuedCommands(int device) {
     return *stream_queued_commands_[device];
   }
