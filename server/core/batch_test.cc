@@ -1,5 +1,6 @@
 #include "server/core/batch.h"
 
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -164,10 +165,13 @@ TEST_F(BatchTest, ReadsOfAnIdleDeviceAreQueuedByTheCallingThreadAndWritesNever) 
   auto batch = std::make_shared<Batch>(std::move(setup));
   RunAll(*batch);
   const BufferRef buffer{.id = batch->result(0).allocated};
-  // The device thread's idle upkeep may hold the device at the moment a read comes: it
-  // is then queued, as it should be. Some of twenty find the device free.
+  // A read's reply may come while the device thread still finishes the task that queued
+  // it, and its idle upkeep may take the device at the moment a read comes: such a read
+  // is queued, as it should be. Each read here starts once nobody holds the device; some
+  // of twenty find it still free.
   int ran_here = 0;
   for (int i = 0; i < 20; ++i) {
+    while (!worker_.MakesProgress(std::chrono::nanoseconds(0))) std::this_thread::yield();
     ran_here += ThreadThatRan(worker_, Read(buffer, 4)) == std::this_thread::get_id();
   }
   EXPECT_GT(ran_here, 0) << "a read only queues a copy: it never waits for the device";
