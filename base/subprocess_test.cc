@@ -1,7 +1,13 @@
 #include "base/subprocess.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
 
 #include "gtest/gtest.h"
 
@@ -42,22 +48,38 @@ bool Running(const std::string& marker) {
   return found.ok() && found->exit_code == 0;
 }
 
+// True once no process whose command line contains `marker` runs, within 5 s: a process
+// killed a moment ago may still be on its way out.
+bool Gone(const std::string& marker) {
+  for (int i = 0; i < 100; ++i) {
+    if (!Running(marker)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A sleep of `seconds` and a fraction no other process picks (this test's process id),
+// so that Running finds only what this test started.
+std::string UniqueSleep(int seconds) { return absl::StrCat("sleep ", seconds, ".", getpid()); }
+
 TEST(SubprocessTest, KillsTheWholeProcessGroupAtTheTimeLimit) {
   // The shell starts a grandchild and waits: killing only the shell would leave it.
+  const std::string sleep = UniqueSleep(31);
   absl::StatusOr<ProcessResult> result =
-      RunProcess({"sh", "-c", "sleep 31.5 & wait"}, TempDir(), TempDir() + "/sleep",
+      RunProcess({"sh", "-c", sleep + " & wait"}, TempDir(), TempDir() + "/sleep",
                  {.timeout = std::chrono::milliseconds(200)});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(result.status().message().find("time limit"), absl::string_view::npos);
-  EXPECT_FALSE(Running("sleep 31.5")) << "the grandchild outlived the time limit";
+  EXPECT_TRUE(Gone(sleep)) << "the grandchild outlived the time limit";
 }
 
 TEST(SubprocessTest, NothingItStartedOutlivesIt) {
+  const std::string sleep = UniqueSleep(32);
   absl::StatusOr<ProcessResult> result =
-      RunProcess({"sh", "-c", "sleep 32.5 & exit 0"}, TempDir(), TempDir() + "/detached",
+      RunProcess({"sh", "-c", sleep + " & exit 0"}, TempDir(), TempDir() + "/detached",
                  {.timeout = std::chrono::seconds(10)});
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_FALSE(Running("sleep 32.5"));
+  EXPECT_TRUE(Gone(sleep));
 }
 
 TEST(SubprocessTest, AddressSpaceLimitHolds) {
