@@ -1,6 +1,7 @@
 #include "server/core/device_worker.h"
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <set>
 #include <thread>
@@ -166,10 +167,12 @@ TEST(DeviceWorkerTest, AnIdleDeviceRunsAWaitFreeTaskOnTheSubmittingThread) {
   Metrics metrics(1);
   DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);
   worker.AwaitInitialised();
-  // The device thread finishes its start-up upkeep and goes idle; until then a task may
-  // still be queued (it then runs there, which is correct too): retry for a while.
+  // The device thread's upkeep may take the device at the moment a task comes, and a
+  // task queued there answers while the device thread still finishes it: that task runs
+  // there, which is correct too. Each attempt starts once nobody holds the device.
   std::thread::id ran_on;
   for (int attempt = 0; attempt < 1000 && ran_on != std::this_thread::get_id(); ++attempt) {
+    while (!worker.MakesProgress(std::chrono::nanoseconds(0))) std::this_thread::yield();
     std::promise<std::thread::id> where;
     ASSERT_TRUE(worker.Submit(1, [&where](CommandInterface&) {
       where.set_value(std::this_thread::get_id());
