@@ -5,14 +5,15 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
-
 #include "gtest/gtest.h"
+#include "tests/testing/process_census.h"
 
 namespace gpucmd {
 namespace {
+
+using ::gpucmd::testing::NoProcessMatches;
 
 std::string TempDir() { return getenv("TEST_TMPDIR"); }
 
@@ -40,26 +41,8 @@ TEST(SubprocessTest, ReportsExitCodeAndWorkingDirectory) {
   EXPECT_EQ(Contents(output), "/\n");
 }
 
-// True while a process whose command line contains `marker` runs.
-bool Running(const std::string& marker) {
-  std::string output = TempDir() + "/pgrep";
-  absl::StatusOr<ProcessResult> found =
-      RunProcess({"pgrep", "-f", marker}, TempDir(), output, {.timeout = std::chrono::seconds(10)});
-  return found.ok() && found->exit_code == 0;
-}
-
-// True once no process whose command line contains `marker` runs, within 5 s: a process
-// killed a moment ago may still be on its way out.
-bool Gone(const std::string& marker) {
-  for (int i = 0; i < 100; ++i) {
-    if (!Running(marker)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 // A sleep of `seconds` and a fraction no other process picks (this test's process id),
-// so that Running finds only what this test started.
+// so that NoProcessMatches finds only what this test started.
 std::string UniqueSleep(int seconds) { return absl::StrCat("sleep ", seconds, ".", getpid()); }
 
 TEST(SubprocessTest, KillsTheWholeProcessGroupAtTheTimeLimit) {
@@ -70,7 +53,7 @@ TEST(SubprocessTest, KillsTheWholeProcessGroupAtTheTimeLimit) {
                  {.timeout = std::chrono::milliseconds(200)});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(result.status().message().find("time limit"), absl::string_view::npos);
-  EXPECT_TRUE(Gone(sleep)) << "the grandchild outlived the time limit";
+  EXPECT_TRUE(NoProcessMatches(sleep)) << "the grandchild outlived the time limit";
 }
 
 TEST(SubprocessTest, NothingItStartedOutlivesIt) {
@@ -79,7 +62,7 @@ TEST(SubprocessTest, NothingItStartedOutlivesIt) {
       RunProcess({"sh", "-c", sleep + " & exit 0"}, TempDir(), TempDir() + "/detached",
                  {.timeout = std::chrono::seconds(10)});
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_TRUE(Gone(sleep));
+  EXPECT_TRUE(NoProcessMatches(sleep));
 }
 
 TEST(SubprocessTest, AddressSpaceLimitHolds) {

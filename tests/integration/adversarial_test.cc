@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/process_census.h"
 #include "tests/testing/random_bytes.h"
 #include "tests/testing/raw_call.h"
 

@@ -82,14 +82,6 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return {ExitCode(wait_status), ReadFileOrEmpty(out_path), ReadFileOrEmpty(err_path)};
 }
 
-bool NoProcessMatches(const std::string& marker) {
-  for (int i = 0; i < 100; ++i) {
-    if (RunCommand({"pgrep", "-f", marker}).exit_code != 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 BackgroundCommand StartCommand(const std::vector<std::string>& argv) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return {};

@@ -32,10 +32,6 @@ struct CommandResult {
 // Runs `argv` to completion, capturing its output.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 
-// True once no process whose command line contains `marker` runs, waiting up to 5 s: a
-// process killed a moment ago may still be on its way out.
-bool NoProcessMatches(const std::string& marker);
-
 struct BackgroundCommand {
   pid_t pid = -1;
   int stdout_fd = -1;  // the read end of its stdout; the caller closes it
