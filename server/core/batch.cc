@@ -57,7 +57,12 @@ bool Batch::NeverWaits(size_t begin, size_t end) const {
   for (size_t i = begin; i < end; ++i) {
     if (answered(i)) continue;
     const Operation& operation = *commands_[i].operation;
-    if (!std::holds_alternative<LaunchOp>(operation) &&
+    // A write from a slice the device copies from directly only enqueues that copy; any
+    // other write stages its bytes (a copy on this thread) or holds a payload.
+    const auto* write = std::get_if<WriteOp>(&operation);
+    const bool direct_write =
+        write != nullptr && write->shared.has_value() && write->shared->pinned();
+    if (!direct_write && !std::holds_alternative<LaunchOp>(operation) &&
         !std::holds_alternative<ReadOp>(operation) &&
         !std::holds_alternative<SynchronizeOp>(operation)) {
       return false;
@@ -70,8 +75,8 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                         size_t end, absl::AnyInvocable<absl::Status()> abandoned,
                         absl::AnyInvocable<void()> done) {
   const SessionId session = info.id;
-  // Launches and synchronizes only enqueue device work: the submitting thread may run
-  // them when the device is idle.
+  // Commands that only enqueue device work (launches, reads, synchronizes, direct writes
+  // from shared memory): the submitting thread may run them when the device is idle.
   const DeviceWorker::Placement placement = NeverWaits(begin, end)
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;

@@ -64,8 +64,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   void Pass(size_t index);
 
   // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
-  // calling thread instead when it holds only launches, reads and synchronizes and the
-  // device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
+  // calling thread instead when it holds only launches, reads, synchronizes and writes
+  // from shared-memory slices the device copies from directly (pinned), and the device is
+  // idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
   // `abandoned` is asked first: a non-OK answer fails every command with it. `done` runs
   // once the task finished and every read, synchronize and write answered when copied
   // among the commands completed (results final): after the task, or on a completion

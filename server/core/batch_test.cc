@@ -156,7 +156,34 @@ std::thread::id ThreadThatRan(DeviceWorker& worker, Operation operation) {
   return ran;
 }
 
-TEST_F(BatchTest, ReadsOfAnIdleDeviceAreQueuedByTheCallingThreadAndWritesNever) {
+// Shared-memory bytes for SharedWrite: they outlive every worker (a drop queue holds a
+// slice until its copy completed).
+std::byte shared_bytes[4];
+
+// A write of shared_bytes: from a slice the device copies from directly (`pinned`), or
+// through staging.
+WriteOp SharedWrite(BufferRef buffer, bool pinned) {
+  Bytes slice(shared_bytes, sizeof(shared_bytes), nullptr);
+  return WriteOp{.buffer = buffer,
+                 .layout = CopyLayout::Contiguous(0, sizeof(shared_bytes)),
+                 .shared = pinned ? std::move(slice).MarkPinned() : std::move(slice)};
+}
+
+// How many of `attempts` batches of `make()`, each submitted once nobody holds the device,
+// ran on the calling thread. A reply may come while the device thread still finishes the
+// task that queued it, and its idle upkeep may take the device at the moment a batch
+// comes: such a batch is queued, as it should be.
+template <typename MakeOperation>
+int RanHereOf(DeviceWorker& worker, int attempts, MakeOperation make) {
+  int ran_here = 0;
+  for (int i = 0; i < attempts; ++i) {
+    while (!worker.MakesProgress(std::chrono::nanoseconds(0))) std::this_thread::yield();
+    ran_here += ThreadThatRan(worker, make()) == std::this_thread::get_id();
+  }
+  return ran_here;
+}
+
+TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
   worker_.AwaitInitialised();
   std::vector<BatchCommand> setup;
   setup.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
@@ -165,20 +192,14 @@ TEST_F(BatchTest, ReadsOfAnIdleDeviceAreQueuedByTheCallingThreadAndWritesNever) 
   auto batch = std::make_shared<Batch>(std::move(setup));
   RunAll(*batch);
   const BufferRef buffer{.id = batch->result(0).allocated};
-  // A read's reply may come while the device thread still finishes the task that queued
-  // it, and its idle upkeep may take the device at the moment a read comes: such a read
-  // is queued, as it should be. Each read here starts once nobody holds the device; some
-  // of twenty find it still free.
-  int ran_here = 0;
-  for (int i = 0; i < 20; ++i) {
-    while (!worker_.MakesProgress(std::chrono::nanoseconds(0))) std::this_thread::yield();
-    ran_here += ThreadThatRan(worker_, Read(buffer, 4)) == std::this_thread::get_id();
-  }
-  EXPECT_GT(ran_here, 0) << "a read only queues a copy: it never waits for the device";
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_NE(ThreadThatRan(worker_, Write(buffer, "wxyz")), std::this_thread::get_id())
-        << "a write may wait for its drop queue: it runs on the device thread";
-  }
+  EXPECT_GT(RanHereOf(worker_, 20, [&] { return Read(buffer, 4); }), 0)
+      << "a read only queues a copy: it never waits for the device";
+  EXPECT_GT(RanHereOf(worker_, 20, [&] { return SharedWrite(buffer, /*pinned=*/true); }), 0)
+      << "a write from memory the device copies from directly only queues that copy";
+  EXPECT_EQ(RanHereOf(worker_, 5, [&] { return Write(buffer, "wxyz"); }), 0)
+      << "an inline write stages its bytes: it runs on the device thread";
+  EXPECT_EQ(RanHereOf(worker_, 5, [&] { return SharedWrite(buffer, /*pinned=*/false); }), 0)
+      << "a write through pinned staging copies on its thread: it runs on the device thread";
 }
 
 TEST_F(BatchTest, AnAbandonedCallRunsNothing) {

@@ -302,7 +302,8 @@ void BM_DaemonRead(benchmark::State& state) {
 // alone. Two baselines are measured beside each transfer, so that all meet the machine
 // (its speed, its caches, how long its CPUs slept) in the same state:
 // - a memcpy of the same size: the quartiles of memcpy / transfer (`x_memcpy_p25`,
-//   `_p50`, `_p75`);
+//   `_p50`, `_p75`). Like the transfer's region and buffer, its two buffers are touched
+//   once per iteration: the memcpy that precedes the next transfer copies another pair;
 // - that memcpy plus the round trip of an idle Synchronize issued right after another
 //   such memcpy (what any call costs a client that just spent that long copying): the
 //   quartiles of their sum / transfer (`x_memcpy_and_round_trip_*`), how close the
@@ -311,6 +312,7 @@ void MeasureSharedMemoryTransfer(benchmark::State& state, Session& session, size
                                  const std::function<absl::Status()>& transfer) {
   (void)transfer();  // untimed: pages touched for the first time
   bench::MemcpyAlongside memcpy_alongside(size);
+  bench::MemcpyAlongside memcpy_before(size);
   std::vector<double> against_memcpy, against_memcpy_and_round_trip;
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
@@ -323,7 +325,7 @@ void MeasureSharedMemoryTransfer(benchmark::State& state, Session& session, size
     const double round_trip_seconds = SecondsSince(round_trip_start);
     against_memcpy.push_back(memcpy_seconds / seconds);
     against_memcpy_and_round_trip.push_back((memcpy_seconds + round_trip_seconds) / seconds);
-    memcpy_alongside.Seconds();  // the next transfer, too, follows a memcpy
+    memcpy_before.Seconds();  // the next transfer, too, follows a memcpy
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
   bench::ReportQuartiles(state, "x_memcpy", against_memcpy);
