@@ -14,6 +14,25 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
+// True when running `operation` only enqueues device work: it copies no host bytes on
+// the thread that runs it and makes no driver call that may wait for the device
+// (allocating and freeing may, on a GPU).
+bool OnlyEnqueues(const Operation& operation) {
+  return std::visit(
+      Overloaded{
+          [](const AllocateOp&) { return false; },
+          [](const FreeOp&) { return false; },
+          // The thread that runs a write copies its bytes into pinned memory when it is
+          // inline and small, or from a slice the device cannot copy from directly.
+          [](const WriteOp& write) { return write.shared.has_value() && write.shared->pinned(); },
+          [](const ReadOp&) { return true; },
+          [](const CopyOp&) { return true; },
+          [](const LaunchOp&) { return true; },
+          [](const SynchronizeOp&) { return true; },
+      },
+      operation);
+}
+
 }  // namespace
 
 Batch::Batch(std::vector<BatchCommand> commands, PastTheStreamLimit past_the_limit)
@@ -53,20 +72,9 @@ void Batch::CollectKernelOutput(SessionId session, OperationResult& result) {
   }
 }
 
-bool Batch::NeverWaits(size_t begin, size_t end) const {
+bool Batch::OnlyEnqueue(size_t begin, size_t end) const {
   for (size_t i = begin; i < end; ++i) {
-    if (answered(i)) continue;
-    const Operation& operation = *commands_[i].operation;
-    // A write from a slice the device copies from directly only enqueues that copy; any
-    // other write stages its bytes (a copy on this thread) or holds a payload.
-    const auto* write = std::get_if<WriteOp>(&operation);
-    const bool direct_write =
-        write != nullptr && write->shared.has_value() && write->shared->pinned();
-    if (!direct_write && !std::holds_alternative<LaunchOp>(operation) &&
-        !std::holds_alternative<ReadOp>(operation) &&
-        !std::holds_alternative<SynchronizeOp>(operation)) {
-      return false;
-    }
+    if (!answered(i) && !OnlyEnqueues(*commands_[i].operation)) return false;
   }
   return true;
 }
@@ -75,9 +83,9 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                         size_t end, absl::AnyInvocable<absl::Status()> abandoned,
                         absl::AnyInvocable<void()> done) {
   const SessionId session = info.id;
-  // Commands that only enqueue device work (launches, reads, synchronizes, direct writes
-  // from shared memory): the submitting thread may run them when the device is idle.
-  const DeviceWorker::Placement placement = NeverWaits(begin, end)
+  // Commands that only enqueue device work: the submitting thread may run them when the
+  // device is idle.
+  const DeviceWorker::Placement placement = OnlyEnqueue(begin, end)
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,

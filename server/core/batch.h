@@ -64,9 +64,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   void Pass(size_t index);
 
   // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
-  // calling thread instead when it holds only launches, reads, synchronizes and writes
-  // from shared-memory slices the device copies from directly (pinned), and the device is
-  // idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
+  // calling thread instead when it holds only launches, reads, device copies,
+  // synchronizes and writes from shared-memory slices the device copies from directly
+  // (pinned), and the device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
   // `abandoned` is asked first: a non-OK answer fails every command with it. `done` runs
   // once the task finished and every read, synchronize and write answered when copied
   // among the commands completed (results final): after the task, or on a completion
@@ -100,8 +100,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static std::vector<BufferUse> UsesOf(Operation& operation);
   // Counts what command `index`, which succeeded, moved or launched for `client`.
   void Count(DeviceWorker& worker, const std::string& client, size_t index) const;
-  // True when commands [begin, end) left to run only enqueue device work.
-  bool NeverWaits(size_t begin, size_t end) const;
+  // True when commands [begin, end) left to run only enqueue device work (OnlyEnqueues
+  // in batch.cc).
+  bool OnlyEnqueue(size_t begin, size_t end) const;
   // A synchronize's: takes what the session's kernels printed into `result` (once the
   // synchronization ended, so every launch before it is in), and logs it at debug level.
   static void CollectKernelOutput(SessionId session, OperationResult& result);

@@ -196,6 +196,13 @@ TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
       << "a read only queues a copy: it never waits for the device";
   EXPECT_GT(RanHereOf(worker_, 20, [&] { return SharedWrite(buffer, /*pinned=*/true); }), 0)
       << "a write from memory the device copies from directly only queues that copy";
+  EXPECT_GT(RanHereOf(worker_, 20,
+                      [&] {
+                        return CopyOp{.source = buffer, .target = buffer,
+                                      .target_offset_bytes = 2, .size_bytes = 2};
+                      }),
+            0)
+      << "a copy between buffers only queues that copy";
   EXPECT_EQ(RanHereOf(worker_, 5, [&] { return Write(buffer, "wxyz"); }), 0)
       << "an inline write stages its bytes: it runs on the device thread";
   EXPECT_EQ(RanHereOf(worker_, 5, [&] { return SharedWrite(buffer, /*pinned=*/false); }), 0)
