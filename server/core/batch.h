@@ -64,13 +64,13 @@ class Batch : public std::enable_shared_from_this<Batch> {
   void Pass(size_t index);
 
   // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
-  // calling thread instead when it holds only launches, reads, device copies,
-  // synchronizes and writes from shared-memory slices the device copies from directly
-  // (pinned), and the device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
-  // `abandoned` is asked first: a non-OK answer fails every command with it. `done` runs
-  // once the task finished and every read, synchronize and write answered when copied
-  // among the commands completed (results final): after the task, or on a completion
-  // thread when there were any.
+  // calling thread instead when they only enqueue device work, i.e. launches, reads,
+  // device copies, synchronizes and writes from shared-memory slices the device copies
+  // from directly (pinned), and the device is idle: DeviceWorker::Placement::
+  // kHereWhenIdle). When the task runs, `abandoned` is asked first: a non-OK answer
+  // fails every command with it. `done` runs once the task finished and every read,
+  // synchronize and write answered when copied among the commands completed (results
+  // final): after the task, or on a completion thread when there were any.
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
   // The run may stop before a command that must wait, and `done` then runs once the
