@@ -72,20 +72,17 @@ void Batch::CollectKernelOutput(SessionId session, OperationResult& result) {
   }
 }
 
-bool Batch::OnlyEnqueue(size_t begin, size_t end) const {
-  for (size_t i = begin; i < end; ++i) {
-    if (!answered(i) && !OnlyEnqueues(*commands_[i].operation)) return false;
-  }
-  return true;
-}
-
 absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t begin,
                         size_t end, absl::AnyInvocable<absl::Status()> abandoned,
                         absl::AnyInvocable<void()> done) {
   const SessionId session = info.id;
   // Commands that only enqueue device work: the submitting thread may run them when the
   // device is idle.
-  const DeviceWorker::Placement placement = OnlyEnqueue(begin, end)
+  bool only_enqueue = true;
+  for (size_t i = begin; i < end && only_enqueue; ++i) {
+    only_enqueue = answered(i) || OnlyEnqueues(*commands_[i].operation);
+  }
+  const DeviceWorker::Placement placement = only_enqueue
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,

@@ -100,9 +100,6 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static std::vector<BufferUse> UsesOf(Operation& operation);
   // Counts what command `index`, which succeeded, moved or launched for `client`.
   void Count(DeviceWorker& worker, const std::string& client, size_t index) const;
-  // True when commands [begin, end) left to run only enqueue device work (OnlyEnqueues
-  // in batch.cc).
-  bool OnlyEnqueue(size_t begin, size_t end) const;
   // A synchronize's: takes what the session's kernels printed into `result` (once the
   // synchronization ended, so every launch before it is in), and logs it at debug level.
   static void CollectKernelOutput(SessionId session, OperationResult& result);
