@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/batch_scheduling.h"
 #include "base/thread_name.h"
 
 namespace gpucmd {
@@ -10,6 +11,8 @@ namespace gpucmd {
 CpuStream::CpuStream(int index, CopyEngine* copies)
     : index_(index), copies_(copies), worker_([this] {
         NameThisThread(absl::StrCat("gpucmd-stream", index_));
+        // Note [Device work yields to the control plane] in base/batch_scheduling.h.
+        ScheduleThisThreadAsBatchWork();
         Run();
       }) {}
 
@@ -23,9 +26,12 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::Enqueue(Work work) {
-  MutexLock lock(&mutex_);
-  queue_.push_back(std::move(work));
-  ++enqueued_;
+  {
+    MutexLock lock(&mutex_);
+    queue_.push_back(std::move(work));
+    ++enqueued_;
+  }
+  // After unlocking: a worker woken under the lock would only block on it again.
   work_ready_.NotifyOne();
 }
 
@@ -69,12 +75,16 @@ void CpuStream::Run() {
       MutexLock lock(&mutex_);
       if (pending_error_.ok()) pending_error_ = status;
     }
-    MutexLock lock(&timeline_->mutex);
-    if (++timeline_->completed >= timeline_->earliest_awaited) {
-      // Every waiter wakes; those still short of their position set it again.
-      timeline_->earliest_awaited = UINT64_MAX;
-      timeline_->advanced.NotifyAll();
+    bool reached_a_waiter = false;
+    {
+      MutexLock lock(&timeline_->mutex);
+      if (++timeline_->completed >= timeline_->earliest_awaited) {
+        // Every waiter wakes; those still short of their position set it again.
+        timeline_->earliest_awaited = UINT64_MAX;
+        reached_a_waiter = true;
+      }
     }
+    if (reached_a_waiter) timeline_->advanced.NotifyAll();
   }
 }
 

@@ -1,5 +1,7 @@
 #include "driver/cpu/cpu_stream.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -27,6 +29,20 @@ TEST(CpuStreamTest, RunsWorkInOrderOffTheCallingThread) {
   EXPECT_FALSE(inline_run);
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+// Note [Device work yields to the control plane] in base/batch_scheduling.h.
+TEST(CpuStreamTest, WorkRunsAsBatchWorkWithoutChangingTheCaller) {
+  const int caller_policy = sched_getscheduler(0);
+  CpuStream stream(0);
+  int worker_policy = -1;
+  stream.Enqueue([&worker_policy] {
+    worker_policy = sched_getscheduler(0);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_EQ(worker_policy, SCHED_BATCH);
+  EXPECT_EQ(sched_getscheduler(0), caller_policy);
 }
 
 TEST(CpuStreamTest, EventCompletesOnlyAfterEarlierWork) {

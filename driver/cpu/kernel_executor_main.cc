@@ -46,6 +46,7 @@
 #include "boost/context/pooled_fixedsize_stack.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "base/batch_scheduling.h"
 #include "base/identity.h"
 #include "base/sandbox.h"
 #include "driver/cpu/executor_filter.h"
@@ -416,7 +417,10 @@ class BlockPool {
     chunk_ = std::max<uint64_t>(1, total / (threads_.size() * kChunksPerWorker));
     busy_ = threads_.size();
     ++generation_;
+    // Unlocked while waking them: a worker woken under the lock would only block on it.
+    lock.unlock();
     start_.notify_all();
+    lock.lock();
     done_.wait(lock, [this] { return busy_ == 0; });
   }
 
@@ -434,8 +438,12 @@ class BlockPool {
         launch = launch_;
       }
       runner.RunBlocks(*launch, next_block_, total_blocks_, chunk_);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--busy_ == 0) done_.notify_all();
+      bool last = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last = --busy_ == 0;
+      }
+      if (last) done_.notify_all();
     }
   }
 
@@ -738,6 +746,9 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
 }  // namespace gpucmd
 
 int main(int argc, char** argv) {
+  // Kernels are device work (Note [Device work yields to the control plane] in
+  // base/batch_scheduling.h); the block workers started below inherit it.
+  gpucmd::ScheduleThisThreadAsBatchWork();
   if (argc != 10) {
     std::fprintf(stderr,
                  "usage: gpucmd-kernel-executor MEMFD_FD SOCKET_FD BASE_ADDRESS SIZE WORKERS "

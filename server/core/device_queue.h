@@ -41,23 +41,26 @@ class DeviceQueue {
   // Appends `task` to `session`'s sub-queue. RESOURCE_EXHAUSTED when the queue or the
   // session's share is full, UNAVAILABLE after Close; `task` is dropped then.
   absl::Status Push(SessionId session, Task task) {
-    MutexLock lock(&mutex_);
-    if (closed_) return absl::UnavailableError("device queue is closed (daemon draining)");
-    if (depth_ >= capacity_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "device queue is full: ", capacity_,
-          " commands queued, its capacity (limits.device_queue_capacity); retry later"));
+    {
+      MutexLock lock(&mutex_);
+      if (closed_) return absl::UnavailableError("device queue is closed (daemon draining)");
+      if (depth_ >= capacity_) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "device queue is full: ", capacity_,
+            " commands queued, its capacity (limits.device_queue_capacity); retry later"));
+      }
+      std::deque<Task>& tasks = sessions_[session];
+      if (tasks.size() >= per_session_limit_) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the session has ", tasks.size(),
+            " commands queued for the device, its limit (limits.session_queued_commands): "
+            "retry once some have run"));
+      }
+      if (tasks.empty()) ready_sessions_.push_back(session);
+      tasks.push_back(std::move(task));
+      if (depth_++ == 0) waiting_since_ = std::chrono::steady_clock::now();
     }
-    std::deque<Task>& tasks = sessions_[session];
-    if (tasks.size() >= per_session_limit_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the session has ", tasks.size(),
-          " commands queued for the device, its limit (limits.session_queued_commands): "
-          "retry once some have run"));
-    }
-    if (tasks.empty()) ready_sessions_.push_back(session);
-    tasks.push_back(std::move(task));
-    if (depth_++ == 0) waiting_since_ = std::chrono::steady_clock::now();
+    // After unlocking: a consumer woken under the lock would only block on it again.
     not_empty_.NotifyOne();
     return absl::OkStatus();
   }
@@ -92,8 +95,10 @@ class DeviceQueue {
 
   // Wakes the consumer from AwaitWork without a task (true once, as if one had come).
   void Wake() {
-    MutexLock lock(&mutex_);
-    woken_ = true;
+    {
+      MutexLock lock(&mutex_);
+      woken_ = true;
+    }
     not_empty_.NotifyOne();
   }
 

@@ -117,18 +117,22 @@ void DeviceWorker::Defer(absl::AnyInvocable<void()> action) ABSL_NO_THREAD_SAFET
 void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
                             absl::AnyInvocable<void(absl::Status)> done) {
   metrics_->CommandsInFlight(options_.ordinal).Increment();
-  MutexLock lock(&completion_mutex_);
-  std::deque<Completion>& queue = completions_[session];
-  const bool becomes_ready = queue.empty();
-  queue.push_back(Completion{std::move(wait), std::move(done)});
-  ++completions_left_;
-  // A session with nothing queued is not running one either: its turn starts now, on
-  // one completion thread (waking them all would only have the others wait again).
-  if (becomes_ready) {
-    ready_sessions_.push_back(session);
-    AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
-    completion_ready_.NotifyOne();
+  bool becomes_ready = false;
+  {
+    MutexLock lock(&completion_mutex_);
+    std::deque<Completion>& queue = completions_[session];
+    becomes_ready = queue.empty();
+    queue.push_back(Completion{std::move(wait), std::move(done)});
+    ++completions_left_;
+    // A session with nothing queued is not running one either: its turn starts now, on
+    // one completion thread (waking them all would only have the others wait again).
+    if (becomes_ready) {
+      ready_sessions_.push_back(session);
+      AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
+    }
   }
+  // After unlocking: a thread woken under the lock would only block on it again.
+  if (becomes_ready) completion_ready_.NotifyOne();
 }
 
 void DeviceWorker::AddCompletionThreadIfAllBusy(size_t about_to_look) {
