@@ -9,7 +9,7 @@
 // the executor that worker wakes, would otherwise preempt the thread sending that answer
 // or the client receiving it. Linux's SCHED_BATCH policy says exactly this: a batch
 // thread keeps its fair share of the CPU, but its wake-ups never preempt a running
-// thread. (Measured in docs/BENCHMARKS.md, "Unary calls".)
+// thread. (Measured in docs/BENCHMARKS.md, "Device work yields to the answer".)
 //
 // Thread-safety: applies to the calling thread only; threads it starts later inherit it.
 
