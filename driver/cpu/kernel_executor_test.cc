@@ -7,10 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -19,6 +16,7 @@
 #include "driver/cpu/cpu_device_memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/process_census.h"
 
 namespace gpucmd {
 namespace {
@@ -152,38 +150,13 @@ TEST_F(KernelExecutorTest, TheExecutorDiesWithTheThreadThatStartedIt) {
   EXPECT_EQ(executor_->starts(), 2);
 }
 
-// The threads of this process's child processes named `comm` (/proc).
-std::vector<pid_t> ThreadsOfChildrenNamed(const std::string& comm) {
-  std::vector<pid_t> threads;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;  // it ended meanwhile
-    // pid (comm) state ppid ...: comm may hold spaces, so read from its last ')'.
-    const size_t open = line.find('('), close = line.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    int parent = 0;
-    char state = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) != 2) continue;
-    if (parent != getpid() || line.substr(open + 1, close - open - 1) != comm) continue;
-    std::error_code ignored;
-    for (const auto& task : std::filesystem::directory_iterator(entry.path() / "task", ignored)) {
-      threads.push_back(std::stoi(task.path().filename()));
-    }
-  }
-  return threads;
-}
-
 // Note [Device work yields to the control plane] in base/batch_scheduling.h.
 TEST_F(KernelExecutorTest, KernelsRunAsBatchWork) {
   DeviceResource buffer = *memory_->Allocate(4 * 256 * sizeof(int));
   ASSERT_TRUE(executor_->Launch(Build("fill", kFill), {4, 1, 1}, {256, 1, 1}, 0,
                                 {buffer.address, 7}, {buffer})
                   .ok());
-  // Linux keeps the first 15 bytes of "gpucmd-kernel-executor" as its name.
-  const std::vector<pid_t> threads = ThreadsOfChildrenNamed("gpucmd-kernel-e");
+  const std::vector<pid_t> threads = testing::ThreadsOfChildrenMatching(getpid(), ExecutorPath());
   ASSERT_GE(threads.size(), 3u) << "the executor's serving thread and its two block workers";
   for (pid_t thread : threads) EXPECT_EQ(sched_getscheduler(thread), SCHED_BATCH) << thread;
 }

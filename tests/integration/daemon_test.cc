@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -30,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/process_census.h"
 #include "tests/testing/tcp_connect.h"
 
 namespace gpucmd {
@@ -437,21 +440,55 @@ TEST_F(DaemonTest, TheDescriptorLimitIsRaisedToTheHardLimit) {
   EXPECT_EQ(fields[4], std::to_string(inherited.rlim_max)) << line;
 }
 
+// The names of `process`'s threads, by thread id (/proc/PID/task/TID/comm).
+std::map<pid_t, std::string> ThreadNames(pid_t process) {
+  std::map<pid_t, std::string> names;
+  for (const std::filesystem::directory_entry& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", process, "/task"))) {
+    int thread = 0;
+    if (!absl::SimpleAtoi(task.path().filename().string(), &thread)) continue;
+    std::getline(std::ifstream(task.path() / "comm"), names[thread]);
+  }
+  return names;
+}
+
 // An operator's `top -H` or a profiler tells the daemon's threads apart by name: each of
 // the two devices has its device thread, completion threads and stream workers named.
 TEST_F(DaemonTest, ThreadsCarryNamesThatSayWhatTheyDo) {
   std::vector<std::string> names;
-  for (const std::filesystem::directory_entry& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon_->pid(), "/task"))) {
-    std::string name;
-    std::getline(std::ifstream(task.path() / "comm"), name);
-    names.push_back(name);
-  }
+  for (const auto& [thread, name] : ThreadNames(daemon_->pid())) names.push_back(name);
   for (const char* expected : {"gpucmd-device0", "gpucmd-device1", "gpucmd-wait0",
                                "gpucmd-wait1", "gpucmd-stream0", "gpucmd-reaper",
                                "gpucmd-accept", "gpucmd-http", "gpucmd-compile"}) {
     EXPECT_THAT(names, ::testing::Contains(expected));
   }
+}
+
+// Note [Device work yields to the control plane] in base/batch_scheduling.h: the stream
+// workers and the executor that ran a client's kernel are batch work; the threads that
+// answer clients are not.
+TEST_F(DaemonTest, DeviceWorkRunsAsBatchWorkAndAnswersDoNot) {
+  absl::StatusOr<Session> session = client_->OpenSession(0, "batch work");
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<v1::CompileResponse> spin = session->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  ASSERT_TRUE(
+      session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)}).ok());
+  ASSERT_TRUE(session->Synchronize().ok());
+  int stream_workers = 0;
+  for (const auto& [thread, name] : ThreadNames(daemon_->pid())) {
+    if (absl::StartsWith(name, "gpucmd-stream")) {
+      ++stream_workers;
+      EXPECT_EQ(sched_getscheduler(thread), SCHED_BATCH) << name;
+    } else if (absl::StartsWith(name, "gpucmd-device") || name == "gpucmd-accept") {
+      EXPECT_EQ(sched_getscheduler(thread), SCHED_OTHER) << name;
+    }
+  }
+  EXPECT_GT(stream_workers, 0);
+  const std::vector<pid_t> executor =
+      ::gpucmd::testing::ThreadsOfChildrenMatching(daemon_->pid(), "gpucmd-kernel-executor");
+  ASSERT_FALSE(executor.empty()) << "the launch started no executor";
+  for (pid_t thread : executor) EXPECT_EQ(sched_getscheduler(thread), SCHED_BATCH) << thread;
 }
 
 TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonServesOn) {

@@ -4,15 +4,22 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "base/file.h"
 
 namespace gpucmd::testing {
 namespace {
 
-bool AnyProcessMatches(const std::string& marker) {
+// Calls `visit(process_directory, command_line)` for each running process, its command
+// line's arguments joined by spaces, until `visit` returns true; returns whether one did.
+template <typename Visit>
+bool AnyProcess(Visit visit) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
     const std::string name = entry.path().filename().string();
@@ -20,9 +27,28 @@ bool AnyProcessMatches(const std::string& marker) {
     // A process that ends meanwhile reads as empty.
     std::string command_line = ReadFileOrEmpty(entry.path().string() + "/cmdline");
     std::replace(command_line.begin(), command_line.end(), '\0', ' ');
-    if (absl::StrContains(command_line, marker)) return true;
+    if (visit(entry.path(), command_line)) return true;
   }
   return false;
+}
+
+bool AnyProcessMatches(const std::string& marker) {
+  return AnyProcess([&marker](const std::filesystem::path&, const std::string& command_line) {
+    return absl::StrContains(command_line, marker);
+  });
+}
+
+// The parent in /proc/PID/stat ("pid (name) state ppid ..."; the name may hold spaces
+// and parentheses, so it is read from the last ')'); -1 when it cannot be read.
+pid_t ParentOf(const std::filesystem::path& process) {
+  const std::string stat = ReadFileOrEmpty((process / "stat").string());
+  const size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return -1;
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(name_end + 1), ' ', absl::SkipEmpty());
+  int parent = -1;
+  if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &parent)) return -1;
+  return parent;
 }
 
 }  // namespace
@@ -33,6 +59,20 @@ bool NoProcessMatches(const std::string& marker) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+std::vector<pid_t> ThreadsOfChildrenMatching(pid_t parent, const std::string& marker) {
+  std::vector<pid_t> threads;
+  AnyProcess([&](const std::filesystem::path& process, const std::string& command_line) {
+    if (!absl::StrContains(command_line, marker) || ParentOf(process) != parent) return false;
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator(process / "task", error)) {
+      int thread = 0;
+      if (absl::SimpleAtoi(task.path().filename().string(), &thread)) threads.push_back(thread);
+    }
+    return false;
+  });
+  return threads;
 }
 
 }  // namespace gpucmd::testing
