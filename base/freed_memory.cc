@@ -1,22 +1,22 @@
 #include "base/freed_memory.h"
 
-#include <malloc.h>
+#include "gperftools/malloc_extension.h"
 
-#include <algorithm>
-#include <climits>
+#include <cstddef>
 
 namespace gpucmd {
 
-void KeepFreedMemory(uint64_t keep_bytes) {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<uint64_t>(keep_bytes, INT_MAX)));
-}
+void KeepFreedMemory() { MallocExtension::instance()->SetMemoryReleaseRate(0); }
 
 bool FreedMemoryReleaser::Look(bool quiet) {
-  const bool held_too_much = quiet && mallinfo2().fordblks > keep_bytes_;
+  MallocExtension& malloc = *MallocExtension::instance();
+  size_t held_bytes = 0;
+  const bool held_too_much =
+      quiet && malloc.GetNumericProperty("tcmalloc.pageheap_free_bytes", &held_bytes) &&
+      held_bytes > keep_bytes_;
   const bool release = held_too_much && last_look_held_too_much_;
   if (release) {
-    malloc_trim(keep_bytes_);
+    malloc.ReleaseFreeMemory();
     last_look_held_too_much_ = false;
   } else {
     last_look_held_too_much_ = held_too_much;

@@ -1,5 +1,6 @@
 #include "base/freed_memory.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "gperftools/malloc_extension.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
@@ -21,17 +23,39 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// Page faults this process took so far that the kernel served without I/O.
+int64_t MinorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// What malloc gave back to the system of the memory it had (and has not taken again).
+uint64_t GivenBackBytes() {
+  size_t bytes = 0;
+  MallocExtension::instance()->GetNumericProperty("tcmalloc.pageheap_unmapped_bytes", &bytes);
+  return bytes;
+}
+
+// Allocates `bytes`, writes every page of it, frees it.
+void TouchAndFree(size_t bytes) {
+  void* block = std::malloc(bytes);
+  std::memset(block, 1, bytes);
+  // The compiler may not drop the block as unused.
+  asm volatile("" : : "r"(block) : "memory");
+  std::free(block);
+}
+
 class FreedMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     GTEST_SKIP() << "a sanitizer's allocator stands in for malloc's heaps";
 #endif
-    KeepFreedMemory(kMiB);
+    KeepFreedMemory();
   }
 
-  // Frees `count` touched blocks of 1 MiB in the middle of malloc's heap: a small block
-  // kept after each stops them from merging into its top, which malloc would trim.
+  // Frees `count` touched blocks of 1 MiB, a small block kept after each.
   void FreeInTheMiddle(int count) {
     std::vector<void*> blocks;
     for (int i = 0; i < count; ++i) {
@@ -49,6 +73,31 @@ class FreedMemoryTest : public ::testing::Test {
 
   std::vector<void*> pins_;
 };
+
+// A transfer's payload (here 16 and 64 MiB, past the 32 MiB above which glibc's malloc
+// would unmap it) finds the pages of the last one in place.
+TEST_F(FreedMemoryTest, APayloadOfTheSameSizeAgainTakesNoPageFaults) {
+  for (size_t bytes : {size_t{16} << 20, size_t{64} << 20}) {
+    // Twice: memory given back by an earlier release may serve the first, in part.
+    TouchAndFree(bytes);
+    TouchAndFree(bytes);
+    const int64_t before = MinorFaults();
+    TouchAndFree(bytes);
+    EXPECT_LT(MinorFaults() - before, 64) << (bytes >> 20) << " MiB took fresh pages again";
+  }
+}
+
+// However much a busy daemon frees, none of it goes back until the releaser says so
+// (TCMalloc would otherwise give a page back every so many freed).
+TEST_F(FreedMemoryTest, ChurnGivesNothingBack) {
+  const uint64_t before = GivenBackBytes();
+  for (int i = 0; i < 4000; ++i) {
+    void* block = std::malloc(3 << 20);
+    asm volatile("" : : "r"(block) : "memory");
+    std::free(block);
+  }
+  EXPECT_LE(GivenBackBytes(), before);
+}
 
 TEST_F(FreedMemoryTest, FreeMemoryThatStaysIdleGoesBack) {
   FreeInTheMiddle(64);

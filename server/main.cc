@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  gpucmd::KeepFreedMemory(config.limits().payload_cache_bytes());
+  gpucmd::KeepFreedMemory();
   RaiseDescriptorLimit();
   absl::StatusOr<std::unique_ptr<gpucmd::Daemon>> daemon = gpucmd::Daemon::Start(config);
   if (!daemon.ok()) {

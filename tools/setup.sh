@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libspdlog-dev libfmt-dev libboost-dev libboost-context-dev
   prometheus systemd curl patchelf xz-utils libamdhip64-dev libseccomp-dev libclang-14-dev
+  libgoogle-perftools-dev
   clang-14 libclang-rt-14-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-pip python3-venv
   python3-setuptools python3-wheel python3-yaml tmux openssl libsystemd-dev nodejs

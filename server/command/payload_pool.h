@@ -18,7 +18,9 @@
 // stay mapped, and count in the daemon's resident memory, until the kernel needs them
 // (then they are taken back at no cost to the daemon), so the next transfer of that size
 // finds them in place instead of faulting fresh memory in. Beyond the cache and the
-// spare a payload's memory is fresh again, and reserved in huge pages.
+// spare a payload's memory goes back to malloc, which keeps it for the next allocation
+// until the daemon has been quiet a while (Note [Freed memory goes back]); memory fresh
+// from the system is reserved in huge pages.
 //
 // Thread-safety: every method may be called from any thread.
 

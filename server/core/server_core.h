@@ -42,8 +42,8 @@ class ServerCore {
     // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
     // core's own, keeping up to 64 MiB.
     std::shared_ptr<PayloadPool> payloads;
-    // Set: every freed_memory_look_interval the reaper gives back what malloc's heaps
-    // hold free beyond this many bytes, once it stayed so with the devices quiet (Note
+    // Set: every freed_memory_look_interval the reaper gives back the freed memory
+    // malloc holds beyond this many bytes, once it stayed so with the devices quiet (Note
     // [Freed memory goes back]). Unset: the process's memory is its owner's business.
     std::optional<uint64_t> keep_freed_bytes;
     std::chrono::milliseconds freed_memory_look_interval{5'000};
