@@ -18,8 +18,8 @@
 // a row with nothing running at either, it gives them back to the system. A burst that
 // is still reusing its memory is left alone.
 //
-// Under a sanitizer, whose allocator stands in for malloc, TCMalloc holds nothing and
-// the releaser never gives anything back.
+// Under AddressSanitizer and ThreadSanitizer, whose allocator stands in for malloc,
+// TCMalloc is not linked, and neither does anything (freed_memory_sanitizer.cc).
 //
 // Thread-safety: KeepFreedMemory before any other thread allocates; a releaser is used
 // by one thread at a time.
