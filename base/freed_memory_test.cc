@@ -52,32 +52,26 @@ void TouchAndFree(size_t bytes) {
   std::free(block);
 }
 
+// Allocates `count` blocks of 1 MiB, writes every page of each, then frees them all.
+void FreeTouchedBlocks(int count) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < count; ++i) {
+    void* block = std::malloc(kMiB);
+    std::memset(block, 1, kMiB);
+    blocks.push_back(block);
+  }
+  for (void* block : blocks) std::free(block);
+}
+
 class FreedMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
 #ifdef GPUCMD_SANITIZER_ALLOCATOR
-    GTEST_SKIP() << "a sanitizer's allocator stands in for malloc's heaps";
+    GTEST_SKIP() << "a sanitizer's allocator stands in for malloc";
 #endif
     KeepFreedMemory();
   }
 
-  // Frees `count` touched blocks of 1 MiB, a small block kept after each.
-  void FreeInTheMiddle(int count) {
-    std::vector<void*> blocks;
-    for (int i = 0; i < count; ++i) {
-      void* block = std::malloc(kMiB);
-      std::memset(block, 1, kMiB);
-      blocks.push_back(block);
-      pins_.push_back(std::malloc(64));
-    }
-    for (void* block : blocks) std::free(block);
-  }
-
-  void TearDown() override {
-    for (void* pin : pins_) std::free(pin);
-  }
-
-  std::vector<void*> pins_;
 };
 
 // A transfer's payload (here 16 and 64 MiB, past the 32 MiB above which glibc's malloc
@@ -106,7 +100,7 @@ TEST_F(FreedMemoryTest, ChurnGivesNothingBack) {
 }
 
 TEST_F(FreedMemoryTest, FreeMemoryThatStaysIdleGoesBack) {
-  FreeInTheMiddle(64);
+  FreeTouchedBlocks(64);
   const uint64_t before = ResidentBytes();
   FreedMemoryReleaser releaser(kMiB);
   EXPECT_FALSE(releaser.Look(/*quiet=*/true)) << "one look is not enough";
@@ -115,7 +109,7 @@ TEST_F(FreedMemoryTest, FreeMemoryThatStaysIdleGoesBack) {
 }
 
 TEST_F(FreedMemoryTest, MemoryFreedWhileSomethingRunsIsKept) {
-  FreeInTheMiddle(64);
+  FreeTouchedBlocks(64);
   const uint64_t before = ResidentBytes();
   FreedMemoryReleaser releaser(kMiB);
   EXPECT_FALSE(releaser.Look(/*quiet=*/true));
@@ -126,7 +120,7 @@ TEST_F(FreedMemoryTest, MemoryFreedWhileSomethingRunsIsKept) {
 }
 
 TEST_F(FreedMemoryTest, WhatMallocMayKeepStays) {
-  FreeInTheMiddle(64);
+  FreeTouchedBlocks(64);
   FreedMemoryReleaser releaser(uint64_t{1} << 40);
   EXPECT_FALSE(releaser.Look(/*quiet=*/true));
   EXPECT_FALSE(releaser.Look(/*quiet=*/true));
