@@ -129,8 +129,9 @@ std::string KernelExecutor::StopLocked(bool kill_now) {
 
 namespace {
 
-absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request,
-                                        uint32_t reply_within_ms) {
+// Appends `request` to `datagram`, or says why it cannot be sent.
+absl::Status AppendRequest(const KernelExecutor::Request& request, uint32_t reply_within_ms,
+                           std::string& datagram) {
   if (request.args.size() > kMaxKernelArgs) {
     return absl::InvalidArgumentError(absl::StrCat("a kernel takes at most ", kMaxKernelArgs,
                                                    " arguments"));
@@ -141,20 +142,19 @@ absl::StatusOr<LaunchMessage> ToMessage(const KernelExecutor::Request& request,
   if (request.module_path.size() >= kMaxModulePathBytes) {
     return absl::InvalidArgumentError("kernel module path too long");
   }
-  LaunchMessage message{};
-  message.magic = kExecutorMagic;
-  message.arg_count = static_cast<uint32_t>(request.args.size());
-  message.grid = request.grid;
-  message.block = request.block;
-  message.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes;
-  message.reply_within_ms = reply_within_ms;
-  std::memcpy(message.module_path, request.module_path.c_str(), request.module_path.size() + 1);
-  std::copy(request.args.begin(), request.args.end(), message.args);
-  message.range_count = static_cast<uint32_t>(request.buffers.size());
+  DeviceRange ranges[kMaxKernelArgs];
   for (size_t i = 0; i < request.buffers.size(); ++i) {
-    message.ranges[i] = DeviceRange{request.buffers[i].address, request.buffers[i].size_bytes};
+    ranges[i] = DeviceRange{request.buffers[i].address, request.buffers[i].size_bytes};
   }
-  return message;
+  LaunchHeader header{};
+  header.magic = kExecutorMagic;
+  header.grid = request.grid;
+  header.block = request.block;
+  header.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes;
+  header.reply_within_ms = reply_within_ms;
+  AppendLaunch(header, request.module_path, request.args, {ranges, request.buffers.size()},
+               datagram);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -189,26 +189,21 @@ std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
   // The executor answers for earlier launches at least this often (see LaunchAll).
   const auto reply_within_ms = static_cast<uint32_t>(options_.reply_within.value_or(
       std::max(std::chrono::milliseconds(1), options_.kernel_timeout / 8)).count());
-  std::vector<LaunchMessage> messages;
-  std::vector<size_t> sent;  // the request of each message
+  std::string datagram;
+  std::vector<size_t> sent;  // the request of each launch in the datagram
   for (size_t i = 0; i < requests.size(); ++i) {
-    absl::StatusOr<LaunchMessage> message = ToMessage(requests[i], reply_within_ms);
-    if (message.ok()) {
-      messages.push_back(*message);
-      sent.push_back(i);
-    } else {
-      results[i].status = message.status();
-    }
+    results[i].status = AppendRequest(requests[i], reply_within_ms, datagram);
+    if (results[i].status.ok()) sent.push_back(i);
   }
-  if (messages.empty()) return results;
+  if (sent.empty()) return results;
   MutexLock lock(&mutex_);
   std::vector<Result> replies;
   // Once the executor is gone, the rest is not run.
-  absl::Status lost = DeliverLocked(messages.data(), messages.size() * sizeof(LaunchMessage));
-  while (lost.ok() && replies.size() < messages.size()) {
-    lost = AwaitRepliesLocked(messages.size() - replies.size(), replies);
+  absl::Status lost = DeliverLocked(datagram.data(), datagram.size());
+  while (lost.ok() && replies.size() < sent.size()) {
+    lost = AwaitRepliesLocked(sent.size() - replies.size(), replies);
   }
-  for (size_t k = 0; k < messages.size(); ++k) {
+  for (size_t k = 0; k < sent.size(); ++k) {
     results[sent[k]] = k < replies.size() ? std::move(replies[k]) : Result{lost, ""};
   }
   return results;
@@ -247,32 +242,21 @@ absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected, std::vector<Res
         " ms time limit; its executor was killed and restarts for the next launch"));
   }
   reply_buffer_.resize(kMaxReplyDatagramBytes);  // allocated once, kept
-  const std::string& datagram = reply_buffer_;
   const ssize_t received =
       polled < 0 ? -1 : recv(socket_, reply_buffer_.data(), reply_buffer_.size(), 0);
-  // Replies, each a LaunchReply and its output, no more than expected.
-  std::vector<Result> parsed;
-  bool well_formed = received > 0;
-  for (size_t at = 0; well_formed && at < static_cast<size_t>(received);) {
-    LaunchReply reply{};
-    well_formed = static_cast<size_t>(received) - at >= sizeof(reply) && parsed.size() < expected;
-    if (!well_formed) break;
-    std::memcpy(&reply, datagram.data() + at, sizeof(reply));
-    at += sizeof(reply);
-    well_formed = reply.magic == kExecutorMagic && reply.output_bytes <= kMaxLaunchOutputBytes &&
-                  reply.output_bytes <= static_cast<size_t>(received) - at;
-    if (!well_formed) break;
-    reply.message[sizeof(reply.message) - 1] = '\0';
-    parsed.push_back(Result{absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message),
-                            datagram.substr(at, reply.output_bytes)});
-    at += reply.output_bytes;
-  }
-  if (!well_formed) {
+  std::vector<PackedReply> parsed;
+  if (received <= 0 ||
+      !ParseReplies({reinterpret_cast<const std::byte*>(reply_buffer_.data()),
+                     static_cast<size_t>(received)},
+                    expected, parsed)) {
     return absl::UnavailableError(absl::StrCat(
         "the kernel executor died during the launch: ", StopLocked(/*kill_now=*/false),
         "; it restarts for the next launch"));
   }
-  for (Result& result : parsed) results.push_back(std::move(result));
+  for (const PackedReply& reply : parsed) {
+    results.push_back(Result{absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message),
+                             std::string(reply.output)});
+  }
   return absl::OkStatus();
 }
 

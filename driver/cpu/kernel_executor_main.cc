@@ -46,6 +46,7 @@
 #include "boost/context/pooled_fixedsize_stack.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/types/span.h"
 #include "base/batch_scheduling.h"
 #include "base/identity.h"
 #include "base/sandbox.h"
@@ -463,13 +464,11 @@ class BlockPool {
   std::vector<std::thread> threads_;
 };
 
-LaunchReply Reply(int code, const std::string& message) {
-  LaunchReply reply{};
-  reply.magic = kExecutorMagic;
-  reply.code = code;
-  std::snprintf(reply.message, sizeof(reply.message), "%s", message.c_str());
-  return reply;
-}
+// How a launch ended: an absl::StatusCode and why.
+struct Outcome {
+  int code = 0;
+  std::string message;
+};
 
 const Module* LoadModule(std::map<std::string, Module>& modules, const std::string& path,
                          std::string* error) {
@@ -596,10 +595,9 @@ class DeviceWindow {
 
   // Makes exactly the launch's ranges (clamped to the mapping, widened to whole pages)
   // accessible.
-  void Expose(const LaunchMessage& message) {
+  void Expose(absl::Span<const DeviceRange> ranges) {
     std::vector<DeviceRange> wanted;
-    const uint32_t count = std::min<uint32_t>(message.range_count, kMaxKernelArgs);
-    for (uint32_t i = 0; i < count; ++i) wanted.push_back(PageRange(message.ranges[i]));
+    for (const DeviceRange& range : ranges) wanted.push_back(PageRange(range));
     wanted = Disjoint(std::move(wanted));
     for (const DeviceRange& range : Subtract(open_, wanted)) Protect(range, PROT_NONE);
     for (const DeviceRange& range : Subtract(wanted, open_)) {
@@ -667,25 +665,27 @@ class DeviceWindow {
   std::vector<DeviceRange> open_;  // as Disjoint returns them
 };
 
-// Runs one launch to completion; its reply.
-LaunchReply RunLaunch(LaunchMessage& message, const ModuleDirectory& directory,
-                      std::map<std::string, Module>& modules, BlockPool& pool,
-                      DeviceWindow& window) {
-  message.module_path[kMaxModulePathBytes - 1] = '\0';
+// Runs one launch to completion; how it ended.
+Outcome RunLaunch(const PackedLaunch& message, const ModuleDirectory& directory,
+                  std::map<std::string, Module>& modules, BlockPool& pool, DeviceWindow& window) {
   std::string error;
-  const Module* module = LoadModule(modules, directory.Reachable(message.module_path), &error);
-  if (module == nullptr) return Reply(9 /* FAILED_PRECONDITION */, error);
-  Launch launch{module, message.grid, message.block, message.dynamic_shared_memory_bytes, {}};
-  for (uint32_t i = 0; i < message.arg_count && i < kMaxKernelArgs; ++i) {
-    launch.args[i] = &message.args[i];
+  const Module* module =
+      LoadModule(modules, directory.Reachable(std::string(message.module_path)), &error);
+  if (module == nullptr) return {9 /* FAILED_PRECONDITION */, error};
+  const LaunchHeader& header = message.header;
+  Launch launch{module, header.grid, header.block, header.dynamic_shared_memory_bytes, {}};
+  uint64_t slots[kMaxKernelArgs];  // the kernel's own copy of its arguments
+  for (size_t i = 0; i < message.args.size(); ++i) {
+    slots[i] = message.args[i];
+    launch.args[i] = &slots[i];
   }
-  window.Expose(message);
+  window.Expose(message.ranges);
   launch_failure.Reset();
   pool.Run(launch);
   if (std::optional<std::string> failed = launch_failure.Take()) {
-    return Reply(10 /* ABORTED */, "kernel assertion failed: " + *failed);
+    return {10 /* ABORTED */, "kernel assertion failed: " + *failed};
   }
-  return Reply(0, "");
+  return {};
 }
 
 // Serves messages of launches until the daemon closes the socket (0) or breaks the
@@ -698,8 +698,10 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
     return 1;
   }
   std::map<std::string, Module> modules;
-  std::vector<LaunchMessage> launches(kMaxLaunchesPerMessage);
-  std::string replies;  // each a LaunchReply and the output it counts
+  // Received datagrams, 8-byte aligned as ParseLaunches needs.
+  std::vector<uint64_t> received_words(kMaxLaunchDatagramBytes / sizeof(uint64_t) + 1);
+  std::vector<PackedLaunch> launches;
+  std::string replies;  // each a LaunchReply, its message and the output it counts
   auto answer = [&]() {
     const bool sent = send(socket_fd, replies.data(), replies.size(), MSG_NOSIGNAL) ==
                       static_cast<ssize_t>(replies.size());
@@ -707,36 +709,35 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
     return sent;
   };
   // False when the replies so far had to go first and could not be sent.
-  auto add_reply = [&](LaunchReply reply) {
+  auto add_reply = [&](const Outcome& outcome) {
     const std::string output = launch_output.Take();
-    if (replies.size() + sizeof(reply) + output.size() > kMaxReplyDatagramBytes && !answer()) {
-      return false;
-    }
-    reply.output_bytes = static_cast<uint32_t>(output.size());
-    replies.append(reinterpret_cast<const char*>(&reply), sizeof(reply));
-    replies.append(output);
+    const size_t reply_bytes = sizeof(LaunchReply) +
+                               std::min<size_t>(outcome.message.size(), kMaxReplyMessageBytes) +
+                               output.size();
+    if (replies.size() + reply_bytes > kMaxReplyDatagramBytes && !answer()) return false;
+    AppendReply(outcome.code, outcome.message, output, replies);
     return true;
   };
   while (true) {
-    ssize_t received = recv(socket_fd, launches.data(), launches.size() * sizeof(LaunchMessage), 0);
+    const ssize_t received = recv(socket_fd, received_words.data(),
+                                  received_words.size() * sizeof(uint64_t), 0);
     if (received == 0) return 0;  // the daemon closed the socket
-    if (received < 0 || received % sizeof(LaunchMessage) != 0) {
+    if (received < 0 ||
+        !ParseLaunches({reinterpret_cast<const std::byte*>(received_words.data()),
+                        static_cast<size_t>(received)},
+                       launches)) {
       std::fprintf(stderr, "gpucmd-kernel-executor: malformed request\n");
       return 1;
     }
     auto answered = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < static_cast<size_t>(received) / sizeof(LaunchMessage); ++i) {
-      LaunchMessage& message = launches[i];
-      if (message.magic != kExecutorMagic) {
-        std::fprintf(stderr, "gpucmd-kernel-executor: malformed request\n");
-        return 1;
-      }
+    for (const PackedLaunch& launch : launches) {
       const auto now = std::chrono::steady_clock::now();
-      if (!replies.empty() && now - answered >= std::chrono::milliseconds(message.reply_within_ms)) {
+      if (!replies.empty() &&
+          now - answered >= std::chrono::milliseconds(launch.header.reply_within_ms)) {
         if (!answer()) return 1;
         answered = now;
       }
-      if (!add_reply(RunLaunch(message, directory, modules, pool, window))) return 1;
+      if (!add_reply(RunLaunch(launch, directory, modules, pool, window))) return 1;
     }
     if (!answer()) return 1;
   }
