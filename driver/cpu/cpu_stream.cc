@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/batch_scheduling.h"
+#include "base/deferred_wakeups.h"
 #include "base/thread_name.h"
 
 namespace gpucmd {
@@ -31,8 +32,9 @@ void CpuStream::Enqueue(Work work) {
     queue_.push_back(std::move(work));
     ++enqueued_;
   }
-  // After unlocking: a worker woken under the lock would only block on it again.
-  work_ready_.NotifyOne();
+  // After unlocking: a worker woken under the lock would only block on it again. Within
+  // a DeferredWakeups scope, once the scope's run is queued.
+  if (!DeferWakeup(&work_ready_)) work_ready_.NotifyOne();
 }
 
 uint64_t CpuStream::enqueued() const {
@@ -90,6 +92,7 @@ void CpuStream::Run() {
 
 absl::Status CpuStream::Event::Wait() const {
   if (timeline_ == nullptr) return absl::OkStatus();
+  WakeDeferredNow();  // the work waited for may be this thread's, its wake-up deferred
   MutexLock lock(&timeline_->mutex);
   while (timeline_->completed < sequence_) {
     timeline_->earliest_awaited = std::min(timeline_->earliest_awaited, sequence_);

@@ -16,6 +16,10 @@
 // A stream may name its device's copy engine (Note [Copies on several cores] in
 // driver/cpu/copy_engine.h), which its copies then share with the device's other streams.
 //
+// Enqueue takes part in Note [Deferred wake-ups] (base/deferred_wakeups.h): within a
+// DeferredWakeups scope the worker is woken at the scope's end, or before the enqueuing
+// thread waits for an Event or Synchronizes.
+//
 // Thread-safety: every method may be called from any thread. The destructor waits for
 // all enqueued work.
 

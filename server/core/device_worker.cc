@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/deferred_wakeups.h"
 #include "base/thread_name.h"
 #include "server/command/unavailable_command.h"
 #include "spdlog/spdlog.h"
@@ -331,7 +332,12 @@ void DeviceWorker::RunTask(Task task) {
   metrics_->QueueDepth(options_.ordinal).Set(static_cast<double>(queue_.depth()));
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   command.ReclaimFinished();
-  task(command);
+  {
+    // The task's device work starts once it is all queued (Note [Deferred wake-ups] in
+    // base/deferred_wakeups.h): a batch's launches reach a CPU executor in one message.
+    DeferredWakeups whole_task;
+    task(command);
+  }
   metrics_->CommandsInFlight(options_.ordinal).Decrement();
   PublishUsage(command);
   for (absl::AnyInvocable<void()>& action : deferred_) action();
