@@ -10,7 +10,9 @@
 // takes part (CpuStream) hands its wake-up to DeferWakeup instead of notifying; the
 // outermost scope's end notifies each such CondVar once, so the worker finds the whole
 // run queued. A thread about to block on the progress of such a queue calls
-// WakeDeferredNow first: deferring never leaves a thread waiting on its own wake-up.
+// WakeDeferredNow first: deferring never leaves a thread waiting on its own wake-up. So
+// does a task about to do slow host-side work of its own (a batch's write copying its
+// bytes, an allocation): the device work queued before it runs alongside.
 //
 // A deferred CondVar must outlive the scope (the queue's owner outlives the task that
 // opened it).

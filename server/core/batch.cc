@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/deferred_wakeups.h"
 
 namespace gpucmd {
 namespace {
@@ -104,6 +105,9 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       }
       room = self->RoomToWaitFor(command, session, i);
       if (room == nullptr) {
+        // What the run queued so far starts before this command's own host-side work
+        // (Note [Deferred wake-ups] in base/deferred_wakeups.h).
+        if (!OnlyEnqueues(*self->commands_[i].operation)) WakeDeferredNow();
         self->Execute(command, session, i);
         room = self->MemoryToWaitFor(command, i);
       }
