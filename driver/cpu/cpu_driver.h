@@ -40,7 +40,9 @@ struct CpuLaunchArgs {
 // has not started and is its owner's, so stream order is kept, and a kernel that kills
 // the executor costs the outcome of the launches before it in its message only to its
 // own owner; an event recorded after any of its launches completes once the whole group
-// ran (later, never earlier, than needed).
+// ran (later, never earlier, than needed). A device task wakes the worker only once its
+// launches are all queued (Note [Deferred wake-ups] in base/deferred_wakeups.h), so a
+// batch's run of launches is one group rather than the few queued before the worker woke.
 class PendingLaunches {
  public:
   // The group of `owner`'s launches that is the stream's work item number `position`.
