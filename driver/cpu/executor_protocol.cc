@@ -93,6 +93,11 @@ void AppendReply(int32_t code, absl::string_view message, absl::string_view outp
   datagram.append(output.data(), output.size());
 }
 
+size_t ReplyBytes(absl::string_view message, absl::string_view output) {
+  return sizeof(LaunchReply) + std::min<size_t>(message.size(), kMaxReplyMessageBytes) +
+         std::min<size_t>(output.size(), kMaxLaunchOutputBytes);
+}
+
 bool ParseReplies(absl::Span<const std::byte> datagram, size_t at_most,
                   std::vector<PackedReply>& replies) {
   replies.clear();

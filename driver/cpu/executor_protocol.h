@@ -105,6 +105,9 @@ bool ParseLaunches(absl::Span<const std::byte> datagram, std::vector<PackedLaunc
 void AppendReply(int32_t code, absl::string_view message, absl::string_view output,
                  std::string& datagram);
 
+// The bytes AppendReply appends for `message` and `output`.
+size_t ReplyBytes(absl::string_view message, absl::string_view output);
+
 // One reply of a datagram, its parts pointing into the datagram.
 struct PackedReply {
   int32_t code;

@@ -138,6 +138,8 @@ TEST(ExecutorProtocolTest, RepliesComeBackAsTheyWereAppended) {
 TEST(ExecutorProtocolTest, RepliesAreCutToTheirLimits) {
   std::string datagram;
   AppendReply(13, std::string(2000, 'm'), std::string(kMaxLaunchOutputBytes + 5, 'o'), datagram);
+  EXPECT_EQ(datagram.size(), ReplyBytes(std::string(2000, 'm'),
+                                        std::string(kMaxLaunchOutputBytes + 5, 'o')));
   std::vector<PackedReply> replies;
   ASSERT_TRUE(ParseReplies({reinterpret_cast<const std::byte*>(datagram.data()), datagram.size()},
                            1, replies));

@@ -698,7 +698,8 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
     return 1;
   }
   std::map<std::string, Module> modules;
-  // Received datagrams, 8-byte aligned as ParseLaunches needs.
+  // Received datagrams, 8-byte aligned as ParseLaunches needs; a word beyond the largest
+  // the daemon sends, so that a longer one arrives cut and fails to parse.
   std::vector<uint64_t> received_words(kMaxLaunchDatagramBytes / sizeof(uint64_t) + 1);
   std::vector<PackedLaunch> launches;
   std::string replies;  // each a LaunchReply, its message and the output it counts
@@ -711,10 +712,10 @@ int Serve(int socket_fd, int workers, const ModuleDirectory& directory, DeviceWi
   // False when the replies so far had to go first and could not be sent.
   auto add_reply = [&](const Outcome& outcome) {
     const std::string output = launch_output.Take();
-    const size_t reply_bytes = sizeof(LaunchReply) +
-                               std::min<size_t>(outcome.message.size(), kMaxReplyMessageBytes) +
-                               output.size();
-    if (replies.size() + reply_bytes > kMaxReplyDatagramBytes && !answer()) return false;
+    if (replies.size() + ReplyBytes(outcome.message, output) > kMaxReplyDatagramBytes &&
+        !answer()) {
+      return false;
+    }
     AppendReply(outcome.code, outcome.message, output, replies);
     return true;
   };
