@@ -10,11 +10,13 @@
 // only while no command runs.
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "server/command/command_interface.h"
 
 namespace gpucmd {
@@ -116,8 +118,17 @@ class FakeCommand final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  // Synchronizations queued from now on wait (off the device thread, as a device's do)
+  // until `release` is notified. Call while no command runs.
+  void HoldSynchronizes(std::shared_ptr<absl::Notification> release) {
+    hold_synchronizes_ = std::move(release);
+  }
+
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
-    return [] { return absl::OkStatus(); };
+    return [hold = hold_synchronizes_] {
+      if (hold != nullptr) hold->WaitForNotification();
+      return absl::OkStatus();
+    };
   }
   // Copies happen at once: nothing waits for room or memory.
   PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
@@ -184,6 +195,7 @@ class FakeCommand final : public CommandInterface {
   absl::flat_hash_map<BufferId, Buffer> buffers_;
   std::vector<KernelLaunch> launches_;
   absl::flat_hash_map<SessionId, uint64_t> launches_by_session_;
+  std::shared_ptr<absl::Notification> hold_synchronizes_;  // null: they do not wait
 };
 
 }  // namespace gpucmd

@@ -75,7 +75,7 @@ void Batch::CollectKernelOutput(SessionId session, OperationResult& result) {
 
 absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t begin,
                         size_t end, absl::AnyInvocable<absl::Status()> abandoned,
-                        absl::AnyInvocable<void()> done) {
+                        absl::AnyInvocable<void()> done, absl::AnyInvocable<void()> queued) {
   const SessionId session = info.id;
   // Commands that only enqueue device work: the submitting thread may run them when the
   // device is idle.
@@ -89,7 +89,8 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,
                                  client = info.client_name, begin, end,
                                  abandoned = std::move(abandoned),
-                                 done = std::move(done)](CommandInterface& command) mutable {
+                                 done = std::move(done), queued = std::move(queued)](
+                                    CommandInterface& command) mutable {
     absl::Status gone = abandoned();
     bool waits = false;
     PendingWait room;  // set: the run stops at `ran_to`, before a command that must wait
@@ -125,6 +126,7 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       worker->Defer(std::move(done));
       return;
     }
+    if (room == nullptr && queued != nullptr) queued();
     worker->Complete(
         session,
         [self, session, begin, ran_to, room = std::move(room)]() mutable {

@@ -81,9 +81,14 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // found the device full while freed memory that could hold it waits for work in flight
   // (until that work ended: Note [Out of device memory] in server/command/command.h).
   // TakeStoppedAt then says where to run from next; the caller runs on from there.
+  // `queued`, when set, runs in the task once it queued its whole range and only waits
+  // are left before `done` (a completion thread runs that): the thread still holds the
+  // device, so it must not wait, but may call DeviceWorker::Defer. It does not run when
+  // the run stops early or nothing waits.
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
-                   absl::AnyInvocable<void()> done);
+                   absl::AnyInvocable<void()> done,
+                   absl::AnyInvocable<void()> queued = nullptr);
 
   // After `done`: the first command the last Run did not run (waiting for launch room),
   // or nullopt when it ran its whole range.

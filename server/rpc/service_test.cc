@@ -6,11 +6,13 @@
 #include "server/rpc/service.h"
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "driver/front_end/kernel_parser.h"
 #include "grpcpp/grpcpp.h"
@@ -281,6 +283,52 @@ TEST_F(ServiceTest, BatchesSentAheadAreAnsweredInOrder) {
   sender.join();
   v1::SubmitResponse extra;
   EXPECT_FALSE(stream->Read(&extra)) << "nothing more than the batches' answers";
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Note [Overlapping batches]: the second batch runs while the first one's synchronize
+// still waits, and its answers, ready first, still come after the first batch's.
+TEST_F(ServiceTest, ABatchStartsWhileTheOneBeforeWaitsAndIsAnsweredAfterIt) {
+  auto release = std::make_shared<absl::Notification>();
+  fake_->HoldSynchronizes(release);
+  absl::Cleanup release_on_exit = [&] {
+    if (!release->HasBeenNotified()) release->Notify();
+  };
+  const std::string other = OpenSession();
+  const uint64_t used_before = core_->worker(0).usage().memory_used_bytes;
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  ASSERT_TRUE(stream->Write(Allocations(0, 1, 256)));  // held at its synchronize
+  v1::SubmitRequest second;
+  second.set_stream_replies(true);
+  for (int i = 0; i < 2; ++i) {
+    v1::AllocateRequest* allocate = Add(second, 100 + i)->mutable_allocate();
+    allocate->set_session(other);
+    allocate->set_size_bytes(512);
+  }
+  ASSERT_TRUE(stream->Write(second));
+  stream->WritesDone();
+  // Both batches' allocations are made while the first batch is not answered yet.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (core_->worker(0).usage().memory_used_bytes != used_before + 256 + 2 * 512) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "the second batch did not run while the first one waited";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  release->Notify();
+  std::vector<uint64_t> sequences;
+  std::vector<bool> batch_done;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) {
+    for (const v1::CommandReply& reply : replies.replies()) {
+      sequences.push_back(reply.sequence());
+      EXPECT_EQ(Code(reply), absl::StatusCode::kOk) << reply.status().message();
+    }
+    batch_done.push_back(replies.batch_done());
+  }
+  EXPECT_EQ(sequences, (std::vector<uint64_t>{0, 1, 100, 101}));
+  EXPECT_EQ(batch_done, (std::vector<bool>{true, false, true}))
+      << "the first batch's answer, then the second's run and its close";
   EXPECT_TRUE(stream->Finish().ok());
 }
 

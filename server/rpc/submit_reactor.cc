@@ -1,5 +1,6 @@
 #include "server/rpc/submit_reactor.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -64,12 +65,14 @@ SubmitReactor::Next SubmitReactor::Advance() {
   Next next;
   if (finished_) return next;
   if (client_gone_) waiting_.clear();  // nobody to answer
+  // Note [Overlapping batches]: the next starts once the last one started only waits.
+  const bool may_start =
+      started_.empty() || (started_.size() < kMaxBatchesStarted && started_.back().queued_all);
   // Note [Replies the client does not read]: no batch starts while answers pile up.
-  if (!batch_running_ && !waiting_.empty() && outgoing_.size() < kMaxBatchesAhead) {
-    running_ = std::move(waiting_.front());
+  if (may_start && !waiting_.empty() && outgoing_.size() < kMaxBatchesAhead) {
+    started_.push_back(Started{.in_flight = std::move(waiting_.front())});
     waiting_.pop_front();
-    batch_running_ = true;
-    next.run = true;
+    next.run = started_.back().in_flight.get();
   }
   if (!reading_ && !reads_done_ && !client_gone_ && waiting_.size() < kMaxBatchesAhead) {
     reading_ = true;
@@ -81,7 +84,7 @@ SubmitReactor::Next SubmitReactor::Advance() {
     outgoing_.front().read_reservations.clear();
     next.write = &outgoing_.front().message;
   }
-  if (!batch_running_ && !writing_ && (client_gone_ || (reads_done_ && outgoing_.empty()))) {
+  if (started_.empty() && !writing_ && (client_gone_ || (reads_done_ && outgoing_.empty()))) {
     finished_ = true;
     next.finish = client_gone_ ? ToGrpcStatus(absl::CancelledError(
                                      "the client stopped reading replies"))
@@ -97,7 +100,26 @@ void SubmitReactor::Act(const Next& next) {
   }
   if (next.read) StartRead(&incoming_);
   if (next.write != nullptr) StartWrite(next.write);
-  if (next.run) RunNext();
+  if (next.run != nullptr) RunNext(*next.run);
+}
+
+SubmitReactor::Started& SubmitReactor::StartedOf(const InFlight& batch) {
+  // A batch is in started_ from its start until it is answered, and only then retired.
+  return *std::find_if(started_.begin(), started_.end(),
+                       [&batch](const Started& started) { return started.in_flight.get() == &batch; });
+}
+
+void SubmitReactor::Retire(std::vector<std::unique_ptr<InFlight>>& retired) {
+  while (!started_.empty() && started_.front().answered) {
+    retired.push_back(std::move(started_.front().in_flight));
+    started_.pop_front();
+    if (started_.empty()) break;
+    std::deque<Outgoing>& held = started_.front().held;
+    if (!client_gone_) {
+      for (Outgoing& message : held) outgoing_.push_back(std::move(message));
+    }
+    held.clear();
+  }
 }
 
 absl::Status SubmitReactor::ReserveInline(const Operation& operation, SessionId session,
@@ -176,54 +198,56 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
       std::make_shared<Batch>(std::move(commands), Batch::PastTheStreamLimit::kWait);
 }
 
-void SubmitReactor::RunNext() {
-  Batch& batch = *running_->batch;
+void SubmitReactor::RunNext(InFlight& in_flight) {
+  Batch& batch = *in_flight.batch;
   const size_t count = batch.size();
-  size_t& next = running_->next;
+  size_t& next = in_flight.next;
   while (next < count) {
-    if (IsCompile(next) && running_->sessions[next].has_value()) {
-      RunCompile(next);
+    if (IsCompile(in_flight, next) && in_flight.sessions[next].has_value()) {
+      RunCompile(in_flight, next);
       return;
     }
     if (batch.answered(next)) {
       batch.Pass(next);
-      Answer(next, next + 1);
+      Answer(in_flight, next, next + 1);
       ++next;
       continue;
     }
-    const SessionId session = running_->sessions[next]->id;
+    const SessionId session = in_flight.sessions[next]->id;
     size_t end = next + 1;
-    while (end < count && !IsCompile(end) &&
-           (batch.answered(end) || running_->sessions[end]->id == session)) {
+    while (end < count && !IsCompile(in_flight, end) &&
+           (batch.answered(end) || in_flight.sessions[end]->id == session)) {
       ++end;
     }
-    RunOnDevice(next, end);
+    RunOnDevice(in_flight, next, end);
     return;
   }
-  FinishBatch();
+  FinishBatch(in_flight);
 }
 
-void SubmitReactor::RunCompile(size_t index) {
-  const v1::CompileRequest& request = running_->request->commands(static_cast<int>(index)).compile();
+void SubmitReactor::RunCompile(InFlight& in_flight, size_t index) {
+  const v1::CompileRequest& request = in_flight.request->commands(static_cast<int>(index)).compile();
   KernelSource kernel{request.source(), request.entry_point(),
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
   Ref();  // the compile cache calls back exactly once
   environment_->compiler->Compile(
-      running_->sessions[index]->id, std::move(kernel),
-      [this, index, id](absl::StatusOr<CompileCache::Result> result) {
-        v1::CommandReply* reply = running_->response->mutable_replies(static_cast<int>(index));
+      in_flight.sessions[index]->id, std::move(kernel),
+      [this, &in_flight, index, id](absl::StatusOr<CompileCache::Result> result) {
+        v1::CommandReply* reply = in_flight.response->mutable_replies(static_cast<int>(index));
         FillCompileResponse(id, result, reply->mutable_compile());
         SetReplyStatus(result.status(), reply);
-        if (running_->request->stream_replies()) SendReplies(index + 1, /*batch_done=*/false);
-        running_->next = index + 1;
-        RunNext();
+        if (in_flight.request->stream_replies()) {
+          SendReplies(in_flight, index + 1, /*batch_done=*/false);
+        }
+        in_flight.next = index + 1;
+        RunNext(in_flight);
         Unref();
       });
 }
 
-void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
-  Batch& batch = *running_->batch;
+void SubmitReactor::RunOnDevice(InFlight& in_flight, size_t begin, size_t end) {
+  Batch& batch = *in_flight.batch;
   // Kernels are looked up now, after the batch's earlier compiles finished; a run of
   // launches of one kernel looks it up once.
   const LaunchOp* previous = nullptr;
@@ -239,36 +263,59 @@ void SubmitReactor::RunOnDevice(size_t begin, size_t end) {
     }
     previous = launch;
   }
-  const SessionInfo& session = *running_->sessions[begin];
-  Ref();  // for the device's callback
-  absl::Status queued = batch.Run(
-      environment_->core->worker(session.device), session, begin, end,
-      [context = context_] { return CallAbandoned(context); },
-      [this, begin, end] {
-        // A run that stopped for launch room goes on from there (Note [Launch
-        // backpressure] in server/command/command.h).
-        const size_t ran_to = running_->batch->TakeStoppedAt().value_or(end);
-        Answer(begin, ran_to);
-        running_->next = ran_to;
-        RunNext();
+  const SessionInfo& session = *in_flight.sessions[begin];
+  DeviceWorker& worker = environment_->core->worker(session.device);
+  // The batch's last run: once it is queued the next batch may start.
+  absl::AnyInvocable<void()> queued_all;
+  if (end == batch.size()) {
+    queued_all = [this, &in_flight, &worker] {
+      {
+        MutexLock lock(&mutex_);
+        StartedOf(in_flight).queued_all = true;
+      }
+      // Started after this task, not inside it.
+      Ref();
+      worker.Defer([this] {
+        Next next;
+        {
+          MutexLock lock(&mutex_);
+          next = Advance();
+        }
+        Act(next);
         Unref();
       });
+    };
+  }
+  Ref();  // for the device's callback
+  absl::Status queued = batch.Run(
+      worker, session, begin, end, [context = context_] { return CallAbandoned(context); },
+      [this, &in_flight, begin, end] {
+        // A run that stopped for launch room goes on from there (Note [Launch
+        // backpressure] in server/command/command.h).
+        const size_t ran_to = in_flight.batch->TakeStoppedAt().value_or(end);
+        Answer(in_flight, begin, ran_to);
+        in_flight.next = ran_to;
+        RunNext(in_flight);
+        Unref();
+      },
+      std::move(queued_all));
   if (!queued.ok()) {
     for (size_t i = begin; i < end; ++i) {
       if (!batch.answered(i)) batch.Fail(i, queued);
     }
-    Answer(begin, end);
-    running_->next = end;
-    RunNext();
+    Answer(in_flight, begin, end);
+    in_flight.next = end;
+    RunNext(in_flight);
     Unref();  // the device's callback will not run
   }
 }
 
-void SubmitReactor::Answer(size_t begin, size_t end) {
-  Batch& batch = *running_->batch;
+void SubmitReactor::Answer(InFlight& in_flight, size_t begin, size_t end) {
+  Batch& batch = *in_flight.batch;
   for (size_t i = begin; i < end; ++i) {
-    if (IsCompile(i) && running_->sessions[i].has_value()) continue;  // answered by its compile
-    v1::CommandReply* reply = running_->response->mutable_replies(static_cast<int>(i));
+    // Answered by its compile.
+    if (IsCompile(in_flight, i) && in_flight.sessions[i].has_value()) continue;
+    v1::CommandReply* reply = in_flight.response->mutable_replies(static_cast<int>(i));
     const absl::StatusOr<Operation>& operation = batch.command(i).operation;
     if (operation.ok()) {
       FillReply(*operation, batch.result(i), reply);
@@ -276,43 +323,43 @@ void SubmitReactor::Answer(size_t begin, size_t end) {
       SetReplyStatus(batch.result(i).status, reply);
     }
   }
-  if (running_->request->stream_replies()) SendReplies(end, /*batch_done=*/false);
+  if (in_flight.request->stream_replies()) SendReplies(in_flight, end, /*batch_done=*/false);
 }
 
-void SubmitReactor::SendReplies(size_t end, bool batch_done) {
-  const v1::SubmitResponse& replies = *running_->response;
+void SubmitReactor::SendReplies(InFlight& in_flight, size_t end, bool batch_done) {
+  const v1::SubmitResponse& replies = *in_flight.response;
   std::deque<Outgoing> messages;  // (Outgoing is not copyable: a deque never relocates)
-  size_t& next = running_->unsent;
+  size_t& next = in_flight.unsent;
   do {  // at least one message: the one that says batch_done may carry no reply
     const size_t fit = RepliesThatFit(replies, next, end, environment_->read_chunk_bytes);
     messages.push_back({SerializeReplies(replies, next, fit, batch_done && fit == end)});
     next = fit;
   } while (next < end);
-  if (batch_done) messages.back().read_reservations = std::move(running_->read_reservations);
+  if (batch_done) messages.back().read_reservations = std::move(in_flight.read_reservations);
+  std::vector<std::unique_ptr<InFlight>> retired;  // freed unlocked
   Next after;
   {
     MutexLock lock(&mutex_);
+    Started& started = StartedOf(in_flight);
     if (!client_gone_) {
-      for (Outgoing& message : messages) outgoing_.push_back(std::move(message));
+      // After the older batches' responses.
+      std::deque<Outgoing>& into = &started == &started_.front() ? outgoing_ : started.held;
+      for (Outgoing& message : messages) into.push_back(std::move(message));
+    }
+    if (batch_done) {
+      started.answered = true;
+      Retire(retired);
     }
     after = Advance();
   }
+  retired.clear();
   Act(after);
 }
 
-void SubmitReactor::FinishBatch() {
+void SubmitReactor::FinishBatch(InFlight& in_flight) {
   // Its writes have run: their budget is given back before the client hears so.
-  running_->write_reservations.clear();
-  SendReplies(running_->batch->size(), /*batch_done=*/true);
-  std::unique_ptr<InFlight> done = std::move(running_);
-  Next next;
-  {
-    MutexLock lock(&mutex_);
-    batch_running_ = false;
-    next = Advance();
-  }
-  done.reset();
-  Act(next);
+  in_flight.write_reservations.clear();
+  SendReplies(in_flight, in_flight.batch->size(), /*batch_done=*/true);  // `in_flight` goes
 }
 
 }  // namespace gpucmd

@@ -8,13 +8,27 @@
 // finish off the device thread. Batch-local references and failure propagation: Note
 // [One command path] in server/core/batch.h.
 //
-// Batches run one at a time, in the order they came, while the reactor reads up to
-// kMaxBatchesAhead more (converting each as it arrives) and writes the answers of
-// finished ones: a client that keeps several batches in flight never leaves the device
-// idle for a round trip. A batch is answered by one response, or, when it asks for
-// stream_replies, by one per run of commands as they complete; the last says batch_done.
-// Replies that together pass the message limit go in several responses (one reply
-// never does: a read in a batch returns at most a message's worth of bytes).
+// Batches run in the order they came, while the reactor reads up to kMaxBatchesAhead
+// more (converting each as it arrives) and writes the answers of finished ones: a client
+// that keeps several batches in flight never leaves the device idle for a round trip.
+// A batch starts once the one before it queued all its device work and only waits for
+// it (its reads, its synchronize) are left (Note [Overlapping batches]). A batch is
+// answered by one response, or, when it asks for stream_replies, by one per run of
+// commands as they complete; the last says batch_done. Responses go out in the order of
+// the batches. Replies that together pass the message limit go in several responses
+// (one reply never does: a read in a batch returns at most a message's worth of bytes).
+//
+// Note [Overlapping batches]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A batch that ends in a synchronize would otherwise leave the device idle while its
+// answer is written and the next batch is queued, and leave the daemon idle while the
+// device runs: the two take turns. So the next batch starts as soon as the one before it
+// has queued the last of its device work and only waits for it are left: both are then
+// carried at once, by different threads, the older one towards its answer. At most
+// kMaxBatchesStarted are started. Nothing a client sees changes: device work still
+// reaches the device in the batches' order (streams run it in that order, and a
+// synchronize waits for what was queued before it, not after), and a batch whose
+// answers are ready before the older one's holds them until that one is answered.
 //
 // Note [Replies the client does not read]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -26,8 +40,8 @@
 // client can hear of it (so a client that sends its next batch on that answer finds the
 // budget given back).
 //
-// Thread-safety: gRPC runs one reactor callback at a time; the running batch is carried
-// on by one thread at a time (device, completion or compile thread); what both touch is
+// Thread-safety: gRPC runs one reactor callback at a time; each started batch is carried
+// on by one thread at a time (device, completion or compile thread); what they share is
 // guarded by `mutex_`.
 
 #include <atomic>
@@ -52,6 +66,8 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  public:
   // Batches read while one runs before the reactor waits for it.
   static constexpr size_t kMaxBatchesAhead = 4;
+  // Batches started and not answered yet (Note [Overlapping batches]).
+  static constexpr size_t kMaxBatchesStarted = 2;
 
   // `environment` must outlive the call.
   SubmitReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context);
@@ -86,6 +102,14 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::vector<InlineBudget::Reservation> read_reservations;
   };
 
+  // A started batch, and where it stands; guarded by `mutex_`.
+  struct Started {
+    std::unique_ptr<InFlight> in_flight;
+    bool queued_all = false;  // only waits for its device work are left
+    bool answered = false;    // its last response is made
+    std::deque<Outgoing> held;  // responses made while an older batch was unanswered
+  };
+
   // Sized for a batch of some dozens of commands in its first block.
   static inline const google::protobuf::ArenaOptions kArenaOptions = [] {
     google::protobuf::ArenaOptions options;
@@ -100,19 +124,21 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // read whose bytes cannot fit one response.
   absl::Status ReserveInline(const Operation& operation, SessionId session,
                              InFlight& in_flight) const;
-  // Runs the running batch from its next command; finishes it after the last.
-  void RunNext();
-  void RunCompile(size_t index);
+  // Runs a started batch from its next command; finishes it after the last.
+  void RunNext(InFlight& batch);
+  void RunCompile(InFlight& batch, size_t index);
   // Commands [begin, end) of one session (and answered ones), in one device task.
-  void RunOnDevice(size_t begin, size_t end);
-  void Answer(size_t begin, size_t end);
-  // Sends the running batch's replies from `unsent` up to `end`, in as many responses as
-  // the message limit takes (batch_done on the last when it ends the batch).
-  void SendReplies(size_t end, bool batch_done);
-  // The running batch is done: runs the next, or ends the call when nothing is left.
-  void FinishBatch();
-  bool IsCompile(size_t index) const {
-    return running_->request->commands(static_cast<int>(index)).has_compile();
+  void RunOnDevice(InFlight& batch, size_t begin, size_t end);
+  void Answer(InFlight& batch, size_t begin, size_t end);
+  // Sends the batch's replies from `unsent` up to `end`, in as many responses as the
+  // message limit takes (batch_done on the last, which ends the batch, when it does).
+  void SendReplies(InFlight& batch, size_t end, bool batch_done);
+  // The batch is done: its last response goes out (after the older batches' ones).
+  void FinishBatch(InFlight& batch);
+  // The batch queued the last of its device work (Note [Overlapping batches]).
+  void QueuedAll(InFlight& batch);
+  static bool IsCompile(const InFlight& batch, size_t index) {
+    return batch.request->commands(static_cast<int>(index)).has_compile();
   }
 
   // gRPC holds a reference until OnDone, and so does every callback of the device or
@@ -127,22 +153,26 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   struct Next {
     bool read = false;
     const grpc::ByteBuffer* write = nullptr;  // to start writing
-    bool run = false;                           // the batch just made running_
+    InFlight* run = nullptr;                    // the batch just started
     std::optional<grpc::Status> finish;
   };
   void Act(const Next& next);
   // Starts the next batch, reading ahead, and ending the call, as far as they are due.
   Next Advance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  Started& StartedOf(const InFlight& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Drops the answered batches at the front of `started_` into `retired` (to be freed
+  // unlocked), queueing the held responses of the batch that becomes the oldest.
+  void Retire(std::vector<std::unique_ptr<InFlight>>& retired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
   std::atomic<int> references_{1};
-  grpc::ByteBuffer incoming_;          // the read in progress
-  std::unique_ptr<InFlight> running_;  // the batch running, carried by one thread
+  grpc::ByteBuffer incoming_;  // the read in progress
 
   Mutex mutex_;
   std::deque<std::unique_ptr<InFlight>> waiting_ ABSL_GUARDED_BY(mutex_);
-  bool batch_running_ ABSL_GUARDED_BY(mutex_) = false;
+  std::deque<Started> started_ ABSL_GUARDED_BY(mutex_);  // oldest first
   std::deque<Outgoing> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = true;
