@@ -95,6 +95,7 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
     bool waits = false;
     PendingWait room;  // set: the run stops at `ran_to`, before a command that must wait
     size_t ran_to = end;
+    uint64_t launches = 0;
     for (size_t i = begin; i < end; ++i) {
       if (self->answered(i)) {
         self->Pass(i);
@@ -118,9 +119,10 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         break;
       }
       const OperationResult& result = self->results_[i];
-      if (result.status.ok()) self->Count(*worker, client, i);
+      if (result.status.ok()) self->Count(*worker, client, i, &launches);
       waits |= result.read.has_value() || result.synchronization != nullptr;
     }
+    if (launches > 0) worker->metrics().RecordLaunches(worker->ordinal(), client, launches);
     if (!waits && room == nullptr) {
       for (size_t i = begin; i < ran_to; ++i) CollectKernelOutput(session, self->results_[i]);
       worker->Defer(std::move(done));
@@ -170,19 +172,18 @@ PendingWait Batch::MemoryToWaitFor(CommandInterface& command, size_t index) {
   return freed;
 }
 
-std::vector<Batch::BufferUse> Batch::UsesOf(Operation& operation) {
+Batch::BufferUses Batch::UsesOf(Operation& operation) {
   return std::visit(
       Overloaded{
-          [](AllocateOp&) { return std::vector<BufferUse>(); },
-          [](FreeOp& free) { return std::vector<BufferUse>{{&free.buffer, false, false}}; },
-          [](WriteOp& write) { return std::vector<BufferUse>{{&write.buffer, false, true}}; },
-          [](ReadOp& read) { return std::vector<BufferUse>{{&read.buffer, true, false}}; },
+          [](AllocateOp&) { return BufferUses(); },
+          [](FreeOp& free) { return BufferUses{{&free.buffer, false, false}}; },
+          [](WriteOp& write) { return BufferUses{{&write.buffer, false, true}}; },
+          [](ReadOp& read) { return BufferUses{{&read.buffer, true, false}}; },
           [](CopyOp& copy) {
-            return std::vector<BufferUse>{{&copy.source, true, false},
-                                          {&copy.target, false, true}};
+            return BufferUses{{&copy.source, true, false}, {&copy.target, false, true}};
           },
           [](LaunchOp& launch) {
-            std::vector<BufferUse> uses;
+            BufferUses uses;
             for (size_t i = 0; i < launch.launch.args.size(); ++i) {
               const LaunchArgument& arg = launch.launch.args[i];
               if (arg.kind == ParamKind::kScalar) continue;
@@ -191,7 +192,7 @@ std::vector<Batch::BufferUse> Batch::UsesOf(Operation& operation) {
             }
             return uses;
           },
-          [](SynchronizeOp&) { return std::vector<BufferUse>(); },
+          [](SynchronizeOp&) { return BufferUses(); },
       },
       operation);
 }
@@ -258,7 +259,8 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
   return result;
 }
 
-void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index) const {
+void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index,
+                  uint64_t* launches) const {
   Metrics& metrics = worker.metrics();
   const int device = worker.ordinal();
   std::visit(Overloaded{
@@ -274,7 +276,7 @@ void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index)
                    metrics.RecordCopy(device, client, Metrics::Direction::kDeviceToDevice,
                                       copy.size_bytes);
                  },
-                 [&](const LaunchOp&) { metrics.RecordLaunches(device, client, 1); },
+                 [&](const LaunchOp&) { ++*launches; },
                  [](const auto&) {},
              },
              *commands_[index].operation);
@@ -282,7 +284,7 @@ void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index)
 
 void Batch::Execute(CommandInterface& command, SessionId session, size_t index) {
   Operation& operation = *commands_[index].operation;
-  std::vector<BufferUse> uses = UsesOf(operation);
+  BufferUses uses = UsesOf(operation);
   absl::Status blocked;
   for (BufferUse& use : uses) {
     if (use.ref->batch_index.has_value()) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "server/core/device_worker.h"
@@ -102,9 +103,14 @@ class Batch : public std::enable_shared_from_this<Batch> {
     bool writes;
   };
 
-  static std::vector<BufferUse> UsesOf(Operation& operation);
-  // Counts what command `index`, which succeeded, moved or launched for `client`.
-  void Count(DeviceWorker& worker, const std::string& client, size_t index) const;
+  // Most commands use one or two buffers: held inline.
+  using BufferUses = absl::InlinedVector<BufferUse, 3>;
+
+  static BufferUses UsesOf(Operation& operation);
+  // Counts what command `index`, which succeeded, moved for `client`; a launch is added
+  // to `*launches` instead, which the run records at once.
+  void Count(DeviceWorker& worker, const std::string& client, size_t index,
+             uint64_t* launches) const;
   // A synchronize's: takes what the session's kernels printed into `result` (once the
   // synchronization ended, so every launch before it is in), and logs it at debug level.
   static void CollectKernelOutput(SessionId session, OperationResult& result);
