@@ -7,6 +7,7 @@
 // so the server can check a launch's arguments against the kernel before resolving
 // anything, whichever driver compiles it, and what the CPU driver needs to build it.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct KernelParam {
   bool read_only = false;                 // kBuffer: the pointee is const
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
+
+// A compiled kernel's parameters, shared by its compile cache entry and its launches.
+using SharedKernelParams = std::shared_ptr<const std::vector<KernelParam>>;
 
 // What a driver's compiler reports for a kernel it built.
 struct CompileOutput {

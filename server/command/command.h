@@ -229,7 +229,7 @@ class Command final : public CommandInterface {
       TaintOutputs(session, launch, cause);
       return cause;
     }
-    RETURN_IF_ERROR(CheckArguments(*launch.params, launch.args, options_.launch));
+    RETURN_IF_ERROR(CheckArguments(**launch.params, launch.args, options_.launch));
     RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
     if (launch.grid.volume() == 0) return absl::OkStatus();
     RETURN_IF_ERROR(AdmitToStream(sessions_[session]));

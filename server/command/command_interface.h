@@ -61,7 +61,7 @@ struct LaunchArgument {
 struct KernelLaunch {
   KernelId kernel;
   // The compiled kernel's parameters, or why it has none (its compile failed).
-  absl::StatusOr<std::vector<KernelParam>> params;
+  absl::StatusOr<SharedKernelParams> params;
   Dim3 grid;
   Dim3 block;
   uint32_t dynamic_shared_memory_bytes = 0;

@@ -577,7 +577,11 @@ class CommandLaunchTest : public CommandTest {
                                 BufferId b, BufferId out) {
     KernelLaunch launch;
     launch.kernel = KernelId{"feedface"};
-    launch.params = std::move(params);
+    if (params.ok()) {
+      launch.params = std::make_shared<const std::vector<KernelParam>>(*std::move(params));
+    } else {
+      launch.params = params.status();
+    }
     launch.grid = {1, 1, 1};
     launch.block = {4, 1, 1};
     launch.args = {{.kind = ParamKind::kBuffer, .buffer = a, .access = BufferAccess::kRead},
@@ -656,9 +660,9 @@ TEST_F(CommandLaunchTest, ShapeLimitsAndZeroGrid) {
 KernelLaunch TensorMapLaunch(BufferId matrix, BufferId out) {
   KernelLaunch launch;
   launch.kernel = KernelId{"feedface"};
-  launch.params = std::vector<KernelParam>{
+  launch.params = std::make_shared<const std::vector<KernelParam>>(std::vector<KernelParam>{
       {ParamKind::kTensorMap, ScalarKind::kNone, "const __grid_constant__ CUtensorMap map"},
-      {ParamKind::kBuffer, ScalarKind::kNone, "float* out"}};
+      {ParamKind::kBuffer, ScalarKind::kNone, "float* out"}});
   launch.grid = {1, 1, 1};
   launch.block = {32, 1, 1};
   LaunchArgument map{.kind = ParamKind::kTensorMap, .buffer = matrix,

@@ -142,7 +142,7 @@ void CompileCache::Remember(const KernelId& id, absl::StatusOr<CompiledKernel> k
   uint64_t bytes = kEntryBytes + id.hex.size();
   if (kernel.ok()) {
     bytes += kernel->log.size();
-    for (const KernelParam& param : kernel->params) {
+    for (const KernelParam& param : *kernel->params) {
       bytes += kEntryBytes + param.declared_type.size();
     }
     compiled_.emplace(id.hex, *std::move(kernel));
@@ -166,7 +166,8 @@ absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
   if (!module.ok()) {
     return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " was never compiled"));
   }
-  CompiledKernel kernel{id, std::move(module->params), ""};
+  CompiledKernel kernel{
+      id, std::make_shared<const std::vector<KernelParam>>(std::move(module->params)), ""};
   MutexLock lock(&mutex_);
   ++disk_hits_;
   Remember(id, kernel);
@@ -183,6 +184,15 @@ absl::StatusOr<CompiledKernel> CompileCache::Lookup(const KernelId& id) {
     }
   }
   return LoadFromDisk(id);
+}
+
+absl::StatusOr<SharedKernelParams> CompileCache::ParamsOf(const KernelId& id) {
+  {
+    MutexLock lock(&mutex_);
+    if (auto it = compiled_.find(id.hex); it != compiled_.end()) return it->second.params;
+  }
+  ASSIGN_OR_RETURN(CompiledKernel kernel, Lookup(id));  // failed, on disk, or never compiled
+  return std::move(kernel.params);
 }
 
 absl::StatusOr<CompileCache::CompileLog> CompileCache::LogOf(const KernelId& id) {
@@ -305,7 +315,11 @@ void CompileCache::Answer(Waiter& waiter, absl::StatusOr<Result> result) {
 absl::StatusOr<CompileCache::Result> CompileCache::Build(const Job& job) {
   ASSIGN_OR_RETURN(CompileOutput output, compiler_(job.kernel, modules_.ArtifactPath(job.id)));
   RETURN_IF_ERROR(modules_.Commit(job.id, job.kernel.entry_point, output.params));
-  return Result{CompiledKernel{job.id, std::move(output.params), std::move(output.log)}, false};
+  return Result{CompiledKernel{job.id,
+                               std::make_shared<const std::vector<KernelParam>>(
+                                   std::move(output.params)),
+                               std::move(output.log)},
+                false};
 }
 
 uint64_t CompileCache::memory_hits() const {

@@ -63,7 +63,7 @@ struct KernelSource {
 
 struct CompiledKernel {
   KernelId id;
-  std::vector<KernelParam> params;
+  SharedKernelParams params;  // never null
   std::string log;
 };
 
@@ -111,6 +111,8 @@ class CompileCache {
   // A compiled kernel (memory, then disk); FAILED_PRECONDITION with the log when its
   // compile failed; NOT_FOUND when it was never compiled.
   absl::StatusOr<CompiledKernel> Lookup(const KernelId& id);
+  // Lookup's params alone: what a launch needs, without copying the compile's log.
+  absl::StatusOr<SharedKernelParams> ParamsOf(const KernelId& id);
 
   struct CompileLog {
     bool failed = false;

@@ -124,7 +124,12 @@ TEST(CompileCacheTest, MissThenMemoryHitThenDiskHitAfterRestart) {
   std::unique_ptr<CompileCache> restarted = Create("restart", compiler);
   absl::StatusOr<CompiledKernel> found = restarted->Lookup(id);
   ASSERT_TRUE(found.ok()) << found.status();
-  EXPECT_EQ(found->params.size(), 1u);
+  EXPECT_EQ(found->params->size(), 1u);
+  absl::StatusOr<SharedKernelParams> params = restarted->ParamsOf(id);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(*params, found->params) << "a launch shares the cached parameters";
+  EXPECT_EQ(restarted->ParamsOf(KernelId{std::string(64, 'a')}).status().code(),
+            absl::StatusCode::kNotFound);
   absl::StatusOr<ModuleStore::Module> module =
       ModuleStore::Open(std::string(getenv("TEST_TMPDIR")) + "/restart", ".so")->Find(id);
   ASSERT_TRUE(module.ok()) << module.status();
@@ -165,7 +170,7 @@ TEST(CompileCacheTest, RequestsForAKernelBeingCompiledJoinThatCompile) {
     absl::StatusOr<CompileCache::Result> result = results[i].get();
     if (i < 20) {
       ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(result->kernel.params.size(), 1u);
+      EXPECT_EQ(result->kernel.params->size(), 1u);
       hits += result->cache_hit;
     } else {
       EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
@@ -231,7 +236,7 @@ TEST(CompileCacheTest, MemoryRemembersKernelsUpToItsBound) {
   const uint64_t disk_hits = cache->disk_hits();
   absl::StatusOr<CompiledKernel> again = cache->Lookup(cache->IdFor(good));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->params.size(), 1u);
+  EXPECT_EQ(again->params->size(), 1u);
   EXPECT_EQ(cache->disk_hits(), disk_hits + 1) << "the compiled kernel came back from disk";
   EXPECT_EQ(compiler.calls(), 201);
   // Forgotten, a failing source fails again when compiled again.

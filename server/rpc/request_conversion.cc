@@ -493,14 +493,13 @@ absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescript
 }
 
 void PrepareLaunch(LaunchOp& launch, CompileCache& compiler) {
-  absl::StatusOr<CompiledKernel> compiled = compiler.Lookup(launch.launch.kernel);
-  if (absl::IsNotFound(compiled.status())) {
+  absl::StatusOr<SharedKernelParams> params = compiler.ParamsOf(launch.launch.kernel);
+  if (absl::IsNotFound(params.status())) {
     launch.refused = absl::FailedPreconditionError(absl::StrCat(
         "kernel ", launch.launch.kernel.hex, " is not compiled: call Compile first"));
-  } else if (compiled.ok()) {
-    launch.launch.params = compiled->params;
   } else {
-    launch.launch.params = compiled.status();  // the launch is skipped; its outputs tainted
+    // A failed compile's status: the launch is skipped, its outputs tainted.
+    launch.launch.params = std::move(params);
   }
 }
 
@@ -550,7 +549,7 @@ void FillCompileResponse(const KernelId& id, const absl::StatusOr<CompileCache::
   response->set_kernel_id(result->kernel.id.hex);
   response->set_cache_hit(result->cache_hit);
   response->set_log(result->kernel.log);
-  for (const KernelParam& param : result->kernel.params) {
+  for (const KernelParam& param : *result->kernel.params) {
     v1::KernelParam* out = response->add_params();
     out->set_kind(ToProto(param.kind));
     out->set_scalar_type(ToProto(param.scalar));

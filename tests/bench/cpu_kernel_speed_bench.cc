@@ -107,7 +107,7 @@ struct KernelDevice {
     absl::StatusOr<CompileOutput> built =
         CompileCpuKernel(source, entry, {}, store.ArtifactPath(kernel), {});
     if (!built.ok() || !store.Commit(kernel, entry, built->params).ok()) return;
-    params = built->params;
+    params = std::make_shared<const std::vector<KernelParam>>(built->params);
     backend = *CpuBackend::Create(
         {.capacity_bytes = 256 << 20,
          .stream_count = 1,
@@ -135,7 +135,7 @@ struct KernelDevice {
   }
 
   const KernelId kernel{"speed"};
-  std::vector<KernelParam> params;
+  SharedKernelParams params;
   std::unique_ptr<CpuBackend> backend;
   std::unique_ptr<Command<CpuDriver>> command;
 };
