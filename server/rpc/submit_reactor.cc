@@ -105,8 +105,9 @@ void SubmitReactor::Act(const Next& next) {
 
 SubmitReactor::Started& SubmitReactor::StartedOf(const InFlight& batch) {
   // A batch is in started_ from its start until it is answered, and only then retired.
-  return *std::find_if(started_.begin(), started_.end(),
-                       [&batch](const Started& started) { return started.in_flight.get() == &batch; });
+  return *std::find_if(started_.begin(), started_.end(), [&batch](const Started& started) {
+    return started.in_flight.get() == &batch;
+  });
 }
 
 void SubmitReactor::Retire(std::vector<std::unique_ptr<InFlight>>& retired) {
@@ -226,7 +227,8 @@ void SubmitReactor::RunNext(InFlight& in_flight) {
 }
 
 void SubmitReactor::RunCompile(InFlight& in_flight, size_t index) {
-  const v1::CompileRequest& request = in_flight.request->commands(static_cast<int>(index)).compile();
+  const v1::CompileRequest& request =
+      in_flight.request->commands(static_cast<int>(index)).compile();
   KernelSource kernel{request.source(), request.entry_point(),
                       {request.options().begin(), request.options().end()}};
   KernelId id = environment_->compiler->IdFor(kernel);
@@ -268,23 +270,7 @@ void SubmitReactor::RunOnDevice(InFlight& in_flight, size_t begin, size_t end) {
   // The batch's last run: once it is queued the next batch may start.
   absl::AnyInvocable<void()> queued_all;
   if (end == batch.size()) {
-    queued_all = [this, &in_flight, &worker] {
-      {
-        MutexLock lock(&mutex_);
-        StartedOf(in_flight).queued_all = true;
-      }
-      // Started after this task, not inside it.
-      Ref();
-      worker.Defer([this] {
-        Next next;
-        {
-          MutexLock lock(&mutex_);
-          next = Advance();
-        }
-        Act(next);
-        Unref();
-      });
-    };
+    queued_all = [this, &in_flight, &worker] { QueuedAll(in_flight, worker); };
   }
   Ref();  // for the device's callback
   absl::Status queued = batch.Run(
@@ -308,6 +294,23 @@ void SubmitReactor::RunOnDevice(InFlight& in_flight, size_t begin, size_t end) {
     RunNext(in_flight);
     Unref();  // the device's callback will not run
   }
+}
+
+void SubmitReactor::QueuedAll(InFlight& in_flight, DeviceWorker& worker) {
+  {
+    MutexLock lock(&mutex_);
+    StartedOf(in_flight).queued_all = true;
+  }
+  Ref();  // for the deferred action
+  worker.Defer([this] {
+    Next next;
+    {
+      MutexLock lock(&mutex_);
+      next = Advance();
+    }
+    Act(next);
+    Unref();
+  });
 }
 
 void SubmitReactor::Answer(InFlight& in_flight, size_t begin, size_t end) {

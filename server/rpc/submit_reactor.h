@@ -135,8 +135,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void SendReplies(InFlight& batch, size_t end, bool batch_done);
   // The batch is done: its last response goes out (after the older batches' ones).
   void FinishBatch(InFlight& batch);
-  // The batch queued the last of its device work (Note [Overlapping batches]).
-  void QueuedAll(InFlight& batch);
+  // Called in the device task that queued the last of the batch's device work: the next
+  // batch may start, after that task (Note [Overlapping batches]).
+  void QueuedAll(InFlight& batch, DeviceWorker& worker);
   static bool IsCompile(const InFlight& batch, size_t index) {
     return batch.request->commands(static_cast<int>(index)).has_compile();
   }
