@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,9 @@ struct KernelParam {
 
 // A compiled kernel's parameters, shared by its compile cache entry and its launches.
 using SharedKernelParams = std::shared_ptr<const std::vector<KernelParam>>;
+inline SharedKernelParams ShareKernelParams(std::vector<KernelParam> params) {
+  return std::make_shared<const std::vector<KernelParam>>(std::move(params));
+}
 
 // What a driver's compiler reports for a kernel it built.
 struct CompileOutput {

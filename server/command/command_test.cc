@@ -573,15 +573,11 @@ TEST_F(CommandTest, ASessionUsesAtMostItsLimitOfStreams) {
 // Launch rules that hold before any kernel runs (this backend has no executor).
 class CommandLaunchTest : public CommandTest {
  protected:
-  static KernelLaunch VectorAdd(absl::StatusOr<std::vector<KernelParam>> params, BufferId a,
+  static KernelLaunch VectorAdd(absl::StatusOr<SharedKernelParams> params, BufferId a,
                                 BufferId b, BufferId out) {
     KernelLaunch launch;
     launch.kernel = KernelId{"feedface"};
-    if (params.ok()) {
-      launch.params = std::make_shared<const std::vector<KernelParam>>(*std::move(params));
-    } else {
-      launch.params = params.status();
-    }
+    launch.params = std::move(params);
     launch.grid = {1, 1, 1};
     launch.block = {4, 1, 1};
     launch.args = {{.kind = ParamKind::kBuffer, .buffer = a, .access = BufferAccess::kRead},
@@ -591,11 +587,11 @@ class CommandLaunchTest : public CommandTest {
     return launch;
   }
 
-  static std::vector<KernelParam> VectorAddParams() {
-    return {{ParamKind::kBuffer, ScalarKind::kNone, "const float* a"},
-            {ParamKind::kBuffer, ScalarKind::kNone, "const float* b"},
-            {ParamKind::kBuffer, ScalarKind::kNone, "float* out"},
-            {ParamKind::kScalar, ScalarKind::kI32, "int n"}};
+  static SharedKernelParams VectorAddParams() {
+    return ShareKernelParams({{ParamKind::kBuffer, ScalarKind::kNone, "const float* a"},
+                              {ParamKind::kBuffer, ScalarKind::kNone, "const float* b"},
+                              {ParamKind::kBuffer, ScalarKind::kNone, "float* out"},
+                              {ParamKind::kScalar, ScalarKind::kI32, "int n"}});
   }
 };
 
@@ -660,9 +656,9 @@ TEST_F(CommandLaunchTest, ShapeLimitsAndZeroGrid) {
 KernelLaunch TensorMapLaunch(BufferId matrix, BufferId out) {
   KernelLaunch launch;
   launch.kernel = KernelId{"feedface"};
-  launch.params = std::make_shared<const std::vector<KernelParam>>(std::vector<KernelParam>{
-      {ParamKind::kTensorMap, ScalarKind::kNone, "const __grid_constant__ CUtensorMap map"},
-      {ParamKind::kBuffer, ScalarKind::kNone, "float* out"}});
+  launch.params = ShareKernelParams(
+      {{ParamKind::kTensorMap, ScalarKind::kNone, "const __grid_constant__ CUtensorMap map"},
+       {ParamKind::kBuffer, ScalarKind::kNone, "float* out"}});
   launch.grid = {1, 1, 1};
   launch.block = {32, 1, 1};
   LaunchArgument map{.kind = ParamKind::kTensorMap, .buffer = matrix,

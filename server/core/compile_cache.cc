@@ -166,8 +166,7 @@ absl::StatusOr<CompiledKernel> CompileCache::LoadFromDisk(const KernelId& id) {
   if (!module.ok()) {
     return absl::NotFoundError(absl::StrCat("kernel ", id.hex, " was never compiled"));
   }
-  CompiledKernel kernel{
-      id, std::make_shared<const std::vector<KernelParam>>(std::move(module->params)), ""};
+  CompiledKernel kernel{id, ShareKernelParams(std::move(module->params)), ""};
   MutexLock lock(&mutex_);
   ++disk_hits_;
   Remember(id, kernel);
@@ -315,11 +314,9 @@ void CompileCache::Answer(Waiter& waiter, absl::StatusOr<Result> result) {
 absl::StatusOr<CompileCache::Result> CompileCache::Build(const Job& job) {
   ASSIGN_OR_RETURN(CompileOutput output, compiler_(job.kernel, modules_.ArtifactPath(job.id)));
   RETURN_IF_ERROR(modules_.Commit(job.id, job.kernel.entry_point, output.params));
-  return Result{CompiledKernel{job.id,
-                               std::make_shared<const std::vector<KernelParam>>(
-                                   std::move(output.params)),
-                               std::move(output.log)},
-                false};
+  return Result{
+      CompiledKernel{job.id, ShareKernelParams(std::move(output.params)), std::move(output.log)},
+      false};
 }
 
 uint64_t CompileCache::memory_hits() const {

@@ -498,7 +498,7 @@ void PrepareLaunch(LaunchOp& launch, CompileCache& compiler) {
     launch.refused = absl::FailedPreconditionError(absl::StrCat(
         "kernel ", launch.launch.kernel.hex, " is not compiled: call Compile first"));
   } else {
-    // A failed compile's status: the launch is skipped, its outputs tainted.
+    // Or a failed compile's status: the launch is then skipped, its outputs tainted.
     launch.launch.params = std::move(params);
   }
 }

@@ -107,7 +107,7 @@ struct KernelDevice {
     absl::StatusOr<CompileOutput> built =
         CompileCpuKernel(source, entry, {}, store.ArtifactPath(kernel), {});
     if (!built.ok() || !store.Commit(kernel, entry, built->params).ok()) return;
-    params = std::make_shared<const std::vector<KernelParam>>(built->params);
+    params = ShareKernelParams(built->params);
     backend = *CpuBackend::Create(
         {.capacity_bytes = 256 << 20,
          .stream_count = 1,

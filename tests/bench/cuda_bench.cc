@@ -187,7 +187,7 @@ void BM_LaunchEmptyInProcess(benchmark::State& state) {
   if (backend == nullptr || !committed.ok()) return;
   Command<CudaDriver> command(*backend, CommandOptions());
   KernelLaunch launch{.kernel = KernelId{"empty"},
-                      .params = std::make_shared<const std::vector<KernelParam>>(params),
+                      .params = ShareKernelParams(params),
                       .grid = {1, 1, 1},
                       .block = {1, 1, 1},
                       .args = {{.kind = ParamKind::kScalar, .scalar = ScalarKind::kI32}}};
