@@ -11,6 +11,7 @@
 // device. GPUCMD_EXPECT_DRIVER, when set, names the driver the daemon must have.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <cstdlib>
@@ -1212,6 +1213,58 @@ TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {
             (std::vector<float>{11, 22, 33, 44}));
   EXPECT_EQ(replies.replies(4).status().code(), static_cast<int>(absl::StatusCode::kNotFound));
   stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Note [Overlapping batches], through the daemon: the batch after one that waits for a
+// long kernel runs while that kernel still runs, and is answered after it.
+TEST_F(KernelTest, ABatchRunsWhileTheOneBeforeWaitsForItsKernel) {
+  const std::string spin = MustCompile(kernels::kSpin, "spin");
+  absl::StatusOr<Session> other = client_->OpenSession(0, "kernel-test-other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  v1::SubmitRequest first;  // a kernel of 3 s or more (under the 5 s limit), and a synchronize
+  v1::Command* command = first.add_commands();
+  command->set_sequence(1);
+  v1::LaunchRequest* launch = command->mutable_launch();
+  launch->set_session(session_->token());
+  launch->set_kernel_id(spin);
+  *launch->mutable_grid() = MakeDim3(1);
+  *launch->mutable_block() = MakeDim3(1);
+  *launch->add_args() = Int64Argument(3'000'000'000);
+  command = first.add_commands();
+  command->set_sequence(2);
+  command->mutable_synchronize()->set_session(session_->token());
+  v1::SubmitRequest second;  // another session's allocation
+  command = second.add_commands();
+  command->set_sequence(3);
+  command->mutable_allocate()->set_session(other->token());
+  command->mutable_allocate()->set_size_bytes(4096);
+  ASSERT_TRUE(stream->Write(first));
+  ASSERT_TRUE(stream->Write(second));
+  stream->WritesDone();
+  // The allocation is made while the first batch's kernel is still queued on its stream.
+  while (true) {
+    absl::StatusOr<v1::GetStatsResponse> stats = other->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    if (stats->session().buffers() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  absl::StatusOr<v1::GetStatsResponse> spinning = session_->Stats();
+  ASSERT_TRUE(spinning.ok()) << spinning.status();
+  EXPECT_EQ(spinning->session().queued_commands(), 1u)
+      << "the second batch ran only after the first one's kernel ended";
+  std::vector<uint64_t> sequences;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) {
+    EXPECT_TRUE(replies.batch_done());
+    for (const v1::CommandReply& reply : replies.replies()) {
+      EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+      sequences.push_back(reply.sequence());
+    }
+  }
+  EXPECT_EQ(sequences, (std::vector<uint64_t>{1, 2, 3})) << "answered in the batches' order";
   EXPECT_TRUE(stream->Finish().ok());
 }
 
