@@ -152,19 +152,24 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
   auto known = context.module_paths.find(kernel.hex);
   if (known == context.module_paths.end()) {
     ASSIGN_OR_RETURN(ModuleStore::Module found, FindModule(context.modules, kernel));
-    known = context.module_paths.emplace(kernel.hex, std::move(found.artifact_path)).first;
+    known = context.module_paths
+                .emplace(kernel.hex,
+                         std::make_shared<const std::string>(std::move(found.artifact_path)))
+                .first;
   }
+  // The arguments are the request's own: `args` is spent.
   KernelExecutor::Request request{known->second,
                                   KernelDim3{grid.x, grid.y, grid.z},
                                   KernelDim3{args.spec.block.x, args.spec.block.y,
                                              args.spec.block.z},
                                   args.spec.dynamic_shared_memory_bytes,
-                                  args.spec.slots,
-                                  args.spec.buffers};
+                                  std::move(args.spec.slots),
+                                  std::move(args.spec.buffers)};
   std::shared_ptr<PendingLaunches>& group = context.pending_launches[stream.index()];
   const uint64_t owner = args.spec.owner;
   if (group != nullptr &&
-      group->TryAdd(owner, stream.enqueued(), request, args.spec.outcome, args.spec.output)) {
+      group->TryAdd(owner, stream.enqueued(), std::move(request), args.spec.outcome,
+                    args.spec.output)) {
     return absl::OkStatus();
   }
   group = std::make_shared<PendingLaunches>(owner, stream.enqueued() + 1);
@@ -175,7 +180,7 @@ absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId&
 }
 
 bool PendingLaunches::TryAdd(uint64_t owner, uint64_t stream_enqueued,
-                             KernelExecutor::Request request,
+                             KernelExecutor::Request&& request,
                              std::shared_ptr<LaunchOutcome> outcome,
                              std::shared_ptr<KernelOutput> output) {
   MutexLock lock(&mutex_);

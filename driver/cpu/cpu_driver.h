@@ -49,9 +49,9 @@ class PendingLaunches {
   PendingLaunches(uint64_t owner, uint64_t position) : owner_(owner), position_(position) {}
 
   // Adds `owner`'s launch when the group is that owner's, has not started, is still the
-  // stream's last work item (`stream_enqueued` is the stream's count) and has room;
-  // false otherwise.
-  bool TryAdd(uint64_t owner, uint64_t stream_enqueued, KernelExecutor::Request request,
+  // stream's last work item (`stream_enqueued` is the stream's count) and has room,
+  // taking `request`; false otherwise, leaving it as it was.
+  bool TryAdd(uint64_t owner, uint64_t stream_enqueued, KernelExecutor::Request&& request,
               std::shared_ptr<LaunchOutcome> outcome, std::shared_ptr<KernelOutput> output);
 
   // Runs the group (the stream's worker): each launch's outcome is set; the first error
@@ -78,7 +78,7 @@ struct CpuContext {
   std::optional<ModuleStore> modules;
   // Modules found in the store so far: kernel id -> shared object (no file lookups on
   // the launch path once a kernel ran).
-  absl::flat_hash_map<std::string, std::string> module_paths;
+  absl::flat_hash_map<std::string, KernelExecutor::ModulePath> module_paths;
   // Per stream (started on its first launch); empty: this backend runs no kernels.
   std::vector<std::unique_ptr<KernelExecutor>> executors;
   // Per stream: its latest group of launches (Note [Launch coalescing]).

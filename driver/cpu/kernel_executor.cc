@@ -139,7 +139,7 @@ absl::Status AppendRequest(const KernelExecutor::Request& request, uint32_t repl
   if (request.buffers.size() > kMaxKernelArgs) {
     return absl::InvalidArgumentError("a launch passes at most one buffer per argument");
   }
-  if (request.module_path.size() >= kMaxModulePathBytes) {
+  if (request.module_path->size() >= kMaxModulePathBytes) {
     return absl::InvalidArgumentError("kernel module path too long");
   }
   DeviceRange ranges[kMaxKernelArgs];
@@ -152,7 +152,7 @@ absl::Status AppendRequest(const KernelExecutor::Request& request, uint32_t repl
   header.block = request.block;
   header.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes;
   header.reply_within_ms = reply_within_ms;
-  AppendLaunch(header, request.module_path, request.args, {ranges, request.buffers.size()},
+  AppendLaunch(header, *request.module_path, request.args, {ranges, request.buffers.size()},
                datagram);
   return absl::OkStatus();
 }
@@ -163,7 +163,7 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
                                     KernelDim3 block, uint32_t dynamic_shared_memory_bytes,
                                     absl::Span<const uint64_t> args,
                                     absl::Span<const DeviceResource> buffers) {
-  Request request{module_path,
+  Request request{std::make_shared<const std::string>(module_path),
                   grid,
                   block,
                   dynamic_shared_memory_bytes,
@@ -174,6 +174,7 @@ absl::Status KernelExecutor::Launch(const std::string& module_path, KernelDim3 g
 
 std::vector<KernelExecutor::Result> KernelExecutor::LaunchAll(
     absl::Span<const Request> requests) {
+  if (requests.size() <= kMaxPipelined) return LaunchPart(requests);
   std::vector<Result> results(requests.size());
   for (size_t first = 0; first < requests.size(); first += kMaxPipelined) {
     absl::Span<const Request> part = requests.subspan(first, kMaxPipelined);
@@ -191,6 +192,7 @@ std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
       std::max(std::chrono::milliseconds(1), options_.kernel_timeout / 8)).count());
   std::string datagram;
   std::vector<size_t> sent;  // the request of each launch in the datagram
+  sent.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     results[i].status = AppendRequest(requests[i], reply_within_ms, datagram);
     if (results[i].status.ok()) sent.push_back(i);
@@ -198,6 +200,7 @@ std::vector<KernelExecutor::Result> KernelExecutor::LaunchPart(
   if (sent.empty()) return results;
   MutexLock lock(&mutex_);
   std::vector<Result> replies;
+  replies.reserve(sent.size());
   // Once the executor is gone, the rest is not run.
   absl::Status lost = DeliverLocked(datagram.data(), datagram.size());
   while (lost.ok() && replies.size() < sent.size()) {
@@ -244,16 +247,16 @@ absl::Status KernelExecutor::AwaitRepliesLocked(size_t expected, std::vector<Res
   reply_buffer_.resize(kMaxReplyDatagramBytes);  // allocated once, kept
   const ssize_t received =
       polled < 0 ? -1 : recv(socket_, reply_buffer_.data(), reply_buffer_.size(), 0);
-  std::vector<PackedReply> parsed;
+  parsed_replies_.clear();
   if (received <= 0 ||
       !ParseReplies({reinterpret_cast<const std::byte*>(reply_buffer_.data()),
                      static_cast<size_t>(received)},
-                    expected, parsed)) {
+                    expected, parsed_replies_)) {
     return absl::UnavailableError(absl::StrCat(
         "the kernel executor died during the launch: ", StopLocked(/*kill_now=*/false),
         "; it restarts for the next launch"));
   }
-  for (const PackedReply& reply : parsed) {
+  for (const PackedReply& reply : parsed_replies_) {
     results.push_back(Result{absl::Status(static_cast<absl::StatusCode>(reply.code), reply.message),
                              std::string(reply.output)});
   }

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,10 +58,13 @@ class KernelExecutor {
   KernelExecutor(const KernelExecutor&) = delete;
   KernelExecutor& operator=(const KernelExecutor&) = delete;
 
+  // A kernel module's path, shared by the launches of its kernel.
+  using ModulePath = std::shared_ptr<const std::string>;
+
   // One launch: `module_path`'s kernel over `grid` x `block`. `buffers` are all it may
   // touch of device memory: any other access faults the launch like a device trap.
   struct Request {
-    std::string module_path;
+    ModulePath module_path;
     KernelDim3 grid;
     KernelDim3 block;
     uint32_t dynamic_shared_memory_bytes = 0;
@@ -127,6 +131,8 @@ class KernelExecutor {
   int starts_ ABSL_GUARDED_BY(mutex_) = 0;
   // Where reply datagrams are received (kMaxReplyDatagramBytes).
   std::string reply_buffer_ ABSL_GUARDED_BY(mutex_);
+  // The replies of the datagram last received (views into reply_buffer_); kept, as it is.
+  std::vector<PackedReply> parsed_replies_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace gpucmd

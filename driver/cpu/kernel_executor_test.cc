@@ -35,6 +35,10 @@ std::string Build(const std::string& name, const std::string& source) {
   return path;
 }
 
+KernelExecutor::ModulePath Shared(const std::string& module_path) {
+  return std::make_shared<const std::string>(module_path);
+}
+
 class KernelExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override { Reset(std::nullopt); }
@@ -171,7 +175,7 @@ TEST_F(KernelExecutorTest, AnswersSpreadOverSeveralMessagesAreMatchedInOrder) {
   std::vector<KernelExecutor::Request> requests;
   for (int i = 0; i < 10; ++i) {
     // Every third launch names no module: its own answer, in its place.
-    requests.push_back({i % 3 == 2 ? missing : fill, {1, 1, 1}, {1, 1, 1}, 0,
+    requests.push_back({Shared(i % 3 == 2 ? missing : fill), {1, 1, 1}, {1, 1, 1}, 0,
                         {buffer.address, uint64_t(i)}, {buffer}});
   }
   std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
@@ -222,9 +226,9 @@ TEST_F(KernelExecutorTest, WhatALaunchPrintsComesBackWithItsResult) {
       for (int i = 0; i < lines; ++i) printf("%0100d\n", i);
     })");
   std::vector<KernelExecutor::Request> requests = {
-      {chatty, {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 2}, {buffer}},
-      {loud, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}},
-      {chatty, {2, 1, 1}, {4, 1, 1}, 0, {buffer.address, 0}, {buffer}}};
+      {Shared(chatty), {1, 1, 1}, {4, 1, 1}, 0, {buffer.address, 2}, {buffer}},
+      {Shared(loud), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}},
+      {Shared(chatty), {2, 1, 1}, {4, 1, 1}, 0, {buffer.address, 0}, {buffer}}};
   std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
   ASSERT_EQ(results.size(), 3u);
   for (const KernelExecutor::Result& result : results) EXPECT_TRUE(result.status.ok());
@@ -245,7 +249,7 @@ TEST_F(KernelExecutorTest, AFullMessageOfLoudLaunchesIsAnsweredWhole) {
     })");
   std::vector<KernelExecutor::Request> requests(
       KernelExecutor::kMaxPipelined,
-      {loud, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}});
+      {Shared(loud), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 1000}, {buffer}});
   std::vector<KernelExecutor::Result> results = executor_->LaunchAll(requests);
   ASSERT_EQ(results.size(), requests.size());
   for (const KernelExecutor::Result& result : results) {
@@ -261,7 +265,8 @@ TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   const std::string fill = Build("fill", kFill);
   std::vector<KernelExecutor::Request> requests;
   for (int i = 0; i < static_cast<int>(KernelExecutor::kMaxPipelined); ++i) {
-    requests.push_back({fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, uint64_t(i)}, {buffer}});
+    requests.push_back(
+        {Shared(fill), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, uint64_t(i)}, {buffer}});
   }
   for (const KernelExecutor::Result& result : executor_->LaunchAll(requests)) {
     EXPECT_TRUE(result.status.ok()) << result.status;
@@ -271,9 +276,9 @@ TEST_F(KernelExecutorTest, PipelinedLaunchesRunInOrderAndStopAtADeath) {
   const std::string crash =
       Build("crash", "extern \"C\" __global__ void crash(int* p) { *(volatile int*)0 = 1; }");
   std::vector<KernelExecutor::Request> dying = {
-      {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 100}, {buffer}},
-      {crash, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer}},
-      {fill, {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 200}, {buffer}}};
+      {Shared(fill), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 100}, {buffer}},
+      {Shared(crash), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address}, {buffer}},
+      {Shared(fill), {1, 1, 1}, {1, 1, 1}, 0, {buffer.address, 200}, {buffer}}};
   std::vector<KernelExecutor::Result> results = executor_->LaunchAll(dying);
   ASSERT_EQ(results.size(), 3u);
   // One message: the death costs each of its launches its outcome, the one that ran

@@ -69,7 +69,9 @@ struct LaunchOp {
   // `launch.args[i].buffer` is taken from `buffers[i]` once resolved; `launch.params` is
   // looked up in the compile cache just before the launch is queued.
   KernelLaunch launch;
-  std::vector<BufferRef> buffers;  // one per argument; unused for scalars
+  // One per argument once any argument names a buffer (empty otherwise); unused for
+  // scalars.
+  std::vector<BufferRef> buffers;
   // Why the launch cannot run at all (its kernel was never compiled): it is answered
   // with this status before any resource is resolved, and taints nothing.
   absl::Status refused;

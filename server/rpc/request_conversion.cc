@@ -415,22 +415,26 @@ absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
                 .size_bytes = request.size_bytes()};
 }
 
-absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
-                                      const DeviceDescription& device,
-                                      const BatchAllocations& earlier) {
-  RETURN_IF_ERROR(ValidateLaunch(request));
+namespace {
+
+// A valid launch request of `kernel` (its kernel_id, copied or taken out of it).
+absl::StatusOr<Operation> LaunchOperation(const v1::LaunchRequest& request, KernelId kernel,
+                                          const DeviceDescription& device,
+                                          const BatchAllocations& earlier) {
   LaunchOp op;
   op.stream = request.stream();
-  op.launch.kernel = KernelId{request.kernel_id()};
+  op.launch.kernel = std::move(kernel);
   op.launch.grid = ToDim3(request.grid());
   op.launch.block = ToDim3(request.block());
   RETURN_IF_ERROR(CheckGrid(op.launch.grid, device));
   op.launch.dynamic_shared_memory_bytes = request.dynamic_shared_memory_bytes();
   op.launch.args.resize(request.args_size());
-  op.buffers.resize(request.args_size());
   for (int i = 0; i < request.args_size(); ++i) {
     const v1::KernelArg& arg = request.args(i);
     LaunchArgument& out = op.launch.args[i];
+    if (arg.arg_case() != v1::KernelArg::kScalar && op.buffers.empty()) {
+      op.buffers.resize(request.args_size());
+    }
     switch (arg.arg_case()) {
       case v1::KernelArg::kBuffer:
         out.kind = ParamKind::kBuffer;
@@ -457,6 +461,15 @@ absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
   return op;
 }
 
+}  // namespace
+
+absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
+                                      const DeviceDescription& device,
+                                      const BatchAllocations& earlier) {
+  RETURN_IF_ERROR(ValidateLaunch(request));
+  return LaunchOperation(request, KernelId{request.kernel_id()}, device, earlier);
+}
+
 absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));
   SynchronizeOp op;
@@ -480,8 +493,11 @@ absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescript
       return ToOperation(command.read(), earlier, regions);
     case v1::Command::kCopy:
       return ToOperation(command.copy(), earlier);
-    case v1::Command::kLaunch:
-      return ToOperation(command.launch(), device, earlier);
+    case v1::Command::kLaunch: {
+      RETURN_IF_ERROR(ValidateLaunch(command.launch()));
+      KernelId kernel{std::move(*command.mutable_launch()->mutable_kernel_id())};
+      return LaunchOperation(command.launch(), std::move(kernel), device, earlier);
+    }
     case v1::Command::kSynchronize:
       return ToOperation(command.synchronize());
     case v1::Command::kCompile:

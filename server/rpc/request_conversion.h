@@ -86,7 +86,7 @@ absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
                                       const BatchAllocations& earlier);
 absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request);
 // Any command of a batch but Compile (which runs on the compile pool, not the device).
-// Takes the write's payload out of `command`.
+// Takes the write's payload and the launch's kernel id out of `command`.
 absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescription& device,
                                       const BatchAllocations& earlier,
                                       const SessionRegions& regions);
