@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "base/lock_order_checks.h"
 #include "client/client.h"
 #include "client/ctl_bench.h"
 #include "client/ctl_output.h"
@@ -87,6 +88,7 @@ int Top(gpucmd::Client& client, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gpucmd::StopAbseilLockOrderChecks();  // before gRPC takes its first lock
   absl::SetProgramUsageMessage(
       "gpucmdctl [--target=ADDR] [--json] health|devices|stats|sessions|bench|top");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "base/freed_memory.h"
+#include "base/lock_order_checks.h"
 #include "server/command_line.h"
 #include "server/config.h"
 #include "server/daemon.h"
@@ -35,6 +36,7 @@ void RaiseDescriptorLimit() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gpucmd::StopAbseilLockOrderChecks();  // before gRPC takes its first lock
   absl::StatusOr<gpucmd::CommandLine> command_line =
       gpucmd::ParseCommandLine(absl::MakeConstSpan(argv, argc));
   if (!command_line.ok()) {

@@ -389,5 +389,3 @@ BENCHMARK(BM_DaemonAllocateFree)->Arg(4096)->Arg(1 << 20)->UseRealTime();
 
 }  // namespace
 }  // namespace gpucmd
-
-BENCHMARK_MAIN();

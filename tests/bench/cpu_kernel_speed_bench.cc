@@ -195,5 +195,3 @@ BENCHMARK(BM_KernelTiledMatmul)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gpucmd
-
-BENCHMARK_MAIN();

@@ -227,5 +227,3 @@ BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 
 }  // namespace
 }  // namespace gpucmd
-
-BENCHMARK_MAIN();

@@ -204,5 +204,3 @@ BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
 
 }  // namespace
 }  // namespace gpucmd
-
-BENCHMARK_MAIN();

@@ -328,5 +328,3 @@ BENCHMARK(BM_IdleSynchronizeBesideLongKernels)->Iterations(3)->UseRealTime()->Un
 
 }  // namespace
 }  // namespace gpucmd
-
-BENCHMARK_MAIN();

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/lock_order_checks.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s SOCKET_PATH < pipe\n", argv[0]);
     return 2;
   }
+  gpucmd::StopAbseilLockOrderChecks();  // as the daemon does
   CallbackHealth service;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(std::string("unix:") + argv[1], grpc::InsecureServerCredentials());
