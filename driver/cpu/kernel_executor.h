@@ -131,7 +131,8 @@ class KernelExecutor {
   int starts_ ABSL_GUARDED_BY(mutex_) = 0;
   // Where reply datagrams are received (kMaxReplyDatagramBytes).
   std::string reply_buffer_ ABSL_GUARDED_BY(mutex_);
-  // The replies of the datagram last received (views into reply_buffer_); kept, as it is.
+  // The replies of the datagram last received (views into reply_buffer_), kept so that
+  // its storage is reused.
   std::vector<PackedReply> parsed_replies_ ABSL_GUARDED_BY(mutex_);
 };
 
