@@ -494,7 +494,7 @@ absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescript
     case v1::Command::kCopy:
       return ToOperation(command.copy(), earlier);
     case v1::Command::kLaunch: {
-      RETURN_IF_ERROR(ValidateLaunch(command.launch()));
+      // CheckShape validated it.
       KernelId kernel{std::move(*command.mutable_launch()->mutable_kernel_id())};
       return LaunchOperation(command.launch(), std::move(kernel), device, earlier);
     }

@@ -62,7 +62,7 @@ std::vector<BufferRef> WrittenBuffers(const v1::Command& command,
 
 // The shape checks of a command that need neither its session nor its device
 // (request_validation.h), made first so a malformed command is INVALID_ARGUMENT whatever
-// its session token. ToOperation repeats them.
+// its session token. The ToOperation of each kind repeats them.
 absl::Status CheckShape(const v1::Command& command);
 
 absl::StatusOr<Operation> ToOperation(const v1::AllocateRequest& request);
@@ -85,8 +85,9 @@ absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,
                                       const DeviceDescription& device,
                                       const BatchAllocations& earlier);
 absl::StatusOr<Operation> ToOperation(const v1::SynchronizeRequest& request);
-// Any command of a batch but Compile (which runs on the compile pool, not the device).
-// Takes the write's payload and the launch's kernel id out of `command`.
+// Any command of a batch but Compile (which runs on the compile pool, not the device),
+// once CheckShape(command) passed: a launch's shape is not checked again. Takes the
+// write's payload and the launch's kernel id out of `command`.
 absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescription& device,
                                       const BatchAllocations& earlier,
                                       const SessionRegions& regions);

@@ -472,6 +472,9 @@ TEST_F(ServiceTest, LaunchDimensionsFollowCudaAndTheDevice) {
   v1::LaunchRequest* bad_access = Add(batch, 4)->mutable_launch();
   *bad_access = *launch;
   bad_access->mutable_args(0)->mutable_buffer()->set_access(static_cast<v1::Access>(99));
+  v1::LaunchRequest* bad_kernel = Add(batch, 5)->mutable_launch();
+  *bad_kernel = *launch;
+  bad_kernel->set_kernel_id(std::string(compiled.kernel_id().size(), 'z'));
   v1::SubmitResponse replies = Submit(batch);
   ASSERT_EQ(Code(replies.replies(1)), absl::StatusCode::kOk)
       << replies.replies(1).status().message();
@@ -479,6 +482,8 @@ TEST_F(ServiceTest, LaunchDimensionsFollowCudaAndTheDevice) {
   EXPECT_THAT(replies.replies(2).status().message(), HasSubstr("exceeds the device's limit"));
   EXPECT_EQ(Code(replies.replies(3)), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(replies.replies(3).status().message(), HasSubstr("access 99"));
+  EXPECT_EQ(Code(replies.replies(4)), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies.replies(4).status().message(), HasSubstr("kernel_id is not one"));
 
   // The same through the unary RPC.
   grpc::ClientContext unary_context;

@@ -150,11 +150,12 @@ absl::Status SubmitReactor::ReserveInline(const Operation& operation, SessionId 
 
 void SubmitReactor::Convert(InFlight& in_flight) const {
   const size_t count = in_flight.request->commands_size();
-  in_flight.sessions.assign(count, std::nullopt);
+  in_flight.sessions.assign(count, nullptr);
   std::vector<BatchCommand> commands(count);
   BatchAllocations earlier;
   std::string session_token;  // that `session` was looked up for
-  absl::StatusOr<SessionInfo> session = absl::NotFoundError("no session");
+  absl::Status session_status = absl::NotFoundError("no session");
+  std::shared_ptr<const SessionInfo> session;  // null when session_status is not OK
   for (size_t i = 0; i < count; ++i) {
     v1::Command& command = *in_flight.request->mutable_commands(static_cast<int>(i));
     in_flight.response->add_replies()->set_sequence(command.sequence());
@@ -165,19 +166,21 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
     // Looked up once per run of commands naming the same session.
     if (i == 0 || SessionOf(command) != session_token) {
       session_token = SessionOf(command);
-      session = environment_->Touch(session_token);
+      absl::StatusOr<SessionInfo> touched = environment_->Touch(session_token);
+      session_status = touched.status();
+      session = touched.ok() ? std::make_shared<const SessionInfo>(*std::move(touched)) : nullptr;
     }
     // Taken before conversion, which moves a write's payload out of the command.
     std::vector<BufferRef> writes = WrittenBuffers(command, earlier);
     if (!shape.ok()) {
       operation = shape;
-    } else if (!session.ok()) {
-      operation = session.status();
+    } else if (session == nullptr) {
+      operation = session_status;
     } else if (command.has_compile()) {
-      in_flight.sessions[i] = *session;
+      in_flight.sessions[i] = session;
       operation = absl::InternalError("a compile runs on the compile pool, not on the device");
     } else {
-      in_flight.sessions[i] = *session;
+      in_flight.sessions[i] = session;
       operation = ToOperation(command, environment_->devices[session->device], earlier,
                               SessionRegions{&environment_->core->shared_memory(), session->id});
       if (operation.ok()) {
@@ -187,7 +190,7 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
         }
       }
     }
-    if (!operation.ok() && session.ok()) {
+    if (!operation.ok() && session != nullptr) {
       commands[i].session = session->id;
       commands[i].rejected_writes = std::move(writes);
     }
@@ -204,7 +207,7 @@ void SubmitReactor::RunNext(InFlight& in_flight) {
   const size_t count = batch.size();
   size_t& next = in_flight.next;
   while (next < count) {
-    if (IsCompile(in_flight, next) && in_flight.sessions[next].has_value()) {
+    if (IsCompile(in_flight, next) && in_flight.sessions[next] != nullptr) {
       RunCompile(in_flight, next);
       return;
     }
@@ -317,7 +320,7 @@ void SubmitReactor::Answer(InFlight& in_flight, size_t begin, size_t end) {
   Batch& batch = *in_flight.batch;
   for (size_t i = begin; i < end; ++i) {
     // Answered by its compile.
-    if (IsCompile(in_flight, i) && in_flight.sessions[i].has_value()) continue;
+    if (IsCompile(in_flight, i) && in_flight.sessions[i] != nullptr) continue;
     v1::CommandReply* reply = in_flight.response->mutable_replies(static_cast<int>(i));
     const absl::StatusOr<Operation>& operation = batch.command(i).operation;
     if (operation.ok()) {

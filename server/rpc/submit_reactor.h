@@ -86,7 +86,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         google::protobuf::Arena::CreateMessage<v1::SubmitRequest>(&arena);
     v1::SubmitResponse* const response =  // a reply per command, in order
         google::protobuf::Arena::CreateMessage<v1::SubmitResponse>(&arena);
-    std::vector<std::optional<SessionInfo>> sessions;  // per command, when it resolved
+    // Per command, when it resolved (null when not): shared by a run of commands naming
+    // the same session, which is looked up once.
+    std::vector<std::shared_ptr<const SessionInfo>> sessions;
     std::shared_ptr<Batch> batch;
     size_t next = 0;              // the first command not run yet
     size_t unsent = 0;            // the first reply not sent yet (stream_replies)
