@@ -37,9 +37,10 @@ namespace gpucmd {
 namespace {
 
 constexpr char kServiceName[] = "gpucmd.v1.GpuCommand";
-// How long new calls still get their UNAVAILABLE answer once the devices are quiet,
-// before gRPC's shutdown starts (Note [Draining]).
-constexpr std::chrono::milliseconds kRefusalLinger{100};
+// How long the refusal goes on once the devices are quiet and no call came or went, before
+// gRPC's shutdown starts (Note [Draining]): time for a client whose call was just answered
+// to send its next one and be told.
+constexpr std::chrono::milliseconds kRefusalLinger{200};
 // How often the drain looks whether the calls in flight are done.
 constexpr std::chrono::milliseconds kDrainPoll{10};
 // How long past the drain's end the devices may take to stop (Daemon::Shutdown).
@@ -386,19 +387,28 @@ bool Daemon::Shutdown() {
   // CANCELLED (grpc/grpc#41785), which a client cannot tell from its own cancellation.
   // So the daemon first refuses: while the server still runs, new calls of sessions
   // (and new sessions) are answered UNAVAILABLE "daemon shutting down", until the
-  // devices are quiet or half the drain time passed, and a moment longer; clients see
-  // UNAVAILABLE and stop sending. Then gRPC's shutdown lets the calls in flight finish
-  // until the drain's end, when queued work is answered UNAVAILABLE and running
-  // kernels are stopped. soak_test's SigtermUnderMixedLoadKeepsAcknowledgedWrites
+  // devices are quiet and no call started or ended for a moment (a client whose call was
+  // answered just before sends its next one in that moment), or half the drain time
+  // passed; clients see UNAVAILABLE and stop sending. Then gRPC's shutdown lets the calls
+  // in flight finish until the drain's end, when queued work is answered UNAVAILABLE and
+  // running kernels are stopped. soak_test's SigtermUnderMixedLoadKeepsAcknowledgedWrites
   // checks that every call ends OK or UNAVAILABLE.
   core_->sessions().RefuseNewWork(shutting_down);
   const auto refusing_until =
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(500 * config_.drain_timeout_seconds());
-  while (!core_->Quiet() && std::chrono::system_clock::now() < refusing_until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  uint64_t starts_and_ends = metrics_->RpcStartsAndEnds();
+  auto calm_since = std::chrono::system_clock::now();
+  for (auto now = calm_since; now < refusing_until; now = std::chrono::system_clock::now()) {
+    const uint64_t latest = metrics_->RpcStartsAndEnds();
+    if (!core_->Quiet() || latest != starts_and_ends) {
+      starts_and_ends = latest;
+      calm_since = now;
+    } else if (now - calm_since >= kRefusalLinger) {
+      break;
+    }
+    std::this_thread::sleep_for(kDrainPoll);
   }
-  std::this_thread::sleep_for(kRefusalLinger);
   // gRPC refuses new calls at once and lets those in flight run until its deadline,
   // then cancels the rest. At the drain's end the devices answer what is still queued
   // UNAVAILABLE, so that those calls end with that, not CANCELLED, a moment later.
@@ -414,7 +424,7 @@ bool Daemon::Shutdown() {
       core_->FailQueuedWork(shutting_down);
       break;
     }
-    if (metrics_->RpcsInFlight().Value() == 0) {
+    if (metrics_->RpcsInFlight() == 0) {
       grpc_server_cancel_all_calls(server_->c_server());
       break;
     }

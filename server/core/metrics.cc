@@ -248,6 +248,16 @@ void Metrics::SetSharedMemory(uint64_t regions, uint64_t mapped_bytes) {
   shared_memory_bytes_->Set(static_cast<double>(mapped_bytes));
 }
 
+void Metrics::RpcStarted() {
+  rpcs_in_flight_->Increment();
+  ++rpc_starts_and_ends_;
+}
+
+void Metrics::RpcEnded() {
+  rpcs_in_flight_->Decrement();
+  ++rpc_starts_and_ends_;
+}
+
 double Metrics::UptimeSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }

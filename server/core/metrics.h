@@ -9,6 +9,7 @@
 // long as the Metrics object.
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -82,8 +83,14 @@ class Metrics {
   // Shared-memory regions registered and the bytes they map, for all sessions
   // (gpucmd_shared_memory_regions, gpucmd_shared_memory_bytes).
   void SetSharedMemory(uint64_t regions, uint64_t mapped_bytes);
-  // RPCs currently being served (gpucmd_rpcs_in_flight).
-  prometheus::Gauge& RpcsInFlight() { return *rpcs_in_flight_; }
+  // An RPC starts or ends: gpucmd_rpcs_in_flight, and RpcStartsAndEnds.
+  void RpcStarted();
+  void RpcEnded();
+  // RPCs being served now.
+  double RpcsInFlight() const { return rpcs_in_flight_->Value(); }
+  // RPCs started plus RPCs ended so far: it stays the same only while no call comes or
+  // goes (for the drain, Note [Draining] in server/daemon.cc).
+  uint64_t RpcStartsAndEnds() const { return rpc_starts_and_ends_.load(); }
 
   // Counts one finished RPC: gpucmd_requests_total{rpc, code} and its latency in
   // gpucmd_request_duration_seconds{rpc}. `rpc` is the method's short name.
@@ -118,6 +125,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Gauge* uptime_;
   prometheus::Gauge* rpcs_in_flight_;
+  std::atomic<uint64_t> rpc_starts_and_ends_{0};
   prometheus::Family<prometheus::Counter>& compile_cache_;
   prometheus::Family<prometheus::Counter>& client_launches_;
   prometheus::Family<prometheus::Counter>& client_bytes_;

@@ -12,9 +12,9 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(std::string rpc, Metrics* metrics)
       : rpc_(std::move(rpc)), metrics_(metrics) {
-    metrics_->RpcsInFlight().Increment();
+    metrics_->RpcStarted();
   }
-  ~MetricsInterceptor() override { metrics_->RpcsInFlight().Decrement(); }
+  ~MetricsInterceptor() override { metrics_->RpcEnded(); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
