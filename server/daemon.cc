@@ -30,6 +30,7 @@
 #include "server/descriptor_socket.h"
 #include "server/rpc/metrics_interceptor.h"
 #include "server/rpc/peer_identity.h"
+#include "server/rpc/submit_reactor.h"
 #include "server/rpc/unparsed_request_interceptor.h"
 #include "spdlog/spdlog.h"
 
@@ -229,7 +230,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
       interceptors;
   // First: the metrics count the status it rewrites.
   interceptors.push_back(std::make_unique<UnparsedRequestInterceptorFactory>());
-  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(daemon->metrics_.get()));
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(
+      daemon->metrics_.get(), std::vector<std::string>{SubmitReactor::kMethod}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 
   std::vector<ListenAddress> addresses;

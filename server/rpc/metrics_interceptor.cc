@@ -1,5 +1,6 @@
 #include "server/rpc/metrics_interceptor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -40,6 +41,10 @@ grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerIntercep
     grpc::experimental::ServerRpcInfo* info) {
   std::string rpc = info->method();  // "/package.Service/Method"
   if (!rpc.empty() && rpc.front() == '/') rpc.erase(0, 1);
+  if (std::find(counted_by_handler_.begin(), counted_by_handler_.end(), rpc) !=
+      counted_by_handler_.end()) {
+    return nullptr;
+  }
   return new MetricsInterceptor(std::move(rpc), metrics_);
 }
 

@@ -15,6 +15,7 @@ namespace gpucmd {
 SubmitReactor::SubmitReactor(const RpcEnvironment* environment,
                              grpc::CallbackServerContext* context)
     : environment_(environment), context_(context) {
+  environment_->metrics->RpcStarted();
   StartRead(&incoming_);
 }
 
@@ -95,6 +96,11 @@ SubmitReactor::Next SubmitReactor::Advance() {
 
 void SubmitReactor::Act(const Next& next) {
   if (next.finish) {
+    // gRPC and absl share the canonical code numbering.
+    const auto code = static_cast<absl::StatusCode>(next.finish->error_code());
+    environment_->metrics->RecordRequest(
+        kMethod, absl::StatusCodeToString(code),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count());
     Finish(*next.finish);
     return;
   }

@@ -45,6 +45,7 @@
 // guarded by `mutex_`.
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -62,8 +63,15 @@ namespace gpucmd {
 // Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h): a batch
 // that does not parse stops the reading, and once the batches before it are answered
 // the call ends INVALID_ARGUMENT.
+//
+// It counts itself in Metrics, as MetricsInterceptor counts other calls (in flight until
+// OnDone; by status code and latency once it finishes): the service leaves it out of the
+// interceptor, which would run on every message of the stream.
 class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
+  // The method's full name, as the metrics name it.
+  static constexpr char kMethod[] = "gpucmd.v1.GpuCommand/Submit";
+
   // Batches read while one runs before the reactor waits for it.
   static constexpr size_t kMaxBatchesAhead = 4;
   // Batches started and not answered yet (Note [Overlapping batches]).
@@ -74,7 +82,10 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
-  void OnDone() override { Unref(); }
+  void OnDone() override {
+    environment_->metrics->RpcEnded();
+    Unref();
+  }
 
  private:
   // One batch: its commands, their sessions, its answers, how far it ran.
@@ -170,6 +181,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
+  const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::atomic<int> references_{1};
   grpc::ByteBuffer incoming_;  // the read in progress
 

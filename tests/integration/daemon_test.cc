@@ -203,6 +203,57 @@ TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
   EXPECT_EQ(check.stdout_text + check.stderr_text, "") << "promtool's lint remarks";
 }
 
+// The batch stream counts itself rather than through the metrics interceptor: in flight
+// while it is open, then by status code like every other call.
+TEST_F(DaemonTest, MetricsCountTheBatchStreamLikeOtherCalls) {
+  auto in_flight = [this]() -> double {
+    absl::StatusOr<testing::HttpResponse> metrics =
+        HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+    if (!metrics.ok()) return -1;
+    const std::string gauge = "\ngpucmd_rpcs_in_flight ";
+    const size_t at = metrics->body.find(gauge);
+    if (at == std::string::npos) return -1;
+    const size_t start = at + gauge.size();
+    double value = -1;
+    return absl::SimpleAtod(metrics->body.substr(start, metrics->body.find('\n', start) - start),
+                            &value)
+               ? value
+               : -1;
+  };
+  const double before = in_flight();
+  ASSERT_GE(before, 0);
+  {
+    grpc::ClientContext context;
+    auto stream = client_->stub().Submit(&context);
+    v1::SubmitRequest batch;
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(1);
+    command->mutable_synchronize()->set_session("no-such-session");
+    ASSERT_TRUE(stream->Write(batch));
+    v1::SubmitResponse replies;
+    ASSERT_TRUE(stream->Read(&replies));
+    ASSERT_EQ(replies.replies_size(), 1);
+    EXPECT_EQ(replies.replies(0).status().code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(in_flight(), before + 1) << "the open stream is a call in flight";
+    ASSERT_TRUE(stream->WritesDone());
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  // The stream leaves the count once gRPC is done with it, just after its status left.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (in_flight() != before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(in_flight(), before);
+  absl::StatusOr<testing::HttpResponse> metrics =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_requests_total{code=\"OK\",rpc=\"gpucmd.v1."
+                                       "GpuCommand/Submit\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("gpucmd_request_duration_seconds_count{rpc=\"gpucmd.v1.GpuCommand/"
+                        "Submit\"} 1"));
+}
+
 // Per-client and per-device activity (Note [Per-client metrics]): launches and bytes by
 // client name and by device, sessions and memory by client; past the limit of labelled
 // names, a new client counts as client="other"; promtool finds nothing to remark.
