@@ -20,11 +20,7 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
-      // gRPC and absl share the canonical code numbering.
-      auto code = static_cast<absl::StatusCode>(methods->GetSendStatus().error_code());
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      metrics_->RecordRequest(rpc_, absl::StatusCodeToString(code), seconds);
+      RecordFinishedCall(*metrics_, rpc_, methods->GetSendStatus(), start_);
     }
     methods->Proceed();
   }
@@ -36,6 +32,15 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
 };
 
 }  // namespace
+
+void RecordFinishedCall(Metrics& metrics, absl::string_view rpc, const grpc::Status& status,
+                        std::chrono::steady_clock::time_point started) {
+  // gRPC and absl share the canonical code numbering.
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  metrics.RecordRequest(
+      rpc, absl::StatusCodeToString(code),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
 
 grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {

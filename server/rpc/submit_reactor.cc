@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_messages.h"
+#include "server/rpc/metrics_interceptor.h"
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/submit_replies.h"
 
@@ -96,11 +97,7 @@ SubmitReactor::Next SubmitReactor::Advance() {
 
 void SubmitReactor::Act(const Next& next) {
   if (next.finish) {
-    // gRPC and absl share the canonical code numbering.
-    const auto code = static_cast<absl::StatusCode>(next.finish->error_code());
-    environment_->metrics->RecordRequest(
-        kMethod, absl::StatusCodeToString(code),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count());
+    RecordFinishedCall(*environment_->metrics, kMethod, *next.finish, started_at_);
     Finish(*next.finish);
     return;
   }

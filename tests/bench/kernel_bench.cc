@@ -200,12 +200,8 @@ void BM_LaunchEmptyAlternating(benchmark::State& state) {
   }
   bench::ReportQuartiles(state, "x_in_process", ratios);
   // The chunks' own launch rates (launches per second), to compare with the rows above.
-  auto median = [](std::vector<double>& values) {
-    std::sort(values.begin(), values.end());
-    return bench::Percentile(values, 0.5);
-  };
-  state.counters["in_process_rate_p50"] = median(in_process_rates);
-  state.counters["daemon_rate_p50"] = median(daemon_rates);
+  bench::ReportQuartiles(state, "in_process_rate", in_process_rates);
+  bench::ReportQuartiles(state, "daemon_rate", daemon_rates);
 }
 
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
