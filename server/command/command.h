@@ -443,7 +443,8 @@ class Command final : public CommandInterface {
       std::vector<Move> plan;
       bool complete = true;
       for (const auto& [slot, owner] : pool_.LiveSlices(page)) {
-        absl::StatusOr<SliceLocation> target = pool_.Reserve(pool_.slice_bytes(page), owner);
+        absl::StatusOr<SliceLocation> target =
+            pool_.Reserve(pool_.slice_bytes(page), owner, MemoryPool::Fallback::kNone);
         if (!target.ok()) {
           complete = false;
           break;
@@ -459,25 +460,35 @@ class Command final : public CommandInterface {
     }
 
     Stream& stream = backend_.stream(0);
+    absl::Status enqueued;
     for (const Move& move : moves) {
-      ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(move.from, move.id));
-      ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(move.to, move.id));
-      RETURN_IF_ERROR(D::CopyOnDevice(from, to, stream.signal()));
-      report.bytes_moved += from.size_bytes;
+      absl::StatusOr<DeviceResource> from = pool_.Resolve(move.from, move.id);
+      absl::StatusOr<DeviceResource> to = pool_.Resolve(move.to, move.id);
+      enqueued = !from.ok() ? from.status()
+                 : !to.ok() ? to.status()
+                            : D::CopyOnDevice(*from, *to, stream.signal());
+      if (!enqueued.ok()) break;
+      report.bytes_moved += from->size_bytes;
     }
+    // Whatever happens next, the pages take slices again.
+    for (uint64_t page : pages) pool_.SetRetired(page, false);
     if (absl::Status copied = stream.Synchronize(); !copied.ok()) {
       // A copy may still write the targets: keep them reserved (leak) rather than free.
-      for (uint64_t page : pages) pool_.SetRetired(page, false);
       return absl::InternalError(
           absl::StrCat("relocation copies failed; ", moves.size(),
                        " target slices stay reserved: ", copied.message()));
+    }
+    if (!enqueued.ok()) {
+      // The copies that were enqueued ended: nothing moves, and the targets go back.
+      for (const Move& move : moves) pool_.Release(move.to);
+      return enqueued;
     }
     for (const Move& move : moves) {
       buffers_.at(move.id).location = move.to;
       pool_.Release(move.from);
     }
-    for (uint64_t page : pages) pool_.SetRetired(page, false);
     pool_.CleanUp();
+    if (moves.empty()) releases_at_futile_relocation_ = pool_.releases();
     report.pages_relocated = planned_pages.size();
     report.allocations_moved = moves.size();
     relocations_ += report.pages_relocated;
@@ -511,7 +522,11 @@ class Command final : public CommandInterface {
            });
   }
 
-  bool WantsRelocation() const override { return !pool_.PagesToEvacuate().empty(); }
+  bool WantsRelocation() const override {
+    // A relocation that could place nothing is not tried again until memory came back.
+    return pool_.releases() != releases_at_futile_relocation_ &&
+           !pool_.PagesToEvacuate().empty();
+  }
 
   DeviceUsage Usage() const override {
     DeviceUsage usage;
@@ -1091,6 +1106,8 @@ class Command final : public CommandInterface {
   std::vector<int> stream_users_;
   int last_stream_ = -1;
   uint64_t relocations_ = 0;
+  // pool_.releases() when a relocation last found no place for any slice it was to move.
+  uint64_t releases_at_futile_relocation_ = ~uint64_t{0};
 };
 
 }  // namespace gpucmd

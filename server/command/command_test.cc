@@ -317,6 +317,67 @@ TEST_F(CommandTest, RelocationIsPutOffWhileAStreamHasWork) {
   EXPECT_EQ(ReadAll(ids[0], 4096).value(), kept);
 }
 
+// A full device whose free memory lies in other classes' pages: a small allocation takes
+// a slot there, and relocation, which finds no page of the current size for the
+// fragmented pages' slices, moves nothing (a slot of a larger class is no place to move
+// to), leaves nothing behind, and is not wanted again until memory comes back.
+TEST_F(CommandTest, AFullDeviceStillServesSmallRequestsAndRelocationLeavesNothingBehind) {
+  Reset(16 * kMiB, CommandOptions());  // pages of 1 MiB
+  std::vector<BufferId> kept;
+  // A page of the 16 KiB class, then the rest of the device in 8 KiB slices.
+  std::vector<BufferId> large;
+  for (int i = 0; i < 64; ++i) large.push_back(MustAllocate(16 << 10));
+  std::vector<BufferId> small_ones;
+  for (absl::StatusOr<BufferId> id = command_->Allocate(kSession, 8 << 10); id.ok();
+       id = command_->Allocate(kSession, 8 << 10)) {
+    small_ones.push_back(*id);
+  }
+  ASSERT_EQ(command_->Usage().memory_reserved_bytes, 16 * kMiB);
+  // Three quarters of the 16 KiB page stay (not fragmented, with free slots); one in 64
+  // of the 8 KiB slices (their pages are).
+  for (size_t i = 0; i < large.size(); ++i) {
+    if (i % 4 == 0) {
+      ASSERT_TRUE(command_->Free(kSession, large[i]).ok());
+    } else {
+      kept.push_back(large[i]);
+    }
+  }
+  for (size_t i = 0; i < small_ones.size(); ++i) {
+    if (i % 64 == 0) {
+      kept.push_back(small_ones[i]);
+    } else {
+      ASSERT_TRUE(command_->Free(kSession, small_ones[i]).ok());
+    }
+  }
+  // Slots given out again are cleared first: the frees wait for those clears.
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, std::nullopt)).ok());
+  absl::StatusOr<BufferId> small = command_->Allocate(kSession, 16);
+  ASSERT_TRUE(small.ok()) << small.status();
+  kept.push_back(*small);
+  std::map<BufferId, std::string> contents;
+  for (BufferId id : kept) {
+    const uint64_t size = id == *small ? 16 : 8 << 10;  // (of the 16 KiB ones, the first 8)
+    contents[id] = testing::RandomBytes(size, static_cast<uint32_t>(id));
+    ASSERT_TRUE(
+        command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), contents[id]).ok());
+  }
+  ASSERT_TRUE(WaitFor(command_->Synchronize(kSession, std::nullopt)).ok());
+
+  ASSERT_TRUE(command_->WantsRelocation());
+  absl::StatusOr<RelocationReport> report = command_->Relocate();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->allocations_moved, 0u);
+  EXPECT_FALSE(command_->WantsRelocation()) << "tried again before any memory came back";
+  for (const auto& [id, data] : contents) {
+    EXPECT_EQ(ReadAll(id, data.size()).value(), data) << "buffer " << id;
+  }
+  ASSERT_TRUE(command_->Free(kSession, kept.back()).ok());
+  kept.pop_back();
+  EXPECT_TRUE(command_->WantsRelocation());
+  for (BufferId id : kept) ASSERT_TRUE(command_->Free(kSession, id).ok());
+  EXPECT_EQ(command_->Usage().memory_used_bytes, 0u);
+}
+
 TEST_F(CommandTest, OutOfMemoryCleansUpAndRetries) {
   Reset(16 * kMiB, CommandOptions());
   std::vector<BufferId> small;

@@ -49,8 +49,9 @@ void MemoryPool::GrowPageSize() {
   current_page_bytes_ = std::max(current_page_bytes_, wanted);
 }
 
-absl::StatusOr<uint64_t> MemoryPool::NewPage(uint64_t slice_bytes, bool large) {
-  uint64_t bytes = large ? slice_bytes : current_page_bytes_;
+absl::StatusOr<uint64_t> MemoryPool::NewPage(uint64_t slice_bytes, bool large,
+                                             uint64_t page_bytes) {
+  uint64_t bytes = large ? slice_bytes : (page_bytes != 0 ? page_bytes : current_page_bytes_);
   absl::StatusOr<DeviceResource> memory = allocate_page_(bytes);
   if (!memory.ok()) return memory.status();
   uint64_t id = next_page_id_++;
@@ -66,7 +67,8 @@ absl::StatusOr<uint64_t> MemoryPool::NewPage(uint64_t slice_bytes, bool large) {
   return id;
 }
 
-absl::StatusOr<SliceLocation> MemoryPool::Reserve(uint64_t size_bytes, uint64_t owner) {
+absl::StatusOr<SliceLocation> MemoryPool::Reserve(uint64_t size_bytes, uint64_t owner,
+                                                  Fallback fallback) {
   if (NeverFits(size_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("requested ", size_bytes, " bytes can never fit: the device holds ",
@@ -80,25 +82,9 @@ absl::StatusOr<SliceLocation> MemoryPool::Reserve(uint64_t size_bytes, uint64_t 
     if (!page.ok()) return page.status();
     page_id = *page;
   } else {
-    // Prefer the newest page with room: old pages drain and become relocation
-    // candidates instead of staying half full forever.
-    std::vector<uint64_t>& candidates = class_pages_[slice];
-    for (auto it = candidates.rbegin(); it != candidates.rend() && page_id == 0; ++it) {
-      const Page& page = pages_.at(*it);
-      if (!page.retired && page.live < page.owners.size() &&
-          page.page_bytes == current_page_bytes_) {
-        page_id = *it;
-      }
-    }
-    for (auto it = candidates.rbegin(); it != candidates.rend() && page_id == 0; ++it) {
-      const Page& page = pages_.at(*it);
-      if (!page.retired && page.live < page.owners.size()) page_id = *it;
-    }
-    if (page_id == 0) {
-      absl::StatusOr<uint64_t> page = NewPage(slice, false);
-      if (!page.ok()) return page.status();
-      page_id = *page;
-    }
+    absl::StatusOr<uint64_t> page = ClassPageWithRoom(slice, fallback);
+    if (!page.ok()) return page.status();
+    page_id = *page;
   }
   Page& page = pages_.at(page_id);
   auto free_slot = std::find(page.owners.begin(), page.owners.end(), 0);
@@ -108,6 +94,42 @@ absl::StatusOr<SliceLocation> MemoryPool::Reserve(uint64_t size_bytes, uint64_t 
   return SliceLocation{page_id, static_cast<uint32_t>(free_slot - page.owners.begin())};
 }
 
+uint64_t MemoryPool::PageWithRoom(uint64_t slice_bytes, bool any_page_size) const {
+  auto candidates = class_pages_.find(slice_bytes);
+  if (candidates == class_pages_.end()) return 0;
+  // Prefer the newest page with room: old pages drain and become relocation
+  // candidates instead of staying half full forever.
+  uint64_t any_size = 0;
+  for (auto it = candidates->second.rbegin(); it != candidates->second.rend(); ++it) {
+    const Page& page = pages_.at(*it);
+    if (page.retired || page.live == page.owners.size()) continue;
+    if (page.page_bytes == current_page_bytes_) return *it;
+    if (any_size == 0 && any_page_size) any_size = *it;
+  }
+  return any_size;
+}
+
+absl::StatusOr<uint64_t> MemoryPool::ClassPageWithRoom(uint64_t slice_bytes,
+                                                       Fallback fallback) {
+  const bool fall_back = fallback == Fallback::kSmallerPageOrLargerClass;
+  if (uint64_t page = PageWithRoom(slice_bytes, fall_back); page != 0) return page;
+  absl::StatusOr<uint64_t> made = NewPage(slice_bytes, false);
+  if (!fall_back) return made;
+  // Less room than a page of the current size: a smaller page (Note [Device memory pool]).
+  for (uint64_t page_bytes = current_page_bytes_ / 2;
+       !made.ok() && absl::IsResourceExhausted(made.status()) &&
+       page_bytes >= options_.min_page_bytes && page_bytes >= 4 * slice_bytes;
+       page_bytes /= 2) {
+    made = NewPage(slice_bytes, false, page_bytes);
+  }
+  if (made.ok() || !absl::IsResourceExhausted(made.status())) return made;
+  // No page fits at all: a free slot of a larger class.
+  for (uint64_t larger = 2 * slice_bytes; !IsLarge(larger); larger *= 2) {
+    if (uint64_t page = PageWithRoom(larger, /*any_page_size=*/true); page != 0) return page;
+  }
+  return made.status();
+}
+
 void MemoryPool::Release(SliceLocation location) {
   auto it = pages_.find(location.page);
   if (it == pages_.end() || it->second.owners[location.slot] == 0) return;
@@ -115,6 +137,7 @@ void MemoryPool::Release(SliceLocation location) {
   page.owners[location.slot] = 0;
   page.released[location.slot] = true;
   --page.live;
+  ++releases_;
   used_bytes_ -= page.slice_bytes;
   if (page.large) FreePage(location.page);
 }
@@ -142,6 +165,7 @@ void MemoryPool::FreePage(uint64_t id) {
   auto it = pages_.find(id);
   Page& page = it->second;
   reserved_bytes_ -= page.page_bytes;
+  ++releases_;
   free_page_(page.memory);
   if (!page.large) {
     std::vector<uint64_t>& list = class_pages_[page.slice_bytes];

@@ -20,6 +20,13 @@
 // and page ids are never reused, so a stale location can never resolve to someone
 // else's memory: Resolve checks both.
 //
+// When a class has no page with room and no new page of the current size fits, a
+// smaller one is made (down to min_page_bytes: an outdated page, evacuated once there
+// is room again); when none fits at all, a free slot of the smallest larger class with
+// one serves instead. So free memory held in other classes' pages, or too little for a
+// whole page, still serves small requests; only a request no slot and no page can take
+// is refused.
+//
 // "Never fits" (larger than the device) and "not right now" (no room: worth draining
 // and retrying once) are distinct: NeverFits() says which before Reserve is tried.
 //
@@ -70,7 +77,15 @@ class MemoryPool {
   // Reserves a slice of at least `size_bytes` (one that may fit: not NeverFits) for
   // `owner` (non-zero). RESOURCE_EXHAUSTED when the driver has no room for a new page
   // right now.
-  absl::StatusOr<SliceLocation> Reserve(uint64_t size_bytes, uint64_t owner);
+  //
+  // `fallback` says whether a request whose class has no room may take a smaller page
+  // or a larger class's slot (Note [Device memory pool]): allocations may; relocation
+  // targets may not (a slice moved there would leave an outdated page or a slot of the
+  // wrong size, which relocation would want to move again).
+  enum class Fallback { kSmallerPageOrLargerClass, kNone };
+  absl::StatusOr<SliceLocation> Reserve(
+      uint64_t size_bytes, uint64_t owner,
+      Fallback fallback = Fallback::kSmallerPageOrLargerClass);
   // Frees a reserved slice. Large pages go back to the driver at once; class pages stay
   // (reused, or returned by CleanUp).
   void Release(SliceLocation location);
@@ -92,6 +107,9 @@ class MemoryPool {
   std::vector<std::pair<uint32_t, uint64_t>> LiveSlices(uint64_t page) const;
   uint64_t slice_bytes(uint64_t page) const;
 
+  // How many times a slice or a page was given back so far: unchanged, nothing the pool
+  // could not place before fits now.
+  uint64_t releases() const { return releases_; }
   uint64_t used_bytes() const { return used_bytes_; }
   uint64_t reserved_bytes() const { return reserved_bytes_; }
   uint64_t current_page_bytes() const { return current_page_bytes_; }
@@ -112,7 +130,14 @@ class MemoryPool {
   uint64_t SliceBytesFor(uint64_t size_bytes) const;
   bool IsLarge(uint64_t slice_bytes) const { return slice_bytes > current_page_bytes_ / 4; }
   void GrowPageSize();
-  absl::StatusOr<uint64_t> NewPage(uint64_t slice_bytes, bool large);
+  absl::StatusOr<uint64_t> NewPage(uint64_t slice_bytes, bool large, uint64_t page_bytes = 0);
+  // A page of the class of `slice_bytes` to reserve a slot on: one with room, else a new
+  // one, else (with `fallback`) a smaller new one or a page of a larger class with room
+  // (see the Note); the driver's RESOURCE_EXHAUSTED when there is none.
+  absl::StatusOr<uint64_t> ClassPageWithRoom(uint64_t slice_bytes, Fallback fallback);
+  // The newest page of exactly the class of `slice_bytes` with a free slot, of the
+  // current page size, else (when `any_page_size`) of any; 0 when none.
+  uint64_t PageWithRoom(uint64_t slice_bytes, bool any_page_size) const;
   void FreePage(uint64_t page);
 
   const Options options_;
@@ -125,6 +150,7 @@ class MemoryPool {
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> class_pages_;
   uint64_t used_bytes_ = 0;
   uint64_t reserved_bytes_ = 0;
+  uint64_t releases_ = 0;
 };
 
 }  // namespace gpucmd

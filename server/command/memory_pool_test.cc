@@ -1,6 +1,8 @@
 #include "server/command/memory_pool.h"
 
+#include <map>
 #include <set>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -121,6 +123,40 @@ TEST_F(MemoryPoolTest, OutOfMemoryThenCleanUpThenSuccess) {
   EXPECT_GT(pool_.CleanUp(), 0u);
   EXPECT_EQ(pool_.reserved_bytes(), 0u);
   EXPECT_TRUE(pool_.Reserve(8 * kMiB, 1000).ok());
+}
+
+TEST_F(MemoryPoolTest, LessRoomThanAPageMakesASmallerOne) {
+  // Two large pages hold 62 MiB; the page size has grown to 4 MiB meanwhile.
+  ASSERT_TRUE(pool_.Reserve(31 * kMiB, 1).ok());
+  ASSERT_TRUE(pool_.Reserve(31 * kMiB, 2).ok());
+  ASSERT_EQ(pool_.Reserve(256, 3).status().code(), absl::StatusCode::kOk);
+  EXPECT_EQ(pool_.current_page_bytes(), 4 * kMiB);
+  EXPECT_EQ(pages_.held(), 64 * kMiB) << "a 2 MiB page for the last 2 MiB";
+  EXPECT_EQ(pool_.PagesToEvacuate().size(), 1u) << "the smaller page is outdated";
+}
+
+TEST_F(MemoryPoolTest, FreeSlotsOfALargerClassServeWhenNoPageFits) {
+  // Every page of the 8 KiB class, as many as fit, keeps one slice: most of the device
+  // is free, but in those pages.
+  std::map<uint64_t, std::vector<SliceLocation>> by_page;
+  for (uint64_t owner = 1;; ++owner) {
+    absl::StatusOr<SliceLocation> location = pool_.Reserve(8192, owner);
+    if (!location.ok()) break;
+    by_page[location->page].push_back(*location);
+  }
+  ASSERT_GT(by_page.size(), 1u);
+  for (auto& [page, slices] : by_page) {
+    for (size_t i = 1; i < slices.size(); ++i) pool_.Release(slices[i]);
+  }
+  const uint64_t used = pool_.used_bytes();
+  absl::StatusOr<SliceLocation> small = pool_.Reserve(16, 1 << 20);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_TRUE(by_page.contains(small->page)) << "a slot of an 8 KiB page";
+  EXPECT_EQ(pool_.Resolve(*small, 1 << 20)->size_bytes, 8192u);
+  EXPECT_EQ(pool_.used_bytes(), used + 8192);
+  // A class larger than any page with room still finds none.
+  EXPECT_EQ(pool_.Reserve(kMiB / 2, 2 << 20).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(MemoryPoolTest, PageSizeGrowsAndOldPagesBecomeOutdated) {

@@ -258,10 +258,10 @@ void DeviceWorker::RunDevice() {
         absl::StatusOr<RelocationReport> report = command_->Relocate();
         if (report.ok() && report->deferred) {
           holding = true;  // again once the streams' work ended
-        } else if (report.ok()) {
+        } else if (report.ok() && report->allocations_moved > 0) {
           spdlog::info("device {}: relocated {} allocation(s) off {} page(s)", options_.ordinal,
                        report->allocations_moved, report->pages_relocated);
-        } else {
+        } else if (!report.ok()) {
           spdlog::warn("device {}: relocation failed: {}", options_.ordinal,
                        report.status().ToString());
         }
