@@ -3,15 +3,19 @@
 // message, and the daemon must keep serving. Requests are built by reflection from each
 // method's request type (so new fields are fuzzed too), with values near the real ones
 // (the session's token, a buffer, a compiled kernel) so they get past the first checks;
-// half are then mutated byte by byte. FUZZ_ITERATIONS (default 4000) sets how many
-// calls; FUZZ_SEED the seed. Run longer with e.g.
+// half are then mutated byte by byte. Submit gets a test of its own: batches of random
+// commands, several per call, each command of which must be answered once, in order.
+// FUZZ_ITERATIONS (default 4000) sets how many calls; FUZZ_SEED the seed. Run longer
+// with e.g.
 //   bazel test //tests/integration:request_fuzz_test --test_timeout=3600
 //       --test_env=FUZZ_ITERATIONS=100000 --test_env=FUZZ_SEED=7
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,6 +25,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/message.h"
+#include "gpucmd/v1/gpucmd.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
@@ -29,6 +34,7 @@
 namespace gpucmd {
 namespace {
 
+using ::gpucmd::testing::CallWithRawBodies;
 using ::gpucmd::testing::CallWithRawBody;
 using ::gpucmd::testing::DaemonProcess;
 using google::protobuf::FieldDescriptor;
@@ -66,16 +72,135 @@ class RequestMaker {
         buffer_(buffer),
         kernel_id_(std::move(kernel_id)) {}
 
-  std::string Make(const google::protobuf::Descriptor* type) {
+  // A message of `type`, serialized, mutated one time in `mutate_one_in`.
+  std::string Make(const google::protobuf::Descriptor* type, int mutate_one_in = 2) {
     std::unique_ptr<Message> message(factory_.GetPrototype(type)->New());
     Fill(message.get(), 0);
     std::string body = message->SerializeAsString();
-    if (Chance(2)) Mutate(&body);
+    if (Chance(mutate_one_in)) Mutate(&body);
     return body;
   }
 
- private:
+  // A SubmitRequest of 1 to 16 commands, half of them well formed (WellFormed), the
+  // others random (some of them mutated), asking for streamed replies half the time; the
+  // whole request mutated one time in eight.
+  std::string MakeBatch() {
+    v1::SubmitRequest request;
+    const int commands = 1 + static_cast<int>(random_() % 16);
+    std::vector<uint64_t> allocations;  // the sequences of its well-formed Allocates
+    for (int i = 0; i < commands; ++i) {
+      if (Chance(2)) {
+        *request.add_commands() = WellFormed(static_cast<uint64_t>(i), allocations);
+        continue;
+      }
+      std::string command = Make(v1::Command::descriptor(), /*mutate_one_in=*/8);
+      if (!request.add_commands()->ParseFromString(command)) {
+        request.mutable_commands()->RemoveLast();
+      }
+    }
+    request.set_stream_replies(Chance(2));
+    std::string body = request.SerializeAsString();
+    if (Chance(8)) Mutate(&body);
+    return body;
+  }
+
   bool Chance(int one_in) { return random_() % one_in == 0; }
+
+ private:
+  // Command `index` of a batch, its sequence `index`, of a random kind and well formed:
+  // it names the session, the kernel, and a buffer: mostly (through `buffer_ref`) one of
+  // the batch's earlier `allocations` (to which an Allocate adds itself), else the
+  // buffer or any earlier command. Sizes and offsets straddle the buffers' ends; one
+  // allocation in eight cannot fit.
+  v1::Command WellFormed(uint64_t index, std::vector<uint64_t>& allocations) {
+    v1::Command command;
+    command.set_sequence(index);
+    const uint64_t stream = random_() % 3;
+    // A buffer_ref: an earlier Allocate, else any earlier command (or itself, the first).
+    auto earlier = [&] {
+      if (!allocations.empty() && !Chance(4)) return allocations[random_() % allocations.size()];
+      return index > 0 ? random_() % index : 0;
+    };
+    // Calls set_buffer_ref (earlier()) or, one time in four, set_buffer on `request`.
+    auto name_buffer = [&](auto* request, auto set_buffer, auto set_buffer_ref) {
+      if (Chance(4)) {
+        (request->*set_buffer)(buffer_);
+      } else {
+        (request->*set_buffer_ref)(earlier());
+      }
+    };
+    // Allocates first more often, so that later commands have buffers to name.
+    switch (allocations.empty() && Chance(2) ? 0 : random_() % 7) {
+      case 0: {
+        v1::AllocateRequest* allocate = command.mutable_allocate();
+        allocate->set_session(session_);
+        allocate->set_size_bytes(Chance(8) ? uint64_t{1} << 40 : random_() % 8192);
+        allocations.push_back(index);
+        break;
+      }
+      case 1: {  // only of the batch's own allocations: the buffer stays for the others
+        v1::FreeRequest* free = command.mutable_free();
+        free->set_session(session_);
+        free->set_buffer_ref(earlier());
+        break;
+      }
+      case 2: {
+        v1::WriteRequest* write = command.mutable_write();
+        v1::WriteHeader* header = write->mutable_header();
+        header->set_session(session_);
+        header->set_stream(stream);
+        name_buffer(header, &v1::WriteHeader::set_buffer, &v1::WriteHeader::set_buffer_ref);
+        header->set_offset_bytes(random_() % 4608);
+        write->set_data(std::string(random_() % 640, static_cast<char>(random_())));
+        header->set_inline_size_bytes(Chance(8) ? random_() % 640 : write->data().size());
+        break;
+      }
+      case 3: {
+        v1::ReadRequest* read = command.mutable_read();
+        read->set_session(session_);
+        read->set_stream(stream);
+        name_buffer(read, &v1::ReadRequest::set_buffer, &v1::ReadRequest::set_buffer_ref);
+        read->set_offset_bytes(random_() % 4608);
+        read->set_size_bytes(random_() % 640);
+        break;
+      }
+      case 4: {
+        v1::CopyRequest* copy = command.mutable_copy();
+        copy->set_session(session_);
+        copy->set_stream(stream);
+        name_buffer(copy, &v1::CopyRequest::set_source_buffer,
+                    &v1::CopyRequest::set_source_buffer_ref);
+        name_buffer(copy, &v1::CopyRequest::set_target_buffer,
+                    &v1::CopyRequest::set_target_buffer_ref);
+        copy->set_source_offset_bytes(random_() % 4608);
+        copy->set_target_offset_bytes(random_() % 4608);
+        copy->set_size_bytes(random_() % 1024);
+        break;
+      }
+      case 5: {
+        v1::LaunchRequest* launch = command.mutable_launch();
+        launch->set_session(session_);
+        launch->set_stream(stream);
+        launch->set_kernel_id(kernel_id_);
+        for (v1::Dim3* dim : {launch->mutable_grid(), launch->mutable_block()}) {
+          dim->set_x(1 + random_() % 3);
+          dim->set_y(1);
+          dim->set_z(1);
+        }
+        v1::BufferArg* arg = launch->add_args()->mutable_buffer();
+        name_buffer(arg, &v1::BufferArg::set_buffer, &v1::BufferArg::set_buffer_ref);
+        arg->set_access(static_cast<v1::Access>(random_() % 4));
+        break;
+      }
+      default: {
+        v1::SynchronizeRequest* synchronize = command.mutable_synchronize();
+        synchronize->set_session(session_);
+        if (Chance(2)) synchronize->set_stream(stream);
+        break;
+      }
+    }
+    return command;
+  }
 
   uint64_t Number(const FieldDescriptor* field) {
     if (Chance(50)) return random_() | (uint64_t{random_()} << 32);  // anything at all
@@ -185,45 +310,76 @@ class RequestMaker {
   google::protobuf::DynamicMessageFactory factory_;
 };
 
-TEST(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
-  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(absl::StrCat(
-      "cpu { memory_bytes_per_device: ", 64 << 20,
-      " kernel_timeout_seconds: 2 executor_workers: 2 }\n"
-      "compile { cache_dir: \"{dir}/cache\" }\n"));
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<Session> session = (*client)->OpenSession(0, "fuzzed");
-  ASSERT_TRUE(session.ok()) << session.status();
-  absl::StatusOr<Buffer> buffer = session->Allocate(4096);
-  ASSERT_TRUE(buffer.ok()) << buffer.status();
-  absl::StatusOr<v1::CompileResponse> kernel =
-      session->Compile("extern \"C\" __global__ void k(float* x) {}", "k");
-  ASSERT_TRUE(kernel.ok()) << kernel.status();
+// A daemon with a session, a buffer and a compiled kernel for the requests to name.
+class RequestFuzzTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<DaemonProcess> started = DaemonProcess::StartWithConfig(absl::StrCat(
+        "cpu { memory_bytes_per_device: ", 64 << 20,
+        " kernel_timeout_seconds: 2 executor_workers: 2 }\n"
+        "compile { cache_dir: \"{dir}/cache\" }\n"));
+    ASSERT_TRUE(started.ok()) << started.status();
+    daemon_.emplace(*std::move(started));
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    absl::StatusOr<Session> session = client_->OpenSession(0, "fuzzed");
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<Buffer> buffer = session->Allocate(4096);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    absl::StatusOr<v1::CompileResponse> kernel =
+        session->Compile("extern \"C\" __global__ void k(float* x) {}", "k");
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    maker_.emplace(seed_, session->token(), buffer->id(), kernel->kernel_id());
+    session_.emplace(*std::move(session));
+    channel_ = grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials());
+  }
 
+  // The end of the daemon's log, for a failure's message.
+  std::string LogTail() const {
+    const std::string log = daemon_->StderrText();
+    return log.substr(log.size() - std::min<size_t>(log.size(), 4000));
+  }
+
+  // The daemon still serves: a fresh session writes and reads back.
+  void ExpectServing() {
+    EXPECT_TRUE(client_->ListDevices().ok()) << "the daemon stopped serving";
+    absl::StatusOr<Session> after = client_->OpenSession(0, "after");
+    ASSERT_TRUE(after.ok()) << after.status();
+    absl::StatusOr<Buffer> fresh = after->Allocate(16);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    ASSERT_TRUE(after->Write(*fresh, 0, "sixteen bytes!!!").ok());
+    EXPECT_EQ(after->Read(*fresh, 0, 16).value_or(""), "sixteen bytes!!!");
+  }
+
+  const uint64_t iterations_ = EnvOr("FUZZ_ITERATIONS", 4000);
+  const uint32_t seed_ = static_cast<uint32_t>(EnvOr("FUZZ_SEED", 1));
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> session_;
+  std::optional<RequestMaker> maker_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
   const google::protobuf::ServiceDescriptor* service =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
           "gpucmd.v1.GpuCommand");
   ASSERT_NE(service, nullptr);
-  const uint64_t iterations = EnvOr("FUZZ_ITERATIONS", 4000);
-  const uint32_t seed = static_cast<uint32_t>(EnvOr("FUZZ_SEED", 1));
-  RequestMaker maker(seed, session->token(), buffer->id(), kernel->kernel_id());
-  std::mt19937 pick(seed);
-  auto channel = grpc::CreateChannel(daemon->grpc_target(), grpc::InsecureChannelCredentials());
+  std::mt19937 pick(seed_);
   std::map<std::string, std::map<int, int>> outcomes;  // method -> code -> calls
-  for (uint64_t i = 0; i < iterations; ++i) {
+  for (uint64_t i = 0; i < iterations_; ++i) {
     const auto* method = service->method(static_cast<int>(pick() % service->method_count()));
     if (method->name() == "CloseSession") continue;  // the session the others use
-    const std::string body = maker.Make(method->input_type());
+    const std::string body = maker_->Make(method->input_type());
     grpc::Status status =
-        CallWithRawBody(channel, "/gpucmd.v1.GpuCommand/" + method->name(), body);
+        CallWithRawBody(channel_, "/gpucmd.v1.GpuCommand/" + method->name(), body);
     ++outcomes[method->name()][status.error_code()];
     ASSERT_TRUE(DocumentedCodes().contains(status.error_code()))
         << method->name() << " answered " << status.error_code() << ": "
-        << status.error_message() << " (seed " << seed << ", call " << i
+        << status.error_message() << " (seed " << seed_ << ", call " << i
         << "); the daemon's log ends:\n"
-        << daemon->StderrText().substr(
-               daemon->StderrText().size() - std::min<size_t>(daemon->StderrText().size(), 4000));
+        << LogTail();
     if (!status.ok()) {
       EXPECT_FALSE(status.error_message().empty())
           << method->name() << " answered " << status.error_code() << " with no message";
@@ -234,13 +390,71 @@ TEST(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
     for (const auto& [code, calls] : codes) absl::StrAppend(&line, " ", code, "x", calls);
     std::cout << line << "\n";
   }
-  EXPECT_TRUE((*client)->ListDevices().ok()) << "the daemon stopped serving";
-  absl::StatusOr<Session> after = (*client)->OpenSession(0, "after");
-  ASSERT_TRUE(after.ok()) << after.status();
-  absl::StatusOr<Buffer> fresh = after->Allocate(16);
-  ASSERT_TRUE(fresh.ok()) << fresh.status();
-  ASSERT_TRUE(after->Write(*fresh, 0, "sixteen bytes!!!").ok());
-  EXPECT_EQ(after->Read(*fresh, 0, 16).value_or(""), "sixteen bytes!!!");
+  ExpectServing();
+}
+
+// Calls of one to three Submit batches of random commands. A batch that parses is
+// answered, in the batches' order, by responses whose replies name its commands'
+// sequences once each, in order, each with a documented code (and a message when it
+// failed); the call ends OK, or INVALID_ARGUMENT after the batches before the first one
+// that does not parse. Closing the session frees all it allocated.
+TEST_F(RequestFuzzTest, EverySubmittedCommandIsAnsweredOnceInOrderWithADocumentedCode) {
+  std::map<int, int> reply_codes;  // code -> replies
+  for (uint64_t i = 0; i < iterations_ / 4; ++i) {
+    std::vector<std::string> batches(1 + maker_->Chance(2) + maker_->Chance(2));
+    for (std::string& batch : batches) batch = maker_->MakeBatch();
+    std::vector<std::string> responses;
+    const grpc::Status status =
+        CallWithRawBodies(channel_, "/gpucmd.v1.GpuCommand/Submit", batches, &responses);
+    const std::string call = absl::StrCat("(seed ", seed_, ", call ", i, ")");
+    size_t response = 0;
+    bool all_parsed = true;
+    for (const std::string& body : batches) {
+      v1::SubmitRequest request;
+      if (!request.ParseFromString(body)) {
+        all_parsed = false;
+        break;
+      }
+      bool done = false;
+      int replied = 0;
+      while (!done && response < responses.size()) {
+        v1::SubmitResponse answer;
+        ASSERT_TRUE(answer.ParseFromString(responses[response++])) << call;
+        done = answer.batch_done();
+        for (const v1::CommandReply& reply : answer.replies()) {
+          ASSERT_LT(replied, request.commands_size()) << "an extra reply " << call;
+          EXPECT_EQ(reply.sequence(), request.commands(replied).sequence())
+              << "reply " << replied << " " << call;
+          const int code = reply.status().code();
+          ++reply_codes[code];
+          EXPECT_TRUE(DocumentedCodes().contains(static_cast<grpc::StatusCode>(code)))
+              << "command " << replied << " answered " << code << ": "
+              << reply.status().message() << " " << call << "; the daemon's log ends:\n"
+              << LogTail();
+          if (code != 0) {
+            EXPECT_FALSE(reply.status().message().empty()) << call;
+          }
+          ++replied;
+        }
+      }
+      ASSERT_TRUE(done) << "a batch was not answered to its end " << call << ": "
+                        << status.error_code() << " " << status.error_message();
+      EXPECT_EQ(replied, request.commands_size()) << call;
+    }
+    EXPECT_EQ(response, responses.size()) << "responses past the batches " << call;
+    EXPECT_EQ(status.error_code(),
+              all_parsed ? grpc::StatusCode::OK : grpc::StatusCode::INVALID_ARGUMENT)
+        << status.error_message() << " " << call;
+  }
+  std::string line = "Submit replies:";
+  for (const auto& [code, replies] : reply_codes) absl::StrAppend(&line, " ", code, "x", replies);
+  std::cout << line << "\n";
+  // Whatever the batches left allocated (up to the whole device) goes with the session.
+  ASSERT_TRUE(session_->Close().ok());
+  absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->devices(0).memory_used_bytes(), 0u);
+  ExpectServing();
 }
 
 }  // namespace

@@ -7,13 +7,15 @@
 namespace gpucmd::testing {
 
 grpc::Status CallWithRawBody(const std::shared_ptr<grpc::Channel>& channel,
-                             const std::string& method, const std::string& body) {
-  return CallWithRawBodies(channel, method, {body});
+                             const std::string& method, const std::string& body,
+                             std::vector<std::string>* replies) {
+  return CallWithRawBodies(channel, method, {body}, replies);
 }
 
 grpc::Status CallWithRawBodies(const std::shared_ptr<grpc::Channel>& channel,
                                const std::string& method,
-                               const std::vector<std::string>& bodies) {
+                               const std::vector<std::string>& bodies,
+                               std::vector<std::string>* replies) {
   grpc::CompletionQueue queue;
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
@@ -31,11 +33,19 @@ grpc::Status CallWithRawBodies(const std::shared_ptr<grpc::Channel>& channel,
   }
   call->WritesDone(nullptr);
   queue.Next(&tag, &ok);
-  grpc::ByteBuffer reply;
-  do {
+  while (true) {
+    grpc::ByteBuffer reply;
     call->Read(&reply, nullptr);
     queue.Next(&tag, &ok);
-  } while (ok);
+    if (!ok) break;
+    if (replies == nullptr) continue;
+    std::vector<grpc::Slice> slices;
+    (void)reply.Dump(&slices);
+    std::string& bytes = replies->emplace_back();
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
   grpc::Status status;
   call->Finish(&status, nullptr);
   queue.Next(&tag, &ok);
