@@ -87,11 +87,16 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,
-                                 client = info.client_name, begin, end,
+                                 client = info.client_name, closed = info.closed, begin, end,
                                  abandoned = std::move(abandoned),
                                  done = std::move(done), queued = std::move(queued)](
                                     CommandInterface& command) mutable {
     absl::Status gone = abandoned();
+    // The session's reclaim, queued when it was closed, may have run already: nothing
+    // may make it hold device memory again.
+    if (gone.ok() && closed != nullptr && closed->load(std::memory_order_acquire)) {
+      gone = absl::NotFoundError("the session was closed before this command ran");
+    }
     bool waits = false;
     PendingWait room;  // set: the run stops at `ran_to`, before a command that must wait
     size_t ran_to = end;

@@ -69,7 +69,8 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // device copies, synchronizes and writes from shared-memory slices the device copies
   // from directly (pinned), and the device is idle: DeviceWorker::Placement::
   // kHereWhenIdle). When the task runs, `abandoned` is asked first: a non-OK answer
-  // fails every command with it. `done` runs once the task finished and every read,
+  // fails every command with it; so does NOT_FOUND when `session` was closed meanwhile
+  // (SessionInfo::closed). `done` runs once the task finished and every read,
   // synchronize and write answered when copied among the commands completed (results
   // final): after the task, or on a completion thread when there were any.
   // An error means nothing was queued and `done` will not run.

@@ -223,5 +223,26 @@ TEST_F(BatchTest, AnAbandonedCallRunsNothing) {
   EXPECT_EQ(worker_.usage().memory_used_bytes, 0u);
 }
 
+// Work of a session closed after it was converted (its reclaim may have run on the
+// device already) runs nothing: it would hold memory for a session that is gone.
+TEST_F(BatchTest, WorkOfAClosedSessionRunsNothing) {
+  SessionInfo closed_session = kSessionInfo;
+  closed_session.closed = std::make_shared<std::atomic<bool>>(true);
+  std::vector<BatchCommand> commands;
+  commands.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
+  commands.push_back(Command(2, "write", Write(Ref(0), "abcd")));
+  auto batch = std::make_shared<Batch>(std::move(commands));
+  std::promise<void> done;
+  ASSERT_TRUE(batch->Run(worker_, closed_session, 0, 2, [] { return absl::OkStatus(); },
+                         [&done] { done.set_value(); })
+                  .ok());
+  done.get_future().get();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(batch->result(i).status.code(), absl::StatusCode::kNotFound) << i;
+    EXPECT_THAT(std::string(batch->result(i).status.message()), HasSubstr("closed")) << i;
+  }
+  EXPECT_EQ(worker_.usage().memory_used_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace gpucmd

@@ -43,6 +43,8 @@ absl::StatusOr<std::string> SessionRegistry::Open(uint32_t device, std::string c
   std::string token = RandomToken();
   while (sessions_.contains(token)) token = RandomToken();
   Entry& entry = sessions_[token];
+  entry.closed = std::make_shared<std::atomic<bool>>(false);
+  info.closed = entry.closed;
   entry.info = std::move(info);
   entry.last_active = now;
   return token;
@@ -87,6 +89,7 @@ void SessionRegistry::EraseLocked(absl::flat_hash_map<std::string, Entry>::itera
   if (client != sessions_per_client_.end() && --client->second == 0) {
     sessions_per_client_.erase(client);
   }
+  it->second.closed->store(true, std::memory_order_release);
   sessions_.erase(it);
 }
 

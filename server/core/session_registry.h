@@ -10,8 +10,10 @@
 //
 // Thread-safety: all methods may be called from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,11 @@ struct SessionInfo {
   // Who opened it (PeerIdentity::Key in server/rpc/peer_identity.h); empty: anonymous.
   std::string owner;
   std::chrono::steady_clock::time_point opened;
+  // True from the moment the registry forgets the session (closed or expired), which is
+  // before its reclaim is queued on its device: work of it that reaches the device after
+  // the reclaim is refused instead of holding memory for a session that is gone
+  // (Batch::Run). Null for a session no registry opened (tests): never closed.
+  std::shared_ptr<const std::atomic<bool>> closed;
 };
 
 struct SessionLimits {
@@ -76,6 +83,7 @@ class SessionRegistry {
  private:
   struct Entry {
     SessionInfo info;
+    std::shared_ptr<std::atomic<bool>> closed;  // info.closed
     Clock::time_point last_active;
     int open_leases = 0;
     std::optional<Clock::time_point> lease_lost;

@@ -48,6 +48,22 @@ TEST(SessionRegistryTest, IdleSessionsExpire) {
   EXPECT_TRUE(registry.Touch(busy, start + seconds(61)).ok());
 }
 
+TEST(SessionRegistryTest, WhatWasHandedOutOfASessionSaysWhenItClosedOrExpired) {
+  SessionRegistry registry(seconds(60), seconds(5));
+  auto start = SessionRegistry::Clock::now();
+  std::string closing = *registry.Open(0, "closing", "", start);
+  std::string idle = *registry.Open(0, "idle", "", start);
+  SessionInfo closing_info = *registry.Touch(closing, start);
+  SessionInfo idle_info = *registry.Touch(idle, start);
+  ASSERT_NE(closing_info.closed, nullptr);
+  EXPECT_FALSE(closing_info.closed->load());
+  ASSERT_TRUE(registry.Close(closing).has_value());
+  EXPECT_TRUE(closing_info.closed->load());
+  EXPECT_FALSE(idle_info.closed->load());
+  EXPECT_EQ(registry.TakeExpired(start + seconds(61)).size(), 1u);
+  EXPECT_TRUE(idle_info.closed->load());
+}
+
 TEST(SessionRegistryTest, LeasedSessionsLiveUntilTheLeaseBreaksPlusGrace) {
   SessionRegistry registry(seconds(60), seconds(5));
   Clock::time_point start = Clock::now();

@@ -10,11 +10,13 @@
 //   bazel test //tests/integration:request_fuzz_test --test_timeout=3600
 //       --test_env=FUZZ_ITERATIONS=100000 --test_env=FUZZ_SEED=7
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -310,6 +312,13 @@ class RequestMaker {
   google::protobuf::DynamicMessageFactory factory_;
 };
 
+// Prints `what` and how many calls (or replies) ended with each code.
+void PrintCodes(const std::string& what, const std::map<int, int>& codes) {
+  std::string line = what + ":";
+  for (const auto& [code, count] : codes) absl::StrAppend(&line, " ", code, "x", count);
+  std::cout << line << "\n";
+}
+
 // A daemon with a session, a buffer and a compiled kernel for the requests to name.
 class RequestFuzzTest : public ::testing::Test {
  protected:
@@ -330,7 +339,9 @@ class RequestFuzzTest : public ::testing::Test {
     absl::StatusOr<v1::CompileResponse> kernel =
         session->Compile("extern \"C\" __global__ void k(float* x) {}", "k");
     ASSERT_TRUE(kernel.ok()) << kernel.status();
-    maker_.emplace(seed_, session->token(), buffer->id(), kernel->kernel_id());
+    buffer_id_ = buffer->id();
+    kernel_id_ = kernel->kernel_id();
+    maker_.emplace(seed_, session->token(), buffer_id_, kernel_id_);
     session_.emplace(*std::move(session));
     channel_ = grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials());
   }
@@ -339,6 +350,36 @@ class RequestFuzzTest : public ::testing::Test {
   std::string LogTail() const {
     const std::string log = daemon_->StderrText();
     return log.substr(log.size() - std::min<size_t>(log.size(), 4000));
+  }
+
+  // Device memory in use once the daemon has no work in flight (frees behind work wait
+  // for it); gives up waiting after 20 s.
+  uint64_t MemoryUsedOnceIdle() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (true) {
+      absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+      EXPECT_TRUE(stats.ok()) << stats.status();
+      if (!stats.ok()) return ~uint64_t{0};
+      const v1::DeviceStats& device = stats->devices(0);
+      if ((device.memory_used_bytes() == 0 && device.commands_in_flight() == 0) ||
+          std::chrono::steady_clock::now() > deadline) {
+        return device.memory_used_bytes();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // Names call `i` in failures.
+  std::string Call(uint64_t i) const { return absl::StrCat("(seed ", seed_, ", call ", i, ")"); }
+
+  // After a Submit fuzz: prints its `reply_codes`, closes the session, and expects every
+  // byte of device memory given back (whatever the batches left allocated, up to the
+  // whole device, goes with their sessions) and the daemon serving.
+  void ExpectEverythingGivenBack(const std::map<int, int>& reply_codes) {
+    PrintCodes("Submit replies", reply_codes);
+    ASSERT_TRUE(session_->Close().ok());
+    EXPECT_EQ(MemoryUsedOnceIdle(), 0u);
+    ExpectServing();
   }
 
   // The daemon still serves: a fresh session writes and reads back.
@@ -357,6 +398,8 @@ class RequestFuzzTest : public ::testing::Test {
   std::optional<DaemonProcess> daemon_;
   std::unique_ptr<Client> client_;
   std::optional<Session> session_;
+  uint64_t buffer_id_ = 0;
+  std::string kernel_id_;
   std::optional<RequestMaker> maker_;
   std::shared_ptr<grpc::Channel> channel_;
 };
@@ -385,19 +428,60 @@ TEST_F(RequestFuzzTest, EveryRpcAnswersDocumentedCodesAndTheDaemonServesOn) {
           << method->name() << " answered " << status.error_code() << " with no message";
     }
   }
-  for (const auto& [method, codes] : outcomes) {
-    std::string line = method + ":";
-    for (const auto& [code, calls] : codes) absl::StrAppend(&line, " ", code, "x", calls);
-    std::cout << line << "\n";
-  }
+  for (const auto& [method, codes] : outcomes) PrintCodes(method, codes);
   ExpectServing();
 }
 
-// Calls of one to three Submit batches of random commands. A batch that parses is
-// answered, in the batches' order, by responses whose replies name its commands'
+// Checks the answers to a Submit call that sent `batches`: a batch that parses is
+// answered, in the batches' order, by `responses` whose replies name its commands'
 // sequences once each, in order, each with a documented code (and a message when it
 // failed); the call ends OK, or INVALID_ARGUMENT after the batches before the first one
-// that does not parse. Closing the session frees all it allocated.
+// that does not parse. Counts the replies' codes into `reply_codes`; `call` names the
+// call in failures.
+void CheckSubmitAnswers(const std::vector<std::string>& batches,
+                        const std::vector<std::string>& responses, const grpc::Status& status,
+                        const std::string& call, std::map<int, int>& reply_codes) {
+  size_t response = 0;
+  bool all_parsed = true;
+  for (const std::string& body : batches) {
+    v1::SubmitRequest request;
+    if (!request.ParseFromString(body)) {
+      all_parsed = false;
+      break;
+    }
+    bool done = false;
+    int replied = 0;
+    while (!done && response < responses.size()) {
+      v1::SubmitResponse answer;
+      ASSERT_TRUE(answer.ParseFromString(responses[response++])) << call;
+      done = answer.batch_done();
+      for (const v1::CommandReply& reply : answer.replies()) {
+        ASSERT_LT(replied, request.commands_size()) << "an extra reply " << call;
+        EXPECT_EQ(reply.sequence(), request.commands(replied).sequence())
+            << "reply " << replied << " " << call;
+        const int code = reply.status().code();
+        ++reply_codes[code];
+        EXPECT_TRUE(DocumentedCodes().contains(static_cast<grpc::StatusCode>(code)))
+            << "command " << replied << " answered " << code << ": "
+            << reply.status().message() << " " << call;
+        if (code != 0) {
+          EXPECT_FALSE(reply.status().message().empty()) << call;
+        }
+        ++replied;
+      }
+    }
+    ASSERT_TRUE(done) << "a batch was not answered to its end " << call << ": "
+                      << status.error_code() << " " << status.error_message();
+    EXPECT_EQ(replied, request.commands_size()) << call;
+  }
+  EXPECT_EQ(response, responses.size()) << "responses past the batches " << call;
+  EXPECT_EQ(status.error_code(),
+            all_parsed ? grpc::StatusCode::OK : grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message() << " " << call;
+}
+
+// Calls of one to three Submit batches of random commands, answered as
+// CheckSubmitAnswers says. Closing the session frees all it allocated.
 TEST_F(RequestFuzzTest, EverySubmittedCommandIsAnsweredOnceInOrderWithADocumentedCode) {
   std::map<int, int> reply_codes;  // code -> replies
   for (uint64_t i = 0; i < iterations_ / 4; ++i) {
@@ -406,55 +490,38 @@ TEST_F(RequestFuzzTest, EverySubmittedCommandIsAnsweredOnceInOrderWithADocumente
     std::vector<std::string> responses;
     const grpc::Status status =
         CallWithRawBodies(channel_, "/gpucmd.v1.GpuCommand/Submit", batches, &responses);
-    const std::string call = absl::StrCat("(seed ", seed_, ", call ", i, ")");
-    size_t response = 0;
-    bool all_parsed = true;
-    for (const std::string& body : batches) {
-      v1::SubmitRequest request;
-      if (!request.ParseFromString(body)) {
-        all_parsed = false;
-        break;
-      }
-      bool done = false;
-      int replied = 0;
-      while (!done && response < responses.size()) {
-        v1::SubmitResponse answer;
-        ASSERT_TRUE(answer.ParseFromString(responses[response++])) << call;
-        done = answer.batch_done();
-        for (const v1::CommandReply& reply : answer.replies()) {
-          ASSERT_LT(replied, request.commands_size()) << "an extra reply " << call;
-          EXPECT_EQ(reply.sequence(), request.commands(replied).sequence())
-              << "reply " << replied << " " << call;
-          const int code = reply.status().code();
-          ++reply_codes[code];
-          EXPECT_TRUE(DocumentedCodes().contains(static_cast<grpc::StatusCode>(code)))
-              << "command " << replied << " answered " << code << ": "
-              << reply.status().message() << " " << call << "; the daemon's log ends:\n"
-              << LogTail();
-          if (code != 0) {
-            EXPECT_FALSE(reply.status().message().empty()) << call;
-          }
-          ++replied;
-        }
-      }
-      ASSERT_TRUE(done) << "a batch was not answered to its end " << call << ": "
-                        << status.error_code() << " " << status.error_message();
-      EXPECT_EQ(replied, request.commands_size()) << call;
-    }
-    EXPECT_EQ(response, responses.size()) << "responses past the batches " << call;
-    EXPECT_EQ(status.error_code(),
-              all_parsed ? grpc::StatusCode::OK : grpc::StatusCode::INVALID_ARGUMENT)
-        << status.error_message() << " " << call;
+    CheckSubmitAnswers(batches, responses, status, Call(i), reply_codes);
+    ASSERT_FALSE(HasFailure()) << "the daemon's log ends:\n" << LogTail();
   }
-  std::string line = "Submit replies:";
-  for (const auto& [code, replies] : reply_codes) absl::StrAppend(&line, " ", code, "x", replies);
-  std::cout << line << "\n";
-  // Whatever the batches left allocated (up to the whole device) goes with the session.
-  ASSERT_TRUE(session_->Close().ok());
-  absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
-  ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->devices(0).memory_used_bytes(), 0u);
-  ExpectServing();
+  ExpectEverythingGivenBack(reply_codes);
+}
+
+// Sessions closed by another thread while their batches run: every batch is still
+// answered in full as CheckSubmitAnswers says (the commands the close overtook fail),
+// and once every session is closed and its work ended, nothing stays allocated.
+TEST_F(RequestFuzzTest, SessionsClosedWhileTheirBatchesRunLeaveNothingBehind) {
+  std::map<int, int> reply_codes;  // code -> replies
+  std::mt19937 pick(seed_);
+  for (uint64_t i = 0; i < iterations_ / 40; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, "closed-midway");
+    ASSERT_TRUE(session.ok()) << session.status();
+    RequestMaker maker(seed_ + static_cast<uint32_t>(i), session->token(), buffer_id_,
+                       kernel_id_);
+    std::vector<std::string> batches(4);
+    for (std::string& batch : batches) batch = maker.MakeBatch();
+    std::vector<std::string> responses;
+    grpc::Status status;
+    std::thread submit([&] {
+      status = CallWithRawBodies(channel_, "/gpucmd.v1.GpuCommand/Submit", batches, &responses);
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(pick() % 4000));
+    const absl::Status closed = session->Close();
+    submit.join();
+    ASSERT_TRUE(closed.ok()) << closed;
+    CheckSubmitAnswers(batches, responses, status, Call(i), reply_codes);
+    ASSERT_FALSE(HasFailure()) << "the daemon's log ends:\n" << LogTail();
+  }
+  ExpectEverythingGivenBack(reply_codes);
 }
 
 }  // namespace
