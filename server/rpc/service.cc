@@ -352,6 +352,13 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   SharedMemoryTable* table = &core.shared_memory();
   absl::StatusOr<RegionId> region = table->Register(session->id, *fd, request->size_bytes());
   if (!region.ok()) return FinishUnary(context, region.status());
+  // A close since Touch dropped the session's regions (after marking it closed), maybe
+  // before this one came: it must not outlive the session.
+  if (session->closed != nullptr && session->closed->load(std::memory_order_acquire)) {
+    table->Unregister(session->id, *region).IgnoreError();
+    return FinishUnary(context,
+                       absl::NotFoundError("the session was closed while the region registered"));
+  }
   response->set_region(*region);
   // The device registers the whole region for direct copies; the reply waits for it, so
   // that the client's first copy already goes straight to the device.

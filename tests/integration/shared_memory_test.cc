@@ -17,8 +17,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -608,6 +610,34 @@ TEST_F(SharedMemoryTest, AClientThatDiesLosesItsRegionsWithItsSession) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (RegionsOpen() != 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(RegionsOpen(), 0u);
+  EXPECT_FALSE(MapsAClientRegion(daemon_->pid())) << "nothing stays mapped";
+}
+
+// A session closed while one of its regions registers: whichever lands first, once
+// both ended the session holds no region and nothing stays mapped (the regions' own
+// objects still live, so their unregistering on destruction cannot hide one).
+TEST_F(SharedMemoryTest, ARegionRegisteringWhileItsSessionClosesStaysNowhere) {
+  std::mt19937 pick(1);
+  std::deque<absl::StatusOr<SharedMemoryRegion>> regions;  // kept until the end
+  for (int i = 0; i < 150; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, "closing");
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::thread registering(
+        [&] { regions.push_back(SharedMemoryRegion::Create(*session, 64 << 10)); });
+    std::this_thread::sleep_for(std::chrono::microseconds(pick() % 1500));
+    grpc::ClientContext context;
+    v1::CloseSessionRequest request;
+    request.set_session(session->token());
+    v1::CloseSessionResponse response;
+    const grpc::Status closed = client_->stub().CloseSession(&context, request, &response);
+    registering.join();
+    ASSERT_TRUE(closed.ok()) << closed.error_message();
+    if (!regions.back().ok()) {
+      EXPECT_EQ(regions.back().status().code(), absl::StatusCode::kNotFound)
+          << regions.back().status();
+    }
   }
   EXPECT_EQ(RegionsOpen(), 0u);
   EXPECT_FALSE(MapsAClientRegion(daemon_->pid())) << "nothing stays mapped";
