@@ -1,5 +1,7 @@
 #include "server/rpc/service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -344,9 +346,18 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   if (absl::Status valid = ValidateSessionToken(request->session()); !valid.ok()) {
     return FinishUnary(context, valid);
   }
-  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
-  if (!session.ok()) return FinishUnary(context, session.status());
   ServerCore& core = *environment_.core;
+  absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  if (!session.ok()) {
+    // The caller's handoff was for this registration: it goes with it, instead of holding
+    // one of the user's places until it expires.
+    if (absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(),
+                                                      IdentifyPeer(*context).Key());
+        fd.ok()) {
+      close(*fd);
+    }
+    return FinishUnary(context, session.status());
+  }
   absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(), IdentifyPeer(*context).Key());
   if (!fd.ok()) return FinishUnary(context, fd.status());
   SharedMemoryTable* table = &core.shared_memory();

@@ -95,10 +95,12 @@ class SharedMemoryTest : public ::testing::Test {
     return RegisterToken(*token, size);
   }
 
-  absl::Status RegisterToken(const std::string& token, uint64_t size) {
+  // Registers the handoff `token` for `session` (the test's session when empty).
+  absl::Status RegisterToken(const std::string& token, uint64_t size,
+                             const std::string& session = "") {
     grpc::ClientContext context;
     v1::RegisterSharedMemoryRequest request;
-    request.set_session(session_->token());
+    request.set_session(session.empty() ? session_->token() : session);
     request.set_handoff(token);
     request.set_size_bytes(size);
     v1::RegisterSharedMemoryResponse response;
@@ -523,6 +525,26 @@ TEST_F(SharedMemoryTest, AUsersUnregisteredHandoffsAreLimited) {
   EXPECT_THAT(std::string(refused.message()), HasSubstr("at most 32 per user"));
   EXPECT_TRUE(RegisterToken(tokens.front(), 4096).ok()) << "a token registered frees a place";
   EXPECT_TRUE(HandOverDescriptor(daemon_->grpc_target(), memfd).ok());
+  close(memfd);
+}
+
+// A registration refused for its session (unknown, or closed since the handoff) takes
+// its handoff along, instead of leaving it to hold one of the user's places until it
+// expires.
+TEST_F(SharedMemoryTest, ARegistrationForAGoneSessionTakesItsHandoffAlong) {
+  const int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  ASSERT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  absl::StatusOr<Session> gone = client_->OpenSession(0, "gone");
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  const std::string token = gone->token();
+  ASSERT_TRUE(gone->Close().ok());
+  for (int i = 0; i < 40; ++i) {  // more than the 32 a user's handoffs may wait
+    absl::StatusOr<std::string> handoff = HandOverDescriptor(daemon_->grpc_target(), memfd);
+    ASSERT_TRUE(handoff.ok()) << i << ": " << handoff.status();
+    absl::Status registered = RegisterToken(*handoff, 4096, token);
+    EXPECT_EQ(registered.code(), absl::StatusCode::kNotFound) << registered;
+  }
   close(memfd);
 }
 
