@@ -286,6 +286,34 @@ TEST_F(ServiceTest, BatchesSentAheadAreAnsweredInOrder) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A batch of up to kMaxCommandsPerBatch commands is answered command by command (here
+// empty ones, each INVALID_ARGUMENT without running); one with more ends the call
+// INVALID_ARGUMENT naming the limit, after the batch before it is answered.
+TEST_F(ServiceTest, ABatchPastTheCommandLimitEndsTheCallAfterTheOnesBefore) {
+  auto empty_commands = [this](int count) {
+    v1::SubmitRequest batch;
+    for (int i = 0; i < count; ++i) Add(batch, i);
+    return batch;
+  };
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  ASSERT_TRUE(stream->Write(empty_commands(SubmitReactor::kMaxCommandsPerBatch)));
+  stream->Write(empty_commands(SubmitReactor::kMaxCommandsPerBatch + 1));
+  stream->WritesDone();
+  int replied = 0;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) {
+    for (const v1::CommandReply& reply : replies.replies()) {
+      EXPECT_EQ(Code(reply), absl::StatusCode::kInvalidArgument);
+      ++replied;
+    }
+  }
+  EXPECT_EQ(replied, SubmitReactor::kMaxCommandsPerBatch) << "the first batch, in full";
+  grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("at most 16384 commands"));
+}
+
 // Note [Overlapping batches]: the second batch runs while the first one's synchronize
 // still waits, and its answers, ready first, still come after the first batch's.
 TEST_F(ServiceTest, ABatchStartsWhileTheOneBeforeWaitsAndIsAnsweredAfterIt) {

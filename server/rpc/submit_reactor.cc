@@ -26,6 +26,11 @@ void SubmitReactor::OnReadDone(bool ok) {
   if (ok) {
     batch = std::make_unique<InFlight>();
     parsed = ParseRequest(&incoming_, batch->request);
+    if (parsed.ok() && batch->request->commands_size() > kMaxCommandsPerBatch) {
+      parsed = absl::InvalidArgumentError(absl::StrCat(
+          "a batch holds at most ", kMaxCommandsPerBatch, " commands, not ",
+          batch->request->commands_size(), ": split it (several batches may be in flight)"));
+    }
     if (parsed.ok()) {
       Convert(*batch);
     } else {

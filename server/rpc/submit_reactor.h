@@ -61,8 +61,8 @@
 namespace gpucmd {
 
 // Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h): a batch
-// that does not parse stops the reading, and once the batches before it are answered
-// the call ends INVALID_ARGUMENT.
+// that does not parse, or holds more than kMaxCommandsPerBatch commands, stops the
+// reading, and once the batches before it are answered the call ends INVALID_ARGUMENT.
 //
 // It counts itself in Metrics, as MetricsInterceptor counts other calls (in flight until
 // OnDone; by status code and latency once it finishes): the service leaves it out of the
@@ -72,6 +72,10 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // The method's full name, as the metrics name it.
   static constexpr char kMethod[] = "gpucmd.v1.GpuCommand/Submit";
 
+  // Commands in one batch. With the batches read ahead and started, this bounds what a
+  // stream holds (a command converted takes several times its bytes on the wire): a
+  // batch past it ends the call INVALID_ARGUMENT, as one that does not parse.
+  static constexpr int kMaxCommandsPerBatch = 16384;
   // Batches read while one runs before the reactor waits for it.
   static constexpr size_t kMaxBatchesAhead = 4;
   // Batches started and not answered yet (Note [Overlapping batches]).

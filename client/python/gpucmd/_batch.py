@@ -15,6 +15,9 @@ from gpucmd._kernel import DimLike, Kernel, RawKernel
 from gpucmd._session import _MESSAGE_OVERHEAD, Session
 from gpucmd.v1 import gpucmd_pb2 as pb
 
+# The most commands the daemon takes in one Submit batch.
+_MAX_BATCH_COMMANDS = 16384
+
 
 class BatchRead:
     """The result of a read in a batch: :meth:`get` returns it once the batch ran."""
@@ -143,12 +146,14 @@ class Batch:
                                                        stream=self.stream))
 
     def _requests(self) -> List[pb.SubmitRequest]:
-        """The commands in SubmitRequests whose payloads each fit a message."""
+        """The commands in SubmitRequests whose payloads each fit a message, of at most
+        _MAX_BATCH_COMMANDS commands each."""
         requests: List[pb.SubmitRequest] = []
         limit = self._chunk_bytes()
         current, current_bytes = pb.SubmitRequest(), 0
         for command, payload in zip(self._commands, self._payload_bytes):
-            if current.commands and current_bytes + payload > limit:
+            if current.commands and (current_bytes + payload > limit
+                                     or len(current.commands) == _MAX_BATCH_COMMANDS):
                 requests.append(current)
                 current, current_bytes = pb.SubmitRequest(), 0
             current.commands.append(command)

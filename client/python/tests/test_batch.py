@@ -53,6 +53,18 @@ def test_batches_larger_than_a_message_are_split(session):
     numpy.testing.assert_array_equal(result.get(), data)
 
 
+def test_batches_of_more_commands_than_the_daemon_takes_are_split(session):
+    x = session.empty(1, numpy.float32)
+    scale = session.compile(SCALE, "scale")
+    with session.batch() as batch:
+        batch.write(x, numpy.ones(1, dtype=numpy.float32))
+        for _ in range(20000):  # past the 16384 commands of one Submit batch
+            batch.launch(scale, 1, 1, (x, 1.0, 1))
+        batch.synchronize()
+        result = batch.read(x)
+    numpy.testing.assert_array_equal(result.get(), numpy.ones(1))
+
+
 def test_a_failed_command_fails_what_depends_on_it(session):
     checked = session.compile(CHECKED, "checked")
     bad = session.asarray(numpy.array([-1], numpy.int32))
