@@ -348,17 +348,13 @@ grpc::ServerUnaryReactor* GpuCommandService::RegisterSharedMemory(
   }
   ServerCore& core = *environment_.core;
   absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
+  // The caller's handoff is for this registration: taken whatever comes next, so that a
+  // refused one does not hold one of the user's places until it expires.
+  absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(), IdentifyPeer(*context).Key());
   if (!session.ok()) {
-    // The caller's handoff was for this registration: it goes with it, instead of holding
-    // one of the user's places until it expires.
-    if (absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(),
-                                                      IdentifyPeer(*context).Key());
-        fd.ok()) {
-      close(*fd);
-    }
+    if (fd.ok()) close(*fd);
     return FinishUnary(context, session.status());
   }
-  absl::StatusOr<int> fd = core.handoffs().Take(request->handoff(), IdentifyPeer(*context).Key());
   if (!fd.ok()) return FinishUnary(context, fd.status());
   SharedMemoryTable* table = &core.shared_memory();
   absl::StatusOr<RegionId> region = table->Register(session->id, *fd, request->size_bytes());
