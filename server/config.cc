@@ -134,6 +134,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!limits->has_max_shared_memory_bytes()) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }
+  if (!limits->has_max_submit_bytes()) limits->set_max_submit_bytes(uint64_t{1} << 30);
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
   if (!limits->has_max_registered_shared_memory_bytes()) {
     limits->set_max_registered_shared_memory_bytes(uint64_t{8} << 30);
@@ -204,6 +205,12 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
       limits.max_message_bytes() > (uint64_t{1} << 31) - 1) {
     return FieldError("limits.max_message_bytes",
                       absl::StrCat(limits.max_message_bytes(), " is outside 64 KiB..2 GiB"));
+  }
+  if (limits.max_submit_bytes() / 4 < limits.max_message_bytes()) {
+    return FieldError("limits.max_submit_bytes",
+                      absl::StrCat(limits.max_submit_bytes(),
+                                   " is below four times limits.max_message_bytes (",
+                                   limits.max_message_bytes(), ")"));
   }
   if (limits.device_queue_capacity() == 0) {
     return FieldError("limits.device_queue_capacity", "must be positive");

@@ -183,6 +183,7 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
                              .max_sessions_per_client = limits.max_sessions_per_client(),
                              .max_client_name_bytes = limits.max_client_name_bytes()},
           .inline_bytes_per_session = limits.max_inline_bytes_per_session(),
+          .submit_bytes = limits.max_submit_bytes(),
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
                             .max_mapped_bytes = limits.max_shared_memory_bytes(),
                             .max_registered_bytes = limits.max_registered_shared_memory_bytes()},
@@ -316,6 +317,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
                                                        compiler->misses());
                        const SharedMemoryTable::Usage shared = core->shared_memory().usage();
                        metrics->SetSharedMemory(shared.regions, shared.mapped_bytes);
+                       metrics->SetSubmitBytes(core->submit_budget().held());
                        metrics->SetOpenSessions(OpenSessions(*core));
                        return metrics->Render();
                      }});

@@ -99,6 +99,12 @@ Metrics::Metrics(int device_count)
                                 .Help("Bytes of clients' shared memory the daemon maps.")
                                 .Register(*registry_)
                                 .Add({})),
+      submit_bytes_(&prometheus::BuildGauge()
+                         .Name("gpucmd_submit_bytes")
+                         .Help("Bytes Submit streams hold: batches read and not yet "
+                               "answered, answers not yet sent (limits.max_submit_bytes).")
+                         .Register(*registry_)
+                         .Add({})),
       queue_depth_(GaugePerDevice(*registry_, "gpucmd_queue_depth",
                                   "Commands waiting in the device's queue.", device_count)),
       commands_in_flight_(GaugePerDevice(*registry_, "gpucmd_commands_in_flight",

@@ -83,6 +83,9 @@ class Metrics {
   // Shared-memory regions registered and the bytes they map, for all sessions
   // (gpucmd_shared_memory_regions, gpucmd_shared_memory_bytes).
   void SetSharedMemory(uint64_t regions, uint64_t mapped_bytes);
+  // Bytes all Submit streams hold (gpucmd_submit_bytes; Note [Memory the Submit streams
+  // hold] in server/rpc/submit_reactor.h).
+  void SetSubmitBytes(uint64_t bytes) { submit_bytes_->Set(static_cast<double>(bytes)); }
   // An RPC starts or ends: gpucmd_rpcs_in_flight, and RpcStartsAndEnds.
   void RpcStarted();
   void RpcEnded();
@@ -134,6 +137,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& copy_bytes_;
   prometheus::Gauge* shared_memory_regions_;
   prometheus::Gauge* shared_memory_bytes_;
+  prometheus::Gauge* submit_bytes_;
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;
   std::vector<prometheus::Gauge*> device_ready_;

@@ -14,6 +14,7 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
       options_(options),
       sessions_(options.idle_timeout, options.lease_grace, options.session_limits),
       inline_budget_(options.inline_bytes_per_session),
+      submit_budget_(options.submit_bytes, "limits.max_submit_bytes", "Submit streams"),
       shared_memory_(options.shared_memory),
       payloads_(options.payloads != nullptr ? options.payloads
                                             : std::make_shared<PayloadPool>(uint64_t{64} << 20)),

@@ -19,6 +19,7 @@
 
 #include "base/freed_memory.h"
 #include "base/mutex.h"
+#include "server/core/byte_budget.h"
 #include "server/core/descriptor_handoffs.h"
 #include "server/core/device_worker.h"
 #include "server/core/inline_budget.h"
@@ -38,6 +39,9 @@ class ServerCore {
     // Inline payload bytes one session's writes and reads may hold (Note [Inline payload
     // budget]); 0: no limit.
     uint64_t inline_bytes_per_session = uint64_t{1} << 30;
+    // Bytes all Submit streams together may hold (Note [Memory the Submit streams hold]
+    // in server/rpc/submit_reactor.h).
+    uint64_t submit_bytes = uint64_t{1} << 30;
     SharedMemoryTable::Limits shared_memory;
     // Shared with the devices' Commands (Note [Payload pool]); null: a pool of this
     // core's own, keeping up to 64 MiB.
@@ -66,6 +70,8 @@ class ServerCore {
   // Where write payloads are parsed into.
   PayloadPool& payloads() { return *payloads_; }
   InlineBudget& inline_budget() { return inline_budget_; }
+  ByteBudget& submit_budget() { return submit_budget_; }
+  const ByteBudget& submit_budget() const { return submit_budget_; }
 
   // Frees everything `session` holds: its shared-memory regions at once, its device
   // memory on its device. Never lost: when the device's queue is full, the reaper
@@ -110,6 +116,7 @@ class ServerCore {
   const Options options_;
   SessionRegistry sessions_;
   InlineBudget inline_budget_;
+  ByteBudget submit_budget_;
   SharedMemoryTable shared_memory_;
   DescriptorHandoffs handoffs_{std::chrono::seconds(30), 256, 32};
   const std::shared_ptr<PayloadPool> payloads_;

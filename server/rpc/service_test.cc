@@ -314,6 +314,55 @@ TEST_F(ServiceTest, ABatchPastTheCommandLimitEndsTheCallAfterTheOnesBefore) {
   EXPECT_THAT(status.error_message(), HasSubstr("at most 16384 commands"));
 }
 
+// Note [Memory the Submit streams hold]: a batch reserves what it holds of the daemon's
+// budget for all Submit streams until its answer is written. One that does not fit (the
+// test holds the rest of the budget, as other streams would) runs nothing and ends the
+// call RESOURCE_EXHAUSTED naming the limit, after the batch before it is answered; what
+// the call held is all given back.
+TEST_F(ServiceTest, ABatchPastTheSubmitStreamsBudgetEndsTheCallAfterTheOnesBefore) {
+  ByteBudget& budget = core_->submit_budget();
+  auto release = std::make_shared<absl::Notification>();
+  fake_->HoldSynchronizes(release);
+  absl::Cleanup release_on_exit = [&] {
+    if (!release->HasBeenNotified()) release->Notify();
+  };
+  const uint64_t used_before = core_->worker(0).usage().memory_used_bytes;
+  grpc::ClientContext context;
+  auto stream = stub_->Submit(&context);
+  ASSERT_TRUE(stream->Write(Allocations(0, 1, 256)));  // held at its synchronize
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (core_->worker(0).usage().memory_used_bytes != used_before + 256) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the first batch did not run";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const uint64_t one_batch = budget.held();
+  ASSERT_GT(one_batch, 0u);
+  std::optional<ByteBudget::Reservation> others =
+      *budget.Reserve(ServerCore::Options().submit_bytes - one_batch - one_batch / 2, "others");
+  ASSERT_TRUE(stream->Write(Allocations(10, 1, 256)));  // needs `one_batch`; half is left
+  stream->WritesDone();
+  release->Notify();
+  int replied = 0;
+  v1::SubmitResponse replies;
+  while (stream->Read(&replies)) {
+    for (const v1::CommandReply& reply : replies.replies()) {
+      EXPECT_LT(reply.sequence(), 10u) << "only the first batch is answered";
+      EXPECT_EQ(Code(reply), absl::StatusCode::kOk) << reply.status().message();
+      ++replied;
+    }
+  }
+  EXPECT_EQ(replied, 2);
+  grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("limits.max_submit_bytes"));
+  EXPECT_EQ(core_->worker(0).usage().memory_used_bytes, used_before + 256)
+      << "the refused batch allocated nothing";
+  EXPECT_EQ(budget.held(), others->bytes()) << "the call gave back all it held";
+  others.reset();
+  Submit(Allocations(20, 1, 256));  // fits again
+  EXPECT_EQ(budget.held(), 0u);
+}
+
 // Note [Overlapping batches]: the second batch runs while the first one's synchronize
 // still waits, and its answers, ready first, still come after the first batch's.
 TEST_F(ServiceTest, ABatchStartsWhileTheOneBeforeWaitsAndIsAnsweredAfterIt) {

@@ -33,9 +33,9 @@ void SubmitReactor::OnReadDone(bool ok) {
     }
     if (parsed.ok()) {
       Convert(*batch);
-    } else {
-      batch.reset();
+      parsed = ReserveHeld(*batch);
     }
+    if (!parsed.ok()) batch.reset();
   }
   incoming_.Clear();
   Next next;
@@ -46,7 +46,7 @@ void SubmitReactor::OnReadDone(bool ok) {
       waiting_.push_back(std::move(batch));
     } else {
       reads_done_ = true;
-      unparsed_ = parsed;
+      refused_ = parsed;
     }
     next = Advance();
   }
@@ -95,7 +95,7 @@ SubmitReactor::Next SubmitReactor::Advance() {
     finished_ = true;
     next.finish = client_gone_ ? ToGrpcStatus(absl::CancelledError(
                                      "the client stopped reading replies"))
-                               : ToGrpcStatus(unparsed_);
+                               : ToGrpcStatus(refused_);
   }
   return next;
 }
@@ -208,6 +208,17 @@ void SubmitReactor::Convert(InFlight& in_flight) const {
   }
   in_flight.batch =
       std::make_shared<Batch>(std::move(commands), Batch::PastTheStreamLimit::kWait);
+}
+
+absl::Status SubmitReactor::ReserveHeld(InFlight& in_flight) const {
+  // The arena holds the commands as parsed and their replies; the rest is per command.
+  const uint64_t bytes =
+      static_cast<uint64_t>(in_flight.arena.SpaceAllocated()) +
+      in_flight.batch->size() * (sizeof(BatchCommand) + sizeof(in_flight.sessions[0]));
+  ASSIGN_OR_RETURN(ByteBudget::Reservation held,
+                   environment_->core->submit_budget().Reserve(bytes, "this batch"));
+  in_flight.held = std::move(held);
+  return absl::OkStatus();
 }
 
 void SubmitReactor::RunNext(InFlight& in_flight) {
@@ -349,7 +360,10 @@ void SubmitReactor::SendReplies(InFlight& in_flight, size_t end, bool batch_done
     messages.push_back({SerializeReplies(replies, next, fit, batch_done && fit == end)});
     next = fit;
   } while (next < end);
-  if (batch_done) messages.back().read_reservations = std::move(in_flight.read_reservations);
+  if (batch_done) {
+    messages.back().read_reservations = std::move(in_flight.read_reservations);
+    messages.back().held = std::move(in_flight.held);
+  }
   std::vector<std::unique_ptr<InFlight>> retired;  // freed unlocked
   Next after;
   {

@@ -40,6 +40,21 @@
 // client can hear of it (so a client that sends its next batch on that answer finds the
 // budget given back).
 //
+// Note [Memory the Submit streams hold]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Each stream holds a bounded number of batches (read ahead, started, answered and not
+// yet sent), but a batch parsed and converted takes several times its bytes on the wire
+// (some hundreds of bytes per command), and nothing bounds the number of streams: 200
+// streams of 16384-command batches whose answers nobody read held 5 GB and grew. So all
+// streams together hold at most limits.max_submit_bytes (ServerCore::submit_budget): a
+// batch reserves what it takes once converted (its arena, which holds its commands and
+// its replies, and its converted commands), before it is queued; the reservation goes
+// with the response that ends the batch and is given back once gRPC has written it. A
+// batch past the limit is dropped at once and ends its call RESOURCE_EXHAUSTED naming
+// the limit, after the batches before it are answered, as one that does not parse. The
+// inline bytes of its writes and reads are bounded per session besides (Note [Inline
+// payload budget]).
+//
 // Thread-safety: gRPC runs one reactor callback at a time; each started batch is carried
 // on by one thread at a time (device, completion or compile thread); what they share is
 // guarded by `mutex_`.
@@ -55,6 +70,7 @@
 #include "google/protobuf/arena.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/batch.h"
+#include "server/core/byte_budget.h"
 #include "server/core/inline_budget.h"
 #include "server/rpc/rpc_environment.h"
 
@@ -62,7 +78,9 @@ namespace gpucmd {
 
 // Served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h): a batch
 // that does not parse, or holds more than kMaxCommandsPerBatch commands, stops the
-// reading, and once the batches before it are answered the call ends INVALID_ARGUMENT.
+// reading, and once the batches before it are answered the call ends INVALID_ARGUMENT;
+// likewise RESOURCE_EXHAUSTED for one past the Submit streams' budget (Note [Memory the
+// Submit streams hold]).
 //
 // It counts itself in Metrics, as MetricsInterceptor counts other calls (in flight until
 // OnDone; by status code and latency once it finishes): the service leaves it out of the
@@ -111,12 +129,16 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::vector<InlineBudget::Reservation> write_reservations;
     // Its reads' share, until the response that ends the batch is handed to gRPC.
     std::vector<InlineBudget::Reservation> read_reservations;
+    // What it holds of the Submit streams' budget (Note [Memory the Submit streams
+    // hold]), until the response that ends the batch is written.
+    std::optional<ByteBudget::Reservation> held;
   };
 
   // A response to write, and the reads' budget it holds until it is handed to gRPC.
   struct Outgoing {
     grpc::ByteBuffer message;
     std::vector<InlineBudget::Reservation> read_reservations;
+    std::optional<ByteBudget::Reservation> held;  // the batch's, on the one that ends it
   };
 
   // A started batch, and where it stands; guarded by `mutex_`.
@@ -136,6 +158,8 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }();
   // Checks and converts every command of the parsed `in_flight.request`.
   void Convert(InFlight& in_flight) const;
+  // Reserves what the converted `in_flight` holds of the Submit streams' budget.
+  absl::Status ReserveHeld(InFlight& in_flight) const;
   // Counts the inline bytes of a converted write or read against its session's budget
   // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it, INVALID_ARGUMENT for a
   // read whose bytes cannot fit one response.
@@ -196,7 +220,7 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = true;
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;
-  absl::Status unparsed_ ABSL_GUARDED_BY(mutex_);  // a batch did not parse: the call's end
+  absl::Status refused_ ABSL_GUARDED_BY(mutex_);  // a batch was refused: the call's end
   bool client_gone_ ABSL_GUARDED_BY(mutex_) = false;  // it stopped reading replies
   bool finished_ ABSL_GUARDED_BY(mutex_) = false;
 };

@@ -52,6 +52,7 @@ constexpr int kQueuedCommands = 8;
 constexpr int kSessionsPerClient = 16;
 constexpr uint64_t kInlineBytesPerSession = 8 << 20;
 constexpr uint64_t kWaitingSourceBytes = 2 << 20;
+constexpr uint64_t kSubmitBytes = 64 << 20;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -67,7 +68,8 @@ class AdversarialTest : public ::testing::Test {
                           << " max_waiting_source_bytes: " << kWaitingSourceBytes << " }\n"
                           << "limits { session_queued_commands: " << kQueuedCommands
                           << " max_sessions_per_client: " << kSessionsPerClient
-                          << " max_inline_bytes_per_session: " << kInlineBytesPerSession << " }\n";
+                          << " max_inline_bytes_per_session: " << kInlineBytesPerSession
+                          << " max_submit_bytes: " << kSubmitBytes << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -1131,6 +1133,90 @@ TEST_F(AdversarialTest, ReadsInBatchesHoldAtMostTheSessionsInlineBudget) {
     }
   }
   stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Note [Memory the Submit streams hold]: streams of the biggest batches the daemon takes
+// (16384 commands, each taking some hundreds of bytes once converted), sent ahead and
+// never read (here behind a long kernel, so that none is answered soon), held gigabytes. All streams together now hold at most
+// limits.max_submit_bytes: some end RESOURCE_EXHAUSTED naming it (the others stall on
+// their own unread answers until cancelled), /metrics shows the bytes held, never
+// past the limit, and nothing is held once they ended. The victim's batches still run.
+TEST_F(AdversarialTest, ManySubmitStreamsHoldAtMostTheDaemonsSubmitBudget) {
+  v1::SubmitRequest batch;
+  for (int i = 0; i < 16384; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    command->mutable_synchronize()->set_session(attacker_->token());
+  }
+  LaunchAttackersLongKernel();  // the batches' synchronizes wait for it: they stay held
+  constexpr int kStreams = 16;
+  std::vector<grpc::ClientContext> contexts(kStreams);
+  std::vector<grpc::Status> ends(kStreams);
+  std::atomic<int> ended{0};
+  std::vector<std::thread> attackers;
+  for (int i = 0; i < kStreams; ++i) {
+    attackers.emplace_back([&, i] {
+      auto stream = client_->stub().Submit(&contexts[i]);
+      for (int sent = 0; sent < 8 && stream->Write(batch); ++sent) {
+      }
+      ends[i] = stream->Finish();
+      ++ended;
+    });
+  }
+  auto submit_bytes = [this]() -> uint64_t {
+    auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    if (!metrics.ok()) return ~uint64_t{0};
+    const std::string name = "\ngpucmd_submit_bytes ";
+    const size_t at = metrics->body.find(name);
+    EXPECT_NE(at, std::string::npos) << metrics->body;
+    if (at == std::string::npos) return ~uint64_t{0};
+    return std::stoull(metrics->body.substr(at + name.size()));
+  };
+  // Until one stream was refused (the others stall on their unread answers), then a
+  // little longer.
+  uint64_t most_held = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int looks_after = 10; looks_after > 0 && std::chrono::steady_clock::now() < give_up;) {
+    most_held = std::max(most_held, submit_bytes());
+    if (ended > 0) --looks_after;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (grpc::ClientContext& context : contexts) context.TryCancel();
+  for (std::thread& attacker : attackers) attacker.join();
+  EXPECT_GT(most_held, 0u);
+  EXPECT_LE(most_held, kSubmitBytes);
+  int refused = 0;
+  for (const grpc::Status& end : ends) {
+    if (end.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_THAT(end.error_message(), HasSubstr("limits.max_submit_bytes"));
+    } else {
+      EXPECT_EQ(end.error_code(), grpc::StatusCode::CANCELLED) << end.error_message();
+    }
+  }
+  EXPECT_GT(refused, 0) << "held at most " << most_held << " bytes";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (submit_bytes() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(submit_bytes(), 0u) << "the ended streams gave back all they held";
+  v1::SubmitRequest victims;
+  v1::Command* allocate = victims.add_commands();
+  allocate->mutable_allocate()->set_session(victim_->token());
+  allocate->mutable_allocate()->set_size_bytes(64);
+  victims.add_commands()->mutable_synchronize()->set_session(victim_->token());
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  ASSERT_TRUE(stream->Write(victims));
+  stream->WritesDone();
+  v1::SubmitResponse replies;
+  ASSERT_TRUE(stream->Read(&replies));
+  ASSERT_EQ(replies.replies_size(), 2);
+  for (const v1::CommandReply& reply : replies.replies()) {
+    EXPECT_EQ(reply.status().code(), 0) << reply.status().message();
+  }
   EXPECT_TRUE(stream->Finish().ok());
 }
 
