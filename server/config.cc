@@ -134,6 +134,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
   if (!limits->has_max_shared_memory_bytes()) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }
+  if (!limits->has_max_inline_bytes()) limits->set_max_inline_bytes(uint64_t{4} << 30);
   if (!limits->has_max_submit_bytes()) limits->set_max_submit_bytes(uint64_t{1} << 30);
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
   if (!limits->has_max_registered_shared_memory_bytes()) {
@@ -210,6 +211,12 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
     return FieldError("limits.max_submit_bytes",
                       absl::StrCat(limits.max_submit_bytes(),
                                    " is below four times limits.max_message_bytes (",
+                                   limits.max_message_bytes(), ")"));
+  }
+  if (limits.max_inline_bytes() != 0 && limits.max_inline_bytes() < limits.max_message_bytes()) {
+    return FieldError("limits.max_inline_bytes",
+                      absl::StrCat(limits.max_inline_bytes(),
+                                   " is below limits.max_message_bytes (",
                                    limits.max_message_bytes(), ")"));
   }
   if (limits.device_queue_capacity() == 0) {

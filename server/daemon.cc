@@ -183,6 +183,7 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
                              .max_sessions_per_client = limits.max_sessions_per_client(),
                              .max_client_name_bytes = limits.max_client_name_bytes()},
           .inline_bytes_per_session = limits.max_inline_bytes_per_session(),
+          .inline_bytes = limits.max_inline_bytes(),
           .submit_bytes = limits.max_submit_bytes(),
           .shared_memory = {.max_regions_per_session = limits.max_shared_memory_regions(),
                             .max_mapped_bytes = limits.max_shared_memory_bytes(),

@@ -8,10 +8,13 @@
 // being copied); a read's bytes from its copy until they are handed to gRPC for the
 // client. Without a bound, a session could keep any number of streamed Writes, Reads
 // and Submit batches open and hold their bytes: the inline bytes one session's writes
-// and reads hold at once are bounded by limits.max_inline_bytes_per_session. A streamed
+// and reads hold at once are bounded by limits.max_inline_bytes_per_session, and those
+// of all sessions together by limits.max_inline_bytes (a client may open many sessions,
+// and its reads need no device memory of their own: every one may read the same small
+// buffer, many times over). A streamed
 // Write reserves its declared size when its header arrives, before any payload is kept;
 // a streamed Read its size when it starts; a Submit batch each write's and read's bytes
-// when it is read. One past the limit is RESOURCE_EXHAUSTED naming it; the reservation
+// when it is read. One past either limit is RESOURCE_EXHAUSTED naming it; the reservation
 // ends with the write's call or batch, and with a read's last chunk or the response that
 // ends its batch (Note [Replies the client does not read] in
 // server/rpc/submit_reactor.h).
@@ -57,21 +60,34 @@ class InlineBudget {
     uint64_t bytes_;
   };
 
-  // `per_session`: the most bytes a session may hold; 0: no limit.
-  explicit InlineBudget(uint64_t per_session) : per_session_(per_session) {}
+  // `per_session`: the most bytes a session may hold; `all_sessions`: the most all
+  // sessions together may hold; 0: no limit.
+  InlineBudget(uint64_t per_session, uint64_t all_sessions)
+      : per_session_(per_session), all_sessions_(all_sessions) {}
 
   absl::StatusOr<Reservation> Reserve(SessionId session, uint64_t bytes) {
     MutexLock lock(&mutex_);
-    uint64_t& held = held_[session];
-    if (per_session_ != 0 && bytes > per_session_ - std::min(held, per_session_)) {
-      const uint64_t already = held;
-      if (held == 0) held_.erase(session);
+    auto it = held_.find(session);
+    const uint64_t by_session = it == held_.end() ? 0 : it->second;
+    if (PassesLimit(per_session_, by_session, bytes)) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "the session's writes and reads hold ", already, " inline bytes; ", bytes,
+          "the session's writes and reads hold ", by_session, " inline bytes; ", bytes,
           " more would pass its limit (limits.max_inline_bytes_per_session)"));
     }
-    held += bytes;
+    if (PassesLimit(all_sessions_, held_by_all_, bytes)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the writes and reads of all sessions hold ", held_by_all_, " inline bytes; ",
+          bytes, " more would pass the daemon's limit (limits.max_inline_bytes)"));
+    }
+    held_[session] += bytes;
+    held_by_all_ += bytes;
     return Reservation(this, session, bytes);
+  }
+
+  // Inline bytes all sessions' writes and reads hold now.
+  uint64_t HeldByAll() const {
+    MutexLock lock(&mutex_);
+    return held_by_all_;
   }
 
   // Inline bytes `session`'s writes and reads hold now.
@@ -82,17 +98,25 @@ class InlineBudget {
   }
 
  private:
+  static bool PassesLimit(uint64_t limit, uint64_t held, uint64_t bytes) {
+    return limit != 0 && bytes > limit - std::min(held, limit);
+  }
+
   void Release(SessionId session, uint64_t bytes) {
     MutexLock lock(&mutex_);
     auto it = held_.find(session);
     if (it == held_.end()) return;
-    it->second -= std::min(bytes, it->second);
+    const uint64_t released = std::min(bytes, it->second);
+    it->second -= released;
+    held_by_all_ -= released;
     if (it->second == 0) held_.erase(it);
   }
 
   const uint64_t per_session_;
+  const uint64_t all_sessions_;
   mutable Mutex mutex_;
   absl::flat_hash_map<SessionId, uint64_t> held_ ABSL_GUARDED_BY(mutex_);
+  uint64_t held_by_all_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace gpucmd

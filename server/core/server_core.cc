@@ -13,7 +13,7 @@ ServerCore::ServerCore(std::vector<std::unique_ptr<DeviceWorker>> workers,
     : workers_(std::move(workers)),
       options_(options),
       sessions_(options.idle_timeout, options.lease_grace, options.session_limits),
-      inline_budget_(options.inline_bytes_per_session),
+      inline_budget_(options.inline_bytes_per_session, options.inline_bytes),
       submit_budget_(options.submit_bytes, "limits.max_submit_bytes", "Submit streams"),
       shared_memory_(options.shared_memory),
       payloads_(options.payloads != nullptr ? options.payloads

@@ -39,6 +39,8 @@ class ServerCore {
     // Inline payload bytes one session's writes and reads may hold (Note [Inline payload
     // budget]); 0: no limit.
     uint64_t inline_bytes_per_session = uint64_t{1} << 30;
+    // ... and all sessions together; 0: no limit.
+    uint64_t inline_bytes = uint64_t{4} << 30;
     // Bytes all Submit streams together may hold (Note [Memory the Submit streams hold]
     // in server/rpc/submit_reactor.h).
     uint64_t submit_bytes = uint64_t{1} << 30;

@@ -339,7 +339,9 @@ TEST_F(ServiceTest, ABatchPastTheSubmitStreamsBudgetEndsTheCallAfterTheOnesBefor
   ASSERT_GT(one_batch, 0u);
   std::optional<ByteBudget::Reservation> others =
       *budget.Reserve(ServerCore::Options().submit_bytes - one_batch - one_batch / 2, "others");
-  ASSERT_TRUE(stream->Write(Allocations(10, 1, 256)));  // needs `one_batch`; half is left
+  // Refused whether or not the first batch gave its share back by then: it needs many
+  // times more than the first batch's share and the half besides.
+  ASSERT_TRUE(stream->Write(Allocations(10, 2000, 256)));
   stream->WritesDone();
   release->Notify();
   int replied = 0;

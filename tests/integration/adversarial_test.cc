@@ -51,6 +51,7 @@ constexpr char kVictimBytes[] = "victim-bytes-16!";
 constexpr int kQueuedCommands = 8;
 constexpr int kSessionsPerClient = 16;
 constexpr uint64_t kInlineBytesPerSession = 8 << 20;
+constexpr uint64_t kInlineBytes = 16 << 20;  // all sessions together
 constexpr uint64_t kWaitingSourceBytes = 2 << 20;
 constexpr uint64_t kSubmitBytes = 64 << 20;
 
@@ -69,6 +70,7 @@ class AdversarialTest : public ::testing::Test {
                           << "limits { session_queued_commands: " << kQueuedCommands
                           << " max_sessions_per_client: " << kSessionsPerClient
                           << " max_inline_bytes_per_session: " << kInlineBytesPerSession
+                          << " max_inline_bytes: " << kInlineBytes
                           << " max_submit_bytes: " << kSubmitBytes << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
@@ -121,6 +123,25 @@ class AdversarialTest : public ::testing::Test {
     long long value = 0;
     std::memcpy(&value, bytes->data(), sizeof(value));
     return value;
+  }
+
+  // A streamed Write left open: its header and the first quarter of its bytes.
+  struct OpenWrite {
+    grpc::ClientContext context;
+    v1::WriteResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> stream;
+  };
+  // Opens `write` into `buffer` of `session`, declaring `size` bytes, ended by `deadline`.
+  void StartWrite(OpenWrite& write, const Session& session, const Buffer& buffer, uint64_t size,
+                  std::chrono::seconds deadline) {
+    write.context.set_deadline(std::chrono::system_clock::now() + deadline);
+    write.stream = client_->stub().Write(&write.context, &write.response);
+    v1::WriteRequest first;
+    first.mutable_header()->set_session(session.token());
+    first.mutable_header()->set_buffer(buffer.id());
+    first.mutable_header()->set_inline_size_bytes(size);
+    first.set_data(std::string(size / 4, 'x'));
+    write.stream->Write(first);
   }
 
   // A buffer of the attacker's holding `bytes`.
@@ -983,23 +1004,9 @@ TEST_F(AdversarialTest, RequestsThatDoNotParseAreInvalidArgument) {
 TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   absl::StatusOr<Buffer> buffer = attacker_->Allocate(4 << 20);
   ASSERT_TRUE(buffer.ok()) << buffer.status();
-  auto stub = v1::GpuCommand::NewStub(
-      grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials()));
-  struct OpenWrite {
-    grpc::ClientContext context;
-    v1::WriteResponse response;
-    std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> stream;
-  };
   // A quarter of a 4 MiB write, then nothing more until `deadline`.
   auto open_write = [&](OpenWrite& write, std::chrono::seconds deadline) {
-    write.context.set_deadline(std::chrono::system_clock::now() + deadline);
-    write.stream = stub->Write(&write.context, &write.response);
-    v1::WriteRequest first;
-    first.mutable_header()->set_session(attacker_->token());
-    first.mutable_header()->set_buffer(buffer->id());
-    first.mutable_header()->set_inline_size_bytes(4 << 20);
-    first.set_data(std::string(1 << 20, 'x'));
-    write.stream->Write(first);
+    StartWrite(write, *attacker_, *buffer, 4 << 20, deadline);
   };
   OpenWrite held[3];
   for (OpenWrite& write : held) open_write(write, std::chrono::seconds(3));
@@ -1035,6 +1042,56 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   EXPECT_TRUE(whole.ok()) << whole.error_message();
   grpc::Status again = write_whole();
   EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
+}
+
+// Note [Inline payload budget]: sessions each within their own inline budget together
+// hold at most the daemon's (limits.max_inline_bytes): two sessions' open 8 MiB writes
+// take the 16 MiB, a third session's write is RESOURCE_EXHAUSTED naming that limit, and
+// it fits once one of the others ended.
+TEST_F(AdversarialTest, OpenWritesOfAllSessionsHoldAtMostTheDaemonsInlineBudget) {
+  constexpr uint64_t kWriteBytes = kInlineBytesPerSession;
+  std::vector<Session> sessions;
+  std::vector<Buffer> buffers;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Session> session = client_->OpenSession(0, absl::StrCat("writer", i));
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<Buffer> buffer = session->Allocate(kWriteBytes);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    sessions.push_back(*std::move(session));
+    buffers.push_back(*std::move(buffer));
+  }
+  OpenWrite first, second;
+  StartWrite(first, sessions[0], buffers[0], kWriteBytes, std::chrono::seconds(60));
+  StartWrite(second, sessions[1], buffers[1], kWriteBytes, std::chrono::seconds(60));
+  // The two headers are taken in turn with the third's: retry until both hold their share.
+  grpc::Status refused;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    OpenWrite third;
+    StartWrite(third, sessions[2], buffers[2], kWriteBytes, std::chrono::seconds(10));
+    third.stream->WritesDone();
+    refused = third.stream->Finish();
+    if (refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("limits.max_inline_bytes)"));
+  first.context.TryCancel();
+  first.stream->Finish();
+  grpc::Status fits;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // the cancelled write lets go
+    OpenWrite third;
+    StartWrite(third, sessions[2], buffers[2], kWriteBytes, std::chrono::seconds(10));
+    v1::WriteRequest rest;
+    rest.set_data(std::string(kWriteBytes - kWriteBytes / 4, 'y'));
+    third.stream->Write(rest);
+    third.stream->WritesDone();
+    fits = third.stream->Finish();
+    if (fits.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(fits.ok()) << fits.error_message();
+  second.context.TryCancel();
+  second.stream->Finish();
 }
 
 // A read's bytes count against the session's inline budget until they are handed to
