@@ -135,6 +135,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }
   if (!limits->has_max_inline_bytes()) limits->set_max_inline_bytes(uint64_t{4} << 30);
+  if (!limits->has_max_calls_per_connection()) limits->set_max_calls_per_connection(4096);
   if (!limits->has_max_submit_bytes()) limits->set_max_submit_bytes(uint64_t{1} << 30);
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
   if (!limits->has_max_registered_shared_memory_bytes()) {
@@ -218,6 +219,13 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
                       absl::StrCat(limits.max_inline_bytes(),
                                    " is below limits.max_message_bytes (",
                                    limits.max_message_bytes(), ")"));
+  }
+  if (limits.max_calls_per_connection() <= limits.max_sessions_per_client() ||
+      limits.max_calls_per_connection() > (1u << 31) - 1) {
+    return FieldError("limits.max_calls_per_connection",
+                      absl::StrCat(limits.max_calls_per_connection(),
+                                   " must be above limits.max_sessions_per_client (",
+                                   limits.max_sessions_per_client(), ") and below 2^31"));
   }
   if (limits.device_queue_capacity() == 0) {
     return FieldError("limits.device_queue_capacity", "must be positive");

@@ -130,6 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"limits { max_message_bytes: 1073741824 }",
                                "limits.max_submit_bytes"},
                       BadValue{"limits { max_inline_bytes: 65536 }", "limits.max_inline_bytes"},
+                      BadValue{"limits { max_calls_per_connection: 1024 }",
+                               "limits.max_calls_per_connection"},
                       BadValue{"limits { device_queue_capacity: 0 }",
                                "limits.device_queue_capacity"},
                       BadValue{"limits { tcp_handshake_timeout_seconds: 0 }",

@@ -224,6 +224,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   const int max_message = static_cast<int>(config.limits().max_message_bytes());
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(config.limits().max_calls_per_connection()));
   builder.AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
       static_cast<int>(config.limits().tcp_handshake_timeout_seconds()) * 1000);

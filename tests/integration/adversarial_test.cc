@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/identity.h"
@@ -54,6 +55,7 @@ constexpr uint64_t kInlineBytesPerSession = 8 << 20;
 constexpr uint64_t kInlineBytes = 16 << 20;  // all sessions together
 constexpr uint64_t kWaitingSourceBytes = 2 << 20;
 constexpr uint64_t kSubmitBytes = 64 << 20;
+constexpr int kCallsPerConnection = 64;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -71,7 +73,8 @@ class AdversarialTest : public ::testing::Test {
                           << " max_sessions_per_client: " << kSessionsPerClient
                           << " max_inline_bytes_per_session: " << kInlineBytesPerSession
                           << " max_inline_bytes: " << kInlineBytes
-                          << " max_submit_bytes: " << kSubmitBytes << " }\n";
+                          << " max_submit_bytes: " << kSubmitBytes
+                          << " max_calls_per_connection: " << kCallsPerConnection << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -142,6 +145,18 @@ class AdversarialTest : public ::testing::Test {
     first.mutable_header()->set_inline_size_bytes(size);
     first.set_data(std::string(size / 4, 'x'));
     write.stream->Write(first);
+  }
+
+  // The value of the unlabelled metric `name` on /metrics; all ones when it is missing.
+  uint64_t MetricValue(const std::string& name) {
+    auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    if (!metrics.ok()) return ~uint64_t{0};
+    const std::string line_start = "\n" + name + " ";
+    const size_t at = metrics->body.find(line_start);
+    EXPECT_NE(at, std::string::npos) << name << " is missing:\n" << metrics->body;
+    if (at == std::string::npos) return ~uint64_t{0};
+    return static_cast<uint64_t>(std::stod(metrics->body.substr(at + line_start.size())));
   }
 
   // A buffer of the attacker's holding `bytes`.
@@ -1044,6 +1059,56 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
 }
 
+// Every open call costs the daemon some tens of KiB, whatever it asks: 50,000
+// Synchronize calls waiting behind a long kernel, on one connection, held 1.1 GB. A
+// connection now has at most limits.max_calls_per_connection calls open: the client's
+// further calls wait in its channel, and all of them are answered once the kernel ended
+// (OK, or RESOURCE_EXHAUSTED when they found the session's device queue full).
+TEST_F(AdversarialTest, AConnectionHasAtMostItsLimitOfCallsOpen) {
+  constexpr int kCalls = 4 * kCallsPerConnection;
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto stub = v1::GpuCommand::NewStub(grpc::CreateCustomChannel(
+      daemon_->grpc_target(), grpc::InsecureChannelCredentials(), own_connection));
+  const uint64_t open_before = MetricValue("gpucmd_rpcs_in_flight");
+  LaunchAttackersLongKernel();
+  struct Pending {
+    grpc::ClientContext context;
+    v1::SynchronizeRequest request;
+    v1::SynchronizeResponse response;
+  };
+  std::vector<Pending> calls(kCalls);
+  std::atomic<int> answered{0}, as_documented{0};
+  for (Pending& call : calls) {
+    call.context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    call.request.set_session(attacker_->token());
+    stub->async()->Synchronize(&call.context, &call.request, &call.response,
+                               [&](grpc::Status status) {
+                                 // Or refused while its session's queue was full.
+                                 if (status.ok() ||
+                                     absl::StrContains(status.error_message(),
+                                                       "limits.session_queued_commands")) {
+                                   ++as_documented;
+                                 }
+                                 ++answered;
+                               });
+  }
+  uint64_t most_open = 0;
+  for (int look = 0; look < 20; ++look) {  // a second of the kernel's three
+    most_open = std::max(most_open, MetricValue("gpucmd_rpcs_in_flight") - open_before);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_LE(most_open, static_cast<uint64_t>(kCallsPerConnection));
+  EXPECT_GE(most_open, static_cast<uint64_t>(kCallsPerConnection) / 2)
+      << "the calls reached the daemon";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (answered < kCalls && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(answered, kCalls);
+  EXPECT_EQ(as_documented, kCalls) << "the calls that waited in the channel ran too";
+}
+
 // Note [Inline payload budget]: sessions each within their own inline budget together
 // hold at most the daemon's (limits.max_inline_bytes): two sessions' open 8 MiB writes
 // take the 16 MiB, a third session's write is RESOURCE_EXHAUSTED naming that limit, and
@@ -1221,16 +1286,7 @@ TEST_F(AdversarialTest, ManySubmitStreamsHoldAtMostTheDaemonsSubmitBudget) {
       ++ended;
     });
   }
-  auto submit_bytes = [this]() -> uint64_t {
-    auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
-    EXPECT_TRUE(metrics.ok()) << metrics.status();
-    if (!metrics.ok()) return ~uint64_t{0};
-    const std::string name = "\ngpucmd_submit_bytes ";
-    const size_t at = metrics->body.find(name);
-    EXPECT_NE(at, std::string::npos) << metrics->body;
-    if (at == std::string::npos) return ~uint64_t{0};
-    return std::stoull(metrics->body.substr(at + name.size()));
-  };
+  auto submit_bytes = [this] { return MetricValue("gpucmd_submit_bytes"); };
   // Until one stream was refused (the others stall on their unread answers), then a
   // little longer.
   uint64_t most_held = 0;
