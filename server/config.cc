@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <thread>
@@ -135,7 +136,11 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     limits->set_max_shared_memory_bytes(uint64_t{64} << 30);
   }
   if (!limits->has_max_inline_bytes()) limits->set_max_inline_bytes(uint64_t{4} << 30);
-  if (!limits->has_max_calls_per_connection()) limits->set_max_calls_per_connection(4096);
+  if (!limits->has_max_calls_per_connection()) {
+    const uint64_t above_leases = uint64_t{limits->max_sessions_per_client()} + 1024;
+    limits->set_max_calls_per_connection(
+        static_cast<uint32_t>(std::clamp<uint64_t>(above_leases, 4096, (1u << 31) - 1)));
+  }
   if (!limits->has_max_submit_bytes()) limits->set_max_submit_bytes(uint64_t{1} << 30);
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
   if (!limits->has_max_registered_shared_memory_bytes()) {

@@ -30,6 +30,16 @@ TEST(ConfigTest, DefaultsAreOneDeviceOfFourGiB) {
   EXPECT_TRUE(ValidateConfig(config).ok());
 }
 
+// A connection's calls are more than a client's sessions, whose leases are open calls.
+TEST(ConfigTest, CallsPerConnectionDefaultAboveTheSessionsPerClient) {
+  EXPECT_EQ(Defaulted({}).limits().max_calls_per_connection(), 4096u);
+  v1::DaemonConfig many_sessions;
+  many_sessions.mutable_limits()->set_max_sessions_per_client(8192);
+  many_sessions = Defaulted(many_sessions);
+  EXPECT_EQ(many_sessions.limits().max_calls_per_connection(), 8192u + 1024);
+  EXPECT_TRUE(ValidateConfig(many_sessions).ok());
+}
+
 TEST(ConfigTest, PlaintextListenersBeyondThisMachineNeedConsent) {
   v1::DaemonConfig config = Defaulted({});
   config.add_listen("tcp:0.0.0.0:0");

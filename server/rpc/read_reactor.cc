@@ -33,7 +33,8 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                          session.id, std::get<ReadOp>(read).layout.host_bytes()));
     reservation_.emplace(std::move(reservation));
   }
-  RunBatchOfOne(*environment_, context, session, "read", std::move(read),
+  RunBatchOfOne(*environment_, [context] { return CallAbandoned(context); }, session, "read",
+                std::move(read),
                 [this, into_shared_memory](OperationResult& result) {
                   if (!result.status.ok()) {
                     Finish(ToGrpcStatus(result.status));

@@ -18,13 +18,13 @@ using Reply = std::shared_ptr<absl::AnyInvocable<void(OperationResult&)>>;
 
 // Runs the one command of `batch`, again when a run stopped before it to wait
 // (Batch::Run); `reply` gets its final result.
-void RunUntilAnswered(DeviceWorker& worker, grpc::CallbackServerContext* context,
+void RunUntilAnswered(DeviceWorker& worker, std::function<absl::Status()> abandoned,
                       const SessionInfo& session, std::shared_ptr<Batch> batch, Reply reply) {
   absl::Status queued = batch->Run(
-      worker, session, 0, 1, [context] { return CallAbandoned(context); },
-      [&worker, context, session, batch, reply] {
+      worker, session, 0, 1, abandoned,
+      [&worker, abandoned, session, batch, reply] {
         if (batch->TakeStoppedAt().has_value()) {
-          RunUntilAnswered(worker, context, session, batch, reply);
+          RunUntilAnswered(worker, abandoned, session, batch, reply);
           return;
         }
         (*reply)(batch->result(0));
@@ -37,8 +37,9 @@ void RunUntilAnswered(DeviceWorker& worker, grpc::CallbackServerContext* context
 
 }  // namespace
 
-void RunBatchOfOne(const RpcEnvironment& environment, grpc::CallbackServerContext* context,
-                   const SessionInfo& session, absl::string_view kind, Operation operation,
+void RunBatchOfOne(const RpcEnvironment& environment,
+                   std::function<absl::Status()> abandoned, const SessionInfo& session,
+                   absl::string_view kind, Operation operation,
                    absl::AnyInvocable<void(OperationResult&)> done) {
   if (auto* launch = std::get_if<LaunchOp>(&operation)) {
     PrepareLaunch(*launch, *environment.compiler);
@@ -47,17 +48,21 @@ void RunBatchOfOne(const RpcEnvironment& environment, grpc::CallbackServerContex
   commands.push_back(BatchCommand{.kind = kind, .operation = std::move(operation)});
   // Shared: each run's task holds one reference, and it is dropped when it cannot be
   // queued.
-  RunUntilAnswered(environment.core->worker(session.device), context, session,
+  RunUntilAnswered(environment.core->worker(session.device), std::move(abandoned), session,
                    std::make_shared<Batch>(std::move(commands)),
                    std::make_shared<absl::AnyInvocable<void(OperationResult&)>>(std::move(done)));
 }
 
-absl::Status CallAbandoned(grpc::CallbackServerContext* context) {
-  if (!context->IsCancelled()) return absl::OkStatus();
-  if (context->deadline() <= std::chrono::system_clock::now()) {
+absl::Status AbandonedStatus(bool cancelled, std::chrono::system_clock::time_point deadline) {
+  if (!cancelled) return absl::OkStatus();
+  if (deadline <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("deadline passed before the device reached the call");
   }
   return absl::CancelledError("the client cancelled the call");
+}
+
+absl::Status CallAbandoned(grpc::CallbackServerContext* context) {
+  return AbandonedStatus(context->IsCancelled(), context->deadline());
 }
 
 }  // namespace gpucmd

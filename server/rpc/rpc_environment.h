@@ -6,7 +6,9 @@
 //
 // Thread-safety: immutable after construction; the pointees are thread-safe.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,16 +37,22 @@ struct RpcEnvironment {
   absl::StatusOr<SessionInfo> Touch(const std::string& token) const;
 };
 
+// Why a call should not run any more, or OK: the status of a call its client cancelled
+// (`cancelled`), DEADLINE_EXCEEDED when `deadline` passed.
+absl::Status AbandonedStatus(bool cancelled, std::chrono::system_clock::time_point deadline);
+
+// AbandonedStatus of the call of `context`.
+absl::Status CallAbandoned(grpc::CallbackServerContext* context);
+
 // Runs `operation` of `session` as a batch of one on the session's device (a launch's
-// kernel is looked up first). `done` gets the final result: after the task (after a wait
+// kernel is looked up first), unless `abandoned` (asked before each run) says the call
+// should not run any more. `done` gets the final result: after the task (after a wait
 // for memory being freed, for an Allocate that found the device full), after the
 // copy completed for a read, or at once when the work could not be queued.
-void RunBatchOfOne(const RpcEnvironment& environment, grpc::CallbackServerContext* context,
-                   const SessionInfo& session, absl::string_view kind, Operation operation,
+void RunBatchOfOne(const RpcEnvironment& environment,
+                   std::function<absl::Status()> abandoned, const SessionInfo& session,
+                   absl::string_view kind, Operation operation,
                    absl::AnyInvocable<void(OperationResult&)> done);
-
-// Why a call should not run any more (its client cancelled, or its deadline passed), or OK.
-absl::Status CallAbandoned(grpc::CallbackServerContext* context);
 
 }  // namespace gpucmd
 

@@ -14,6 +14,7 @@
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/request_validation.h"
 #include "server/rpc/submit_reactor.h"
+#include "server/rpc/unary_call.h"
 #include "server/rpc/write_reactor.h"
 #include "server/version.h"
 
@@ -77,13 +78,15 @@ grpc::ServerUnaryReactor* GpuCommandService::RunUnary(
       convert(environment_.devices[session->device],
               SessionRegions{&environment_.core->shared_memory(), session->id});
   if (!operation.ok()) return FinishUnary(context, operation.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  RunBatchOfOne(environment_, context, *session, kind, *std::move(operation),
-                [reactor, reply = std::move(reply)](OperationResult& result) mutable {
-                  if (result.status.ok()) reply(result);
-                  reactor->Finish(ToGrpcStatus(result.status));
+  // Note [Cancelled calls end at once].
+  auto* call = new UnaryCall(context);
+  RunBatchOfOne(environment_, call->Abandoned(), *session, kind, *std::move(operation),
+                [call, reply = std::move(reply)](OperationResult& result) mutable {
+                  call->Answer(result.status, [&] {
+                    if (result.status.ok()) reply(result);
+                  });
                 });
-  return reactor;
+  return call;
 }
 
 // Sessions ------------------------------------------------------------------------------

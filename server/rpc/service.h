@@ -133,7 +133,8 @@ class GpuCommandService final : public GpuCommandServiceBase {
  private:
   // Checks the shape (`valid`), resolves `token`, converts with `convert` (given the
   // session's device and shared-memory regions) and runs the operation as a batch of one;
-  // `reply` fills the response from a successful result.
+  // `reply` fills the response from a successful result, unless the call ended first
+  // (Note [Cancelled calls end at once] in server/rpc/unary_call.h).
   grpc::ServerUnaryReactor* RunUnary(
       grpc::CallbackServerContext* context, const absl::Status& valid,
       const std::string& token, absl::string_view kind,

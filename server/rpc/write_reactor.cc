@@ -148,7 +148,8 @@ void WriteReactor::Run() {
     End(write.status());
     return;
   }
-  RunBatchOfOne(*environment_, context_, session_, "write", *std::move(write),
+  RunBatchOfOne(*environment_, [context = context_] { return CallAbandoned(context); },
+                session_, "write", *std::move(write),
                 [this](OperationResult& result) {
                   if (result.status.ok()) {
                     v1::WriteResponse response;

@@ -195,12 +195,12 @@ class AdversarialTest : public ::testing::Test {
 
   // Queues a kernel of 3 s or more on the attacker's stream: long enough that what a
   // test queues behind it is queued while it still runs, on a loaded machine too.
-  void LaunchAttackersLongKernel() {
+  void LaunchAttackersLongKernel(int64_t ticks = 3'000'000'000) {
     absl::StatusOr<v1::CompileResponse> spin = attacker_->Compile(kernels::kSpin, "spin");
     EXPECT_TRUE(spin.ok()) << spin.status();
     EXPECT_TRUE(attacker_
                     ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                             {Int64Argument(3'000'000'000)})
+                             {Int64Argument(ticks)})
                     .ok());
   }
 
@@ -212,8 +212,9 @@ class AdversarialTest : public ::testing::Test {
 
   // LaunchAttackersLongKernel, then waits for it on a thread, which sets `ended` once the
   // attacker's Synchronize returned.
-  std::thread RunAttackersLongKernel(std::atomic<bool>& ended) {
-    LaunchAttackersLongKernel();
+  std::thread RunAttackersLongKernel(std::atomic<bool>& ended,
+                                     int64_t ticks = 3'000'000'000) {
+    LaunchAttackersLongKernel(ticks);
     return std::thread([this, &ended] {
       EXPECT_TRUE(attacker_->Synchronize().ok());
       ended = true;
@@ -1107,6 +1108,45 @@ TEST_F(AdversarialTest, AConnectionHasAtMostItsLimitOfCallsOpen) {
   }
   EXPECT_EQ(answered, kCalls);
   EXPECT_EQ(as_documented, kCalls) << "the calls that waited in the channel ran too";
+}
+
+// Note [Cancelled calls end at once]: calls waiting behind a long kernel that their
+// client cancels end at once, not when the kernel ends (before, a client that cancelled
+// its calls and opened new ones piled them up without end).
+TEST_F(AdversarialTest, CancelledWaitingCallsEndAtOnce) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // Polls until `open` calls are open, as far as `give_up`; returns whether they were.
+  auto await_open = [&](uint64_t open) {
+    while (MetricValue("gpucmd_rpcs_in_flight") != open &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return MetricValue("gpucmd_rpcs_in_flight") == open;
+  };
+  ASSERT_TRUE(await_open(2)) << "the attacker's and the victim's leases";
+  std::atomic<bool> kernel_ended{false};
+  std::thread waiter = RunAttackersLongKernel(kernel_ended, 8'000'000'000);
+  EXPECT_TRUE(await_open(3)) << "the waiter's Synchronize";
+  // Within the session's queued-command limit with the kernel and the waiter's call.
+  constexpr int kCalls = kQueuedCommands - 2;
+  struct Pending {
+    grpc::ClientContext context;
+    v1::SynchronizeRequest request;
+    v1::SynchronizeResponse response;
+  };
+  std::vector<Pending> calls(kCalls);
+  std::atomic<int> answered{0};
+  for (Pending& call : calls) {
+    call.request.set_session(attacker_->token());
+    client_->stub().async()->Synchronize(&call.context, &call.request, &call.response,
+                                         [&](grpc::Status) { ++answered; });
+  }
+  EXPECT_TRUE(await_open(3 + kCalls)) << "the calls wait behind the kernel";
+  for (Pending& call : calls) call.context.TryCancel();
+  EXPECT_TRUE(await_open(3)) << "the cancelled calls ended";
+  EXPECT_FALSE(kernel_ended) << "they ended only with the kernel";
+  waiter.join();
+  EXPECT_EQ(answered, kCalls);
 }
 
 // Note [Inline payload budget]: sessions each within their own inline budget together
