@@ -79,14 +79,14 @@ grpc::ServerUnaryReactor* GpuCommandService::RunUnary(
               SessionRegions{&environment_.core->shared_memory(), session->id});
   if (!operation.ok()) return FinishUnary(context, operation.status());
   // Note [Cancelled calls end at once].
-  auto* call = new UnaryCall(context);
-  RunBatchOfOne(environment_, call->Abandoned(), *session, kind, *std::move(operation),
-                [call, reply = std::move(reply)](OperationResult& result) mutable {
-                  call->Answer(result.status, [&] {
+  auto answer = std::make_shared<UnaryAnswer>(context);
+  RunBatchOfOne(environment_, answer->Abandoned(), *session, kind, *std::move(operation),
+                [answer, reply = std::move(reply)](OperationResult& result) mutable {
+                  answer->Answer(result.status, [&] {
                     if (result.status.ok()) reply(result);
                   });
                 });
-  return call;
+  return answer->Reactor();
 }
 
 // Sessions ------------------------------------------------------------------------------
