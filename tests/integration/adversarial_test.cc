@@ -1300,10 +1300,11 @@ TEST_F(AdversarialTest, ReadsInBatchesHoldAtMostTheSessionsInlineBudget) {
 
 // Note [Memory the Submit streams hold]: streams of the biggest batches the daemon takes
 // (16384 commands, each taking some hundreds of bytes once converted), sent ahead and
-// never read (here behind a long kernel, so that none is answered soon), held gigabytes. All streams together now hold at most
-// limits.max_submit_bytes: some end RESOURCE_EXHAUSTED naming it (the others stall on
-// their own unread answers until cancelled), /metrics shows the bytes held, never
-// past the limit, and nothing is held once they ended. The victim's batches still run.
+// never read (here behind a long kernel, so that none is answered soon), held gigabytes.
+// All streams together now hold at most limits.max_submit_bytes: some end
+// RESOURCE_EXHAUSTED naming it (the others stall on their own unread answers until
+// cancelled), /metrics shows the bytes held, never past the limit, and nothing is held
+// once they ended. The victim's batches still run.
 TEST_F(AdversarialTest, ManySubmitStreamsHoldAtMostTheDaemonsSubmitBudget) {
   v1::SubmitRequest batch;
   for (int i = 0; i < 16384; ++i) {
