@@ -149,14 +149,10 @@ class AdversarialTest : public ::testing::Test {
 
   // The value of the unlabelled metric `name` on /metrics; all ones when it is missing.
   uint64_t MetricValue(const std::string& name) {
-    auto metrics = testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
-    EXPECT_TRUE(metrics.ok()) << metrics.status();
-    if (!metrics.ok()) return ~uint64_t{0};
-    const std::string line_start = "\n" + name + " ";
-    const size_t at = metrics->body.find(line_start);
-    EXPECT_NE(at, std::string::npos) << name << " is missing:\n" << metrics->body;
-    if (at == std::string::npos) return ~uint64_t{0};
-    return static_cast<uint64_t>(std::stod(metrics->body.substr(at + line_start.size())));
+    absl::StatusOr<double> value =
+        testing::UnlabelledMetric(daemon_->http_host(), daemon_->http_port(), name);
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? static_cast<uint64_t>(*value) : ~uint64_t{0};
   }
 
   // A buffer of the attacker's holding `bytes`.

@@ -206,19 +206,10 @@ TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
 // The batch stream counts itself rather than through the metrics interceptor: in flight
 // while it is open, then by status code like every other call.
 TEST_F(DaemonTest, MetricsCountTheBatchStreamLikeOtherCalls) {
-  auto in_flight = [this]() -> double {
-    absl::StatusOr<testing::HttpResponse> metrics =
-        HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
-    if (!metrics.ok()) return -1;
-    const std::string gauge = "\ngpucmd_rpcs_in_flight ";
-    const size_t at = metrics->body.find(gauge);
-    if (at == std::string::npos) return -1;
-    const size_t start = at + gauge.size();
-    double value = -1;
-    return absl::SimpleAtod(metrics->body.substr(start, metrics->body.find('\n', start) - start),
-                            &value)
-               ? value
-               : -1;
+  auto in_flight = [this] {
+    return testing::UnlabelledMetric(daemon_->http_host(), daemon_->http_port(),
+                                     "gpucmd_rpcs_in_flight")
+        .value_or(-1);
   };
   const double before = in_flight();
   ASSERT_GE(before, 0);

@@ -53,6 +53,11 @@ struct HttpResponse {
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
                                      const std::string& path);
 
+// The value of the unlabelled metric `name` (e.g. "gpucmd_rpcs_in_flight") on the
+// /metrics page at host:port; NOT_FOUND when the page has no such line.
+absl::StatusOr<double> UnlabelledMetric(const std::string& host, int port,
+                                        const std::string& name);
+
 class DaemonProcess {
  public:
   // Starts gpucmdd with `args` and waits up to `timeout` for "gpucmdd ready". The
