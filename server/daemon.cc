@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/string_view.h"
@@ -27,6 +28,7 @@
 #include "grpcpp/server_posix.h"
 #include "server/driver_setup.h"
 #include "server/listen_address.h"
+#include "server/restart_request.h"
 #include "server/descriptor_socket.h"
 #include "server/rpc/metrics_interceptor.h"
 #include "server/rpc/peer_identity.h"
@@ -168,9 +170,13 @@ std::unique_ptr<ServerCore> StartCore(const v1::DaemonConfig& config, DriverSetu
   std::vector<std::unique_ptr<DeviceWorker>> workers;
   for (size_t ordinal = 0; ordinal < setup.factories.size(); ++ordinal) {
     workers.push_back(std::make_unique<DeviceWorker>(
-        DeviceWorker::Options{.ordinal = static_cast<int>(ordinal),
-                              .queue_capacity = config.limits().device_queue_capacity(),
-                              .per_session_limit = config.limits().session_queued_commands()},
+        DeviceWorker::Options{
+            .ordinal = static_cast<int>(ordinal),
+            .queue_capacity = config.limits().device_queue_capacity(),
+            .per_session_limit = config.limits().session_queued_commands(),
+            .on_lost_for_good = config.keep_lost_devices_down()
+                                    ? std::function<void(const absl::Status&)>()
+                                    : [](const absl::Status&) { RequestRestart(); }},
         std::move(setup.factories[ordinal]), metrics));
   }
   const v1::LimitsConfig& limits = config.limits();

@@ -1,4 +1,5 @@
-// gpucmdd: flags and config, start the daemon, wait for SIGTERM/SIGINT, drain, exit.
+// gpucmdd: flags and config, start the daemon, wait for SIGTERM/SIGINT, drain, exit (with
+// status 75 when the daemon asked for its own restart: server/restart_request.h).
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/driver_setup.h"
+#include "server/restart_request.h"
 #include "server/version.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -99,16 +101,26 @@ int main(int argc, char** argv) {
   std::cout << (*daemon)->ReadyLine() << std::endl;
   spdlog::info("{}", (*daemon)->ReadyLine());
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  spdlog::info("received {}, draining for up to {} s", strsignal(signal_number),
-               config.drain_timeout_seconds());
+  siginfo_t received{};
+  while (sigwaitinfo(&stop_signals, &received) < 0) {
+    // EINTR: a signal outside the set ended the wait.
+  }
+  const bool restart = gpucmd::IsRestartRequest(received);
+  const int exit_code = restart ? gpucmd::kRestartExitCode : 0;
+  if (restart) {
+    spdlog::critical("a device was lost for good: draining for up to {} s, then exiting "
+                     "with status {} so that the service manager starts the daemon again",
+                     config.drain_timeout_seconds(), exit_code);
+  } else {
+    spdlog::info("received {}, draining for up to {} s", strsignal(received.si_signo),
+                 config.drain_timeout_seconds());
+  }
   if (!(*daemon)->Shutdown()) {
     spdlog::warn("a device was still busy after the drain (a kernel that cannot be stopped); "
                  "exiting without waiting for it");
     spdlog::shutdown();
-    std::_Exit(0);
+    std::_Exit(exit_code);
   }
   spdlog::info("stopped");
-  return 0;
+  return exit_code;
 }

@@ -285,12 +285,17 @@ class GpuBackend {
     // Every event is back by now (the Command and its reads went first).
     if (events_ != nullptr) events_->DestroyIdle();
     const V& vendor = context_.vendor;
-    if (!vendor.Enter().ok()) return;
-    if (allocation_stream_ != typename V::StreamHandle{}) vendor.DestroyStream(allocation_stream_);
-    if (context_.collectives != typename V::StreamHandle{}) {
-      vendor.DestroyStream(context_.collectives);
+    // A context that cannot be entered still goes (reset if it is corrupted): the next
+    // backend on this device must not inherit it.
+    if (vendor.Enter().ok()) {
+      if (allocation_stream_ != typename V::StreamHandle{}) {
+        vendor.DestroyStream(allocation_stream_);
+      }
+      if (context_.collectives != typename V::StreamHandle{}) {
+        vendor.DestroyStream(context_.collectives);
+      }
+      for (typename V::ModuleHandle module : context_.modules) vendor.UnloadModule(module);
     }
-    for (typename V::ModuleHandle module : context_.modules) vendor.UnloadModule(module);
     vendor.Release(/*reset=*/!context_.lost.ok());
   }
 

@@ -25,6 +25,7 @@ struct State {
   std::map<uintptr_t, Allocation> allocations;
   size_t allocated[kMaxDevices] = {};
   int sticky[kMaxDevices] = {};
+  bool sticky_for_good[kMaxDevices] = {};
   int resets[kMaxDevices] = {};
   std::vector<std::string> functions;
   // Pinned host memory (allocations and registrations) by start: its size.
@@ -67,9 +68,15 @@ int StickyError() {
   return Get().sticky[current_device];
 }
 
-void InjectStickyError(int device, int error) {
+int StickyErrorOf(int device) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().sticky[Clamp(device)];
+}
+
+void InjectStickyError(int device, int error, bool for_good) {
   std::lock_guard<std::mutex> lock(Get().mutex);
   Get().sticky[Clamp(device)] = error;
+  Get().sticky_for_good[Clamp(device)] = for_good;
 }
 
 void ResetDevice(int device) {
@@ -85,7 +92,7 @@ void ResetDevice(int device) {
     }
   }
   state.allocated[device] = 0;
-  state.sticky[device] = 0;
+  if (!state.sticky_for_good[device]) state.sticky[device] = 0;
   ++state.resets[device];
 }
 
@@ -142,10 +149,12 @@ bool KnownFunction(uintptr_t function) {
   return function >= 1 && function <= Get().functions.size();
 }
 
-bool FunctionTraps(uintptr_t function) {
+Trap TrapOf(uintptr_t function) {
   std::lock_guard<std::mutex> lock(Get().mutex);
-  return function >= 1 && function <= Get().functions.size() &&
-         Get().functions[function - 1] == kTrapEntryPoint;
+  if (function < 1 || function > Get().functions.size()) return Trap::kNone;
+  const std::string& entry_point = Get().functions[function - 1];
+  if (entry_point == kTrapEntryPoint) return Trap::kUntilReset;
+  return entry_point == kFatalTrapEntryPoint ? Trap::kForGood : Trap::kNone;
 }
 
 void* AllocatePinnedHost(size_t bytes) {
@@ -201,8 +210,7 @@ void CopyRows(char* target, size_t target_pitch, const char* source, size_t sour
 }
 
 // Test controls (driver/testing/fake_gpu_control.h), with C names so that tests find them
-// with dlsym. Call them before the driver creates backends, except
-// fake_gpu_inject_sticky_error.
+// with dlsym. Call them before the driver creates backends, except the error injections.
 extern "C" void fake_gpu_set_device_count(int count) {
   std::lock_guard<std::mutex> lock(Get().mutex);
   Get().device_count = count < 1 ? 1 : (count > kMaxDevices ? kMaxDevices : count);
@@ -221,6 +229,9 @@ extern "C" int fake_gpu_events_created() {
 }
 extern "C" void fake_gpu_inject_sticky_error(int device, int error) {
   InjectStickyError(device, error);
+}
+extern "C" void fake_gpu_inject_error_for_good(int device, int error) {
+  InjectStickyError(device, error, /*for_good=*/true);
 }
 extern "C" int fake_gpu_context_resets(int device) {
   std::lock_guard<std::mutex> lock(Get().mutex);

@@ -7,7 +7,11 @@
 // can corrupt (every later call on it fails with that error) until the context is reset,
 // which also frees its allocations, as on a GPU. Kernels are not executed, except that
 // launching one whose entry point is kTrapEntryPoint faults its device's context, as a
-// wild pointer does.
+// wild pointer does, and one whose entry point is kFatalTrapEntryPoint faults it for
+// the rest of the process: resetting it frees its allocations but leaves the error, and
+// no new context can be made, as on CUDA (checked on an H200, driver 580: after an
+// illegal address, cuDevicePrimaryCtxRetain and cuCtxCreate fail until the process
+// exits).
 //
 // Tests steer the doubles through the extern "C" fake_gpu_* functions (see
 // driver/testing/fake_gpu_control.h). Error codes are the double's own (CUresult,
@@ -25,6 +29,7 @@ namespace gpucmd::fake {
 inline constexpr size_t kFakeDeviceBytes = size_t{256} << 20;
 inline constexpr int kMaxDevices = 8;
 inline constexpr char kTrapEntryPoint[] = "fake_device_trap";
+inline constexpr char kFatalTrapEntryPoint[] = "fake_device_fatal_trap";
 
 int DeviceCount();
 void SetCurrentDevice(int device);
@@ -32,8 +37,12 @@ int CurrentDevice();
 
 // The sticky error of the current device's context (0: healthy).
 int StickyError();
-void InjectStickyError(int device, int error);
-// Frees the device's allocations, clears its sticky error, counts the reset.
+// The sticky error of `device`'s context, whichever device is current.
+int StickyErrorOf(int device);
+// `for_good`: no reset clears it (see kFatalTrapEntryPoint).
+void InjectStickyError(int device, int error, bool for_good = false);
+// Frees the device's allocations, clears its sticky error unless it is there for good,
+// counts the reset.
 void ResetDevice(int device);
 
 // Zeroed memory on the current device; nullptr when the device is full.
@@ -53,7 +62,8 @@ void CountEventCreated();
 uintptr_t AddFunction(const std::string& entry_point);
 // False for an unknown handle.
 bool KnownFunction(uintptr_t function);
-bool FunctionTraps(uintptr_t function);
+enum class Trap { kNone, kUntilReset, kForGood };
+Trap TrapOf(uintptr_t function);
 
 // Host memory the device may copy from and into without staging: pinned allocations,
 // and ranges registered with the driver. Registration fails while refused (the

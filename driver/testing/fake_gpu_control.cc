@@ -31,6 +31,7 @@ absl::StatusOr<FakeGpuControl> Load(const std::string& runfile) {
   resolve("fake_gpu_async_allocations", control.async_allocations);
   resolve("fake_gpu_events_created", control.events_created);
   resolve("fake_gpu_inject_sticky_error", control.inject_sticky_error);
+  resolve("fake_gpu_inject_error_for_good", control.inject_error_for_good);
   resolve("fake_gpu_context_resets", control.context_resets);
   resolve("fake_gpu_refuse_host_registration", control.refuse_host_registration);
   resolve("fake_gpu_host_registrations", control.host_registrations);

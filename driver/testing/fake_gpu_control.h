@@ -27,6 +27,9 @@ struct FakeGpuControl {
   // Every later call on `device`'s context returns `error` (the double's own error code)
   // until the context is reset.
   void (*inject_sticky_error)(int device, int error);
+  // Likewise, but for the rest of the process: resets leave the error, and no new
+  // context can be made on `device` (as CUDA does after a kernel fault).
+  void (*inject_error_for_good)(int device, int error);
   // How many times `device`'s context was reset.
   int (*context_resets)(int device);
   // While nonzero, registering host memory with the driver fails.

@@ -1,10 +1,13 @@
 // Device loss on the CUDA driver, over the libcuda.so.1 TEST DOUBLE (no GPU here): a
 // sticky error injected into device 0's context is seen by CudaDriver::DeviceHealth, the
 // device worker resets that context (cuDevicePrimaryCtxReset) and serves again, and
-// device 1 keeps its data. The server-side rules are tested in device_loss_test.cc.
+// device 1 keeps its data; an error that no new context clears, as a kernel fault on a
+// real GPU, leaves the device down and asks for a restart. The server-side rules are
+// tested in device_loss_test.cc.
 
 #include <future>
 #include <memory>
+#include <vector>
 
 #include "driver/cuda/cuda_driver.h"
 #include "driver/testing/fake_gpu_control.h"
@@ -94,6 +97,43 @@ TEST(CudaDeviceLossTest, AReadInFlightWhenTheContextFailsEndsUnavailable) {
   EXPECT_EQ(ReadBack(worker, 1, *id, data.size()).status().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ((*fake)->context_resets(0), resets + 1);
+}
+
+// Runs last: the device it loses stays lost in this process, as on a GPU.
+TEST(CudaDeviceLossTest, ADeviceLostForGoodStaysDownAndAsksOnceForARestart) {
+  absl::StatusOr<const FakeGpuControl*> fake = LoadFakeGpu("driver/testing/cuda/libcuda.so.1");
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  (*fake)->set_device_count(3);
+  constexpr int kLost = 2;
+  Metrics metrics(3);
+  std::vector<absl::Status> restart_requests;
+  DeviceWorker lost({.ordinal = kLost,
+                     .on_lost_for_good =
+                         [&](const absl::Status& down) { restart_requests.push_back(down); }},
+                    CudaFactory(kLost), &metrics);
+  DeviceWorker bystander({.ordinal = 0}, CudaFactory(0), &metrics);
+  const std::string data(2000, 'g');
+  absl::StatusOr<BufferId> before = AllocateAndWrite(lost, 1, data);
+  absl::StatusOr<BufferId> elsewhere = AllocateAndWrite(bystander, 1, data);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+
+  (*fake)->inject_error_for_good(kLost, CUDA_ERROR_ILLEGAL_ADDRESS);
+
+  absl::Status synced = SynchronizeAll(lost, 1);
+  EXPECT_EQ(synced.code(), absl::StatusCode::kUnavailable) << synced;
+  // Every later call, from any session, is refused saying the device is down and why.
+  for (SessionId session : {1, 2}) {
+    absl::Status refused = lost.Submit(session, [](CommandInterface&) {});
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+    EXPECT_NE(refused.message().find("device 2 is down"), std::string::npos) << refused;
+    EXPECT_NE(refused.message().find("the daemon restarts"), std::string::npos) << refused;
+  }
+  ASSERT_EQ(restart_requests.size(), 1u);
+  EXPECT_NE(restart_requests[0].message().find("cuDevicePrimaryCtxRetain"), std::string::npos)
+      << restart_requests[0];
+  EXPECT_EQ(metrics.DeviceReady(kLost).Value(), 0);
+  EXPECT_EQ(ReadBack(bystander, 1, *elsewhere, data.size()).value_or(""), data);
 }
 
 }  // namespace

@@ -299,13 +299,15 @@ void DeviceWorker::KeepHealthy() {
   if (!created.ok()) {
     absl::Status down = absl::UnavailableError(absl::StrCat(
         "device ", device, " is down: ", health.message(),
-        "; recreating its context failed: ", created.status().message()));
+        "; recreating its context failed: ", created.status().message(),
+        options_.on_lost_for_good ? "; the daemon restarts to get it back" : ""));
     spdlog::error("{}", std::string(down.message()));
     {
       MutexLock lock(&mutex_);
       init_status_ = down;
     }
     SetCommand(std::make_shared<UnavailableCommand>(down));  // takes mutex_ itself
+    if (options_.on_lost_for_good) options_.on_lost_for_good(down);
     return;
   }
   (*created)->Inherit(std::move(loss));

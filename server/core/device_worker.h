@@ -30,7 +30,12 @@
 // continue, so a lost handle never names a new buffer. New work, from any session,
 // runs on the fresh context. Other devices have their own thread and are untouched.
 // If the device cannot be brought back it serves on with an UnavailableCommand, so
-// queued work still gets an answer, and refuses new work as at a failed start.
+// queued work still gets an answer, and refuses new work as at a failed start; and it
+// calls Options::on_lost_for_good. That is the usual outcome on a GPU: CUDA poisons the
+// whole process after an illegal address (checked on an H200, driver 580: the context
+// reset succeeds, but no primary or new context can be made again until the process
+// exits), and HIP's runtime aborts the process on a memory fault. The daemon then restarts
+// (Note [Restart after a device loss] in server/restart_request.h).
 //
 // Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
 // Tasks run holding the device (on the device thread, or a submitting thread) and may
@@ -39,6 +44,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -73,6 +79,10 @@ class DeviceWorker {
     size_t per_session_limit = 1024;
     int completion_threads = 4;      // started with the worker
     int max_completion_threads = 256;  // started as waits hold the others
+    // Called once, on the device thread, with the status every later call gets, when
+    // the device was lost and no new context could be made: only a new process gets it
+    // back (Note [Device loss]). Empty: the device stays down.
+    std::function<void(const absl::Status& down)> on_lost_for_good;
   };
 
   // Starts the thread; it runs `factory` first, and again after a device loss. `metrics`

@@ -97,9 +97,13 @@ grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerCon
   ServerCore& core = *environment_.core;
   absl::Status valid = ValidateOpenSession(*request, core.device_count());
   if (!valid.ok()) return FinishUnary(context, valid);
-  if (!core.worker(request->device()).ready()) {
-    return FinishUnary(context, absl::UnavailableError(absl::StrCat(
-                                    "device ", request->device(), " is not ready")));
+  const DeviceWorker& worker = core.worker(request->device());
+  if (!worker.ready()) {
+    // Why the device failed to start, or is down since a loss; else it is starting.
+    absl::Status why = worker.init_status();
+    return FinishUnary(context, !why.ok() ? why
+                                          : absl::UnavailableError(absl::StrCat(
+                                                "device ", request->device(), " is not ready")));
   }
   absl::StatusOr<std::string> token =
       core.sessions().Open(request->device(), request->client_name(),

@@ -31,10 +31,14 @@ std::map<int64_t, double> direct_to_device_bytes_per_second;
 std::map<int64_t, double> direct_to_host_bytes_per_second;
 double in_process_launches_per_second = 0;
 
-std::unique_ptr<CudaBackend> BackendOrSkip(benchmark::State& state, const std::string& modules) {
+// A backend whose kernels come from `modules` (a fresh directory by default), or null
+// with the benchmark skipped, saying why.
+std::unique_ptr<CudaBackend> BackendOrSkip(benchmark::State& state,
+                                           const std::string& modules = testing::ShortTempDir()) {
+  absl::StatusOr<ModuleStore> store = ModuleStore::Open(modules, ".cubin");
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
-      CudaBackend::Create(
-          {.ordinal = 0, .stream_count = 2, .modules = *ModuleStore::Open(modules, ".cubin")});
+      store.ok() ? CudaBackend::Create({.ordinal = 0, .stream_count = 2, .modules = *store})
+                 : absl::StatusOr<std::unique_ptr<CudaBackend>>(store.status());
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return nullptr;
@@ -53,7 +57,7 @@ void BM_NvrtcCompile(benchmark::State& state) {
 // A direct asynchronous copy between pinned host memory and the device, per iteration.
 void DirectCopy(benchmark::State& state, bool to_device, std::map<int64_t, double>& baseline) {
   const uint64_t size = state.range(0);
-  std::unique_ptr<CudaBackend> backend = BackendOrSkip(state, "");
+  std::unique_ptr<CudaBackend> backend = BackendOrSkip(state);
   if (backend == nullptr) return;
   DeviceResource device = *backend->AllocateDevice(size);
   HostResource host = *backend->AllocatePinned(size);

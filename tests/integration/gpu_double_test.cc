@@ -3,13 +3,16 @@
 // the real driver code; and a device error. The doubles fault the context when a kernel
 // named fake_device_trap runs, as a wild pointer does on a GPU: every session on the
 // device then hears UNAVAILABLE, lost handles say so, the context is reset and new work
-// runs.
+// runs. One named fake_device_fatal_trap faults it as a real GPU's kernel does, for the
+// rest of the process: the daemon then restarts (exit status 75), or, configured to,
+// keeps the device down.
 //
 // One source, one target per driver (cuda_double_test, hip_double_test, built with
 // --config=cuda / --config=hip): GPUCMD_EXPECT_DRIVER names the daemon's driver and
 // GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
 // LD_LIBRARY_PATH.
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -39,9 +42,14 @@ class GpuDoubleTest : public ::testing::Test {
     // The daemon loads the double instead of the vendor's library.
     std::string fake = RunfilePath(library);
     setenv("LD_LIBRARY_PATH", fake.substr(0, fake.rfind('/')).c_str(), 1);
+    StartDaemon("");
+  }
+
+  // Starts a daemon on the double with `config` (text format) added to its own.
+  void StartDaemon(const std::string& config) {
     std::string directory = ShortTempDir();
     std::ofstream(directory + "/gpucmdd.textproto")
-        << "compile { cache_dir: \"" << directory << "/cache\" }\n";
+        << "compile { cache_dir: \"" << directory << "/cache\" }\n" << config;
     absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
         {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
          "--config=" + directory + "/gpucmdd.textproto"});
@@ -50,6 +58,22 @@ class GpuDoubleTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon_->grpc_target());
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
+  }
+
+  // Launches fake_device_trap or fake_device_fatal_trap (`entry_point`) in `session` and
+  // returns its Synchronize.
+  absl::Status Fault(Session& session, const std::string& entry_point) {
+    absl::StatusOr<Buffer> out = session.Allocate(64);
+    EXPECT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<v1::CompileResponse> trap = session.Compile(
+        "extern \"C\" __global__ void " + entry_point + "(int* out) { out[0] = 1; }",
+        entry_point);
+    EXPECT_TRUE(trap.ok()) << trap.status();
+    if (!out.ok() || !trap.ok()) return absl::InternalError("no faulting kernel");
+    absl::Status launched = session.Launch(trap->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                           {BufferArgument(*out, v1::ACCESS_WRITE)});
+    EXPECT_TRUE(launched.ok()) << launched;
+    return session.Synchronize();
   }
 
   Session Open(const std::string& name) {
@@ -110,15 +134,8 @@ TEST_F(GpuDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
   absl::StatusOr<Buffer> kept = bystander.Allocate(16);
   ASSERT_TRUE(out.ok() && kept.ok());
   ASSERT_TRUE(bystander.Write(*kept, 0, "bystander-bytes!").ok());
-  absl::StatusOr<v1::CompileResponse> trap = faulting.Compile(
-      "extern \"C\" __global__ void fake_device_trap(int* out) { out[0] = 1; }",
-      "fake_device_trap");
-  ASSERT_TRUE(trap.ok()) << trap.status();
-  ASSERT_TRUE(faulting.Launch(trap->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                              {BufferArgument(*out, v1::ACCESS_WRITE)})
-                  .ok());
 
-  absl::Status faulted = faulting.Synchronize();
+  absl::Status faulted = Fault(faulting, "fake_device_trap");
   EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
   EXPECT_THAT(std::string(faulted.message()), HasSubstr("illegal memory access"));
   absl::Status lost = faulting.Read(*out, 0, 64).status();
@@ -140,6 +157,41 @@ TEST_F(GpuDoubleTest, DeviceErrorResetsTheContextAndNewWorkRuns) {
   }
   EXPECT_THAT(Get("/metrics"), HasSubstr("gpucmd_device_resets_total{device=\"0\"} 1"));
   EXPECT_THAT(Get("/metrics"), HasSubstr("gpucmd_device_ready{device=\"0\"} 1"));
+}
+
+TEST_F(GpuDoubleTest, AFaultThatOutlivesTheContextRestartsTheDaemonWhichServesAgain) {
+  Session faulting = Open("faulting");
+  absl::Status faulted = Fault(faulting, "fake_device_fatal_trap");
+  EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+  EXPECT_THAT(std::string(faulted.message()), HasSubstr("illegal memory access"));
+
+  // The daemon drains and exits for its service manager to start it again.
+  EXPECT_EQ(daemon_->AwaitExit(), 75);
+  EXPECT_THAT(daemon_->StderrText(), HasSubstr("device 0 is down"));
+  EXPECT_THAT(daemon_->StderrText(), HasSubstr("a device was lost for good"));
+  daemon_.reset();
+  StartDaemon("");
+  Session newcomer = Open("newcomer");
+  absl::StatusOr<Buffer> fresh = newcomer.Allocate(16);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_TRUE(newcomer.Write(*fresh, 0, "fresh-bytes-here").ok());
+  EXPECT_EQ(newcomer.Read(*fresh, 0, 16).value_or(""), "fresh-bytes-here");
+}
+
+TEST_F(GpuDoubleTest, KeepLostDevicesDownKeepsTheDaemonUpWithTheDeviceDown) {
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  daemon_.reset();
+  StartDaemon("keep_lost_devices_down: true\n");
+  Session faulting = Open("faulting");
+  EXPECT_EQ(Fault(faulting, "fake_device_fatal_trap").code(), absl::StatusCode::kUnavailable);
+
+  // The daemon answers on; the device refuses work, saying why.
+  absl::StatusOr<Session> newcomer = client_->OpenSession(0, "newcomer");
+  absl::Status refused = newcomer.ok() ? newcomer->Allocate(16).status() : newcomer.status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("device 0 is down"));
+  EXPECT_THAT(Get("/metrics"), HasSubstr("gpucmd_device_ready{device=\"0\"} 0"));
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
 }
 
 }  // namespace

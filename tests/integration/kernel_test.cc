@@ -1116,7 +1116,7 @@ TEST_F(KernelTest, AFaultIsReportedAfterHundredsOfLaunchesWithoutASynchronize) {
   EXPECT_TRUE(session_->Synchronize().ok()) << "reported once";
 }
 
-TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
+TEST_F(KernelTest, AFaultingKernelRestartsTheDaemonWhichServesAgain) {
   if (OnCpu()) GTEST_SKIP() << "the CPU driver contains faults in its executor: see above";
   OpenBystander();
   std::string wild = MustCompile(kWildPointer, "wild");
@@ -1126,22 +1126,15 @@ TEST_F(KernelTest, FaultingKernelResetsTheGpuAndNewWorkRuns) {
                   .ok());
   absl::Status faulted = session_->Synchronize();
   EXPECT_EQ(faulted.code(), absl::StatusCode::kUnavailable) << faulted;
+  EXPECT_EQ(bystander_->Synchronize().code(), absl::StatusCode::kUnavailable);
 
-  // The context went with every buffer on it: each session hears so, nothing is stale.
-  absl::Status lost = session_->Read(out, 0, 16).status();
-  EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
-  EXPECT_THAT(std::string(lost.message()), HasSubstr("was lost"));
-  EXPECT_EQ(bystander_->Read(*kept_, 0, 16).status().code(), absl::StatusCode::kUnavailable);
-  absl::Status told = bystander_->Synchronize();
-  EXPECT_EQ(told.code(), absl::StatusCode::kUnavailable) << told;
-  EXPECT_THAT(std::string(told.message()), HasSubstr("was reset"));
-
-  // The device serves again: the kernel module is loaded into the new context.
+  // No context on the device can be made again in this process (Note [Device loss] in
+  // server/core/device_worker.h): the daemon drains and exits for its service manager
+  // to start it again, and the new one runs kernels.
+  EXPECT_EQ(daemon_->AwaitExit(), 75);
+  EXPECT_THAT(daemon_->StderrText(), HasSubstr("a device was lost for good"));
+  StartDaemon();
   ExpectKernelsRun(Zeros(sizeof(float)));
-  absl::StatusOr<testing::HttpResponse> metrics =
-      testing::HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
-  ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_device_resets_total{device=\"0\"} 1"));
 }
 
 TEST_F(KernelTest, SubmitRunsABatchInOrderWithCompileAndLaunch) {

@@ -228,6 +228,11 @@ DaemonProcess::~DaemonProcess() {
 int DaemonProcess::Stop(int signal, std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   kill(pid_, signal);
+  return AwaitExit(timeout);
+}
+
+int DaemonProcess::AwaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int wait_status = 0;
   while (waitpid(pid_, &wait_status, WNOHANG) == 0) {

@@ -84,6 +84,9 @@ class DaemonProcess {
 
   // Sends `signal` and waits for the exit; returns the exit code (-1 if signalled).
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Waits up to `timeout` for the daemon to exit by itself (then kills it); returns the
+  // exit code (-1 if signalled).
+  int AwaitExit(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
   pid_t pid() const { return pid_; }
   const std::string& ready_line() const { return ready_line_; }

@@ -90,6 +90,8 @@ CUresult DeviceTotalMem(size_t* bytes, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult PrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  // As on a GPU, a corrupted primary context stays corrupted until it is reset.
+  if (int error = fake::StickyErrorOf(device); error != 0) return static_cast<CUresult>(error);
   *context = ContextOf(device);
   return CUDA_SUCCESS;
 }
@@ -222,8 +224,9 @@ CUresult LaunchKernel(CUfunction function, unsigned, unsigned, unsigned, unsigne
   auto handle = reinterpret_cast<uintptr_t>(function);
   if (!fake::KnownFunction(handle)) return CUDA_ERROR_INVALID_HANDLE;
   // The launch itself succeeds; the fault surfaces at the next call, as on a GPU.
-  if (fake::FunctionTraps(handle)) {
-    fake::InjectStickyError(fake::CurrentDevice(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  if (fake::Trap trap = fake::TrapOf(handle); trap != fake::Trap::kNone) {
+    fake::InjectStickyError(fake::CurrentDevice(), CUDA_ERROR_ILLEGAL_ADDRESS,
+                            /*for_good=*/trap == fake::Trap::kForGood);
   }
   return CUDA_SUCCESS;
 }

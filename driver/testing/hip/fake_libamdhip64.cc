@@ -58,7 +58,9 @@ hipError_t hipDeviceReset() {
   fake::ResetDevice(fake::CurrentDevice());
   return hipSuccess;
 }
-hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t) {
+hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t device) {
+  // A device faulted for good fails here, where a new backend starts.
+  if (int error = fake::StickyErrorOf(device); error != 0) return static_cast<hipError_t>(error);
   *bytes = fake::kFakeDeviceBytes;
   return hipSuccess;
 }
@@ -185,8 +187,9 @@ hipError_t hipModuleLaunchKernel(hipFunction_t function, unsigned int, unsigned 
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
   auto handle = reinterpret_cast<uintptr_t>(function);
   if (!fake::KnownFunction(handle)) return hipErrorInvalidHandle;
-  if (fake::FunctionTraps(handle)) {
-    fake::InjectStickyError(fake::CurrentDevice(), hipErrorIllegalAddress);
+  if (fake::Trap trap = fake::TrapOf(handle); trap != fake::Trap::kNone) {
+    fake::InjectStickyError(fake::CurrentDevice(), hipErrorIllegalAddress,
+                            /*for_good=*/trap == fake::Trap::kForGood);
   }
   return hipSuccess;
 }
