@@ -3,8 +3,10 @@
 // cuMemcpy{HtoD,DtoH}Async from pinned memory in the same run (`x_direct`), inline and
 // from a shared-memory region (`direct_access`: registered with the device); a pitched 2D
 // copy through the daemon; empty-kernel launch rate in-process (Command<CudaDriver>)
-// against the daemon, unary and in Submit batches (`x_in_process`). Benchmarks that need
-// a GPU skip themselves, saying why, where there is none.
+// against the daemon, unary and in Submit batches (`x_in_process`); the medians of an
+// empty unary launch and an idle Synchronize, each alternating with a raw gRPC echo
+// across processes (`x_raw_p50`). Benchmarks that need a GPU skip themselves, saying why,
+// where there is none.
 
 #include <cstring>
 #include <map>
@@ -15,6 +17,7 @@
 #include "driver/cuda/nvrtc_compiler.h"
 #include "server/command/command.h"
 #include "tests/bench/bench_support.h"
+#include "tests/bench/echo_baseline.h"
 #include "tests/kernels/kernel_sources.h"
 
 namespace gpucmd {
@@ -215,6 +218,24 @@ void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
       in_process_launches_per_second);
 }
 
+void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  BenchDaemon& daemon = SharedDaemon();
+  Session& session = *daemon.session;
+  std::string kernel = session.Compile(kEmptyKernel, "empty")->kernel_id();
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  bench::MeasureAgainstEcho(
+      state, [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); },
+      [&] { benchmark::DoNotOptimize(session.Synchronize()); });
+}
+
+void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
+  if (!HaveGpuOrSkip(state)) return;
+  Session& session = *SharedDaemon().session;
+  bench::MeasureAgainstEcho(
+      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {});
+}
+
 #define TRANSFER_SIZES RangeMultiplier(16)->Range(64 << 10, 256 << 20)->UseRealTime()
 
 BENCHMARK(BM_NvrtcCompile)->Unit(benchmark::kMillisecond);
@@ -228,6 +249,8 @@ BENCHMARK(BM_DaemonPitched2DWrite)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
+BENCHMARK(BM_AgainstEchoEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AgainstEchoIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpucmd

@@ -10,8 +10,9 @@
 # daemon (a faulting kernel and the context reset included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
 # a direct cuMemcpy*Async from pinned memory (inline, and from shared-memory regions the
-# daemon registered with the device), a pitched 2D copy, and empty-kernel launch
-# rates in-process, unary and in Submit batches. Finishes within 8 minutes.
+# daemon registered with the device), a pitched 2D copy, empty-kernel launch rates
+# in-process, unary and in Submit batches, and the medians of an empty launch and an idle
+# Synchronize against a raw gRPC echo. Finishes within 8 minutes.
 set -uo pipefail
 
 bundle=${1:-.bundle/gpucmd-bundle.tar.xz}
@@ -49,8 +50,9 @@ run "driver conformance suite on the CUDA device" 60 "$bin/cuda_driver_conforman
 
 # Binaries that start a daemon find it in their runfiles tree: point them at the bundle's.
 for binary in kernel_cuda_test cuda_bench; do
-  mkdir -p "$bin/$binary.runfiles/gpucmdd/server"
+  mkdir -p "$bin/$binary.runfiles/gpucmdd/server" "$bin/$binary.runfiles/gpucmdd/tests/bench"
   ln -sf "$bin/gpucmdd" "$bin/$binary.runfiles/gpucmdd/server/gpucmdd"
+  ln -sf "$bin/raw_echo_server" "$bin/$binary.runfiles/gpucmdd/tests/bench/raw_echo_server"
 done
 GPUCMD_EXPECT_DRIVER=cuda run "kernel suite through the CUDA daemon" 120 "$bin/kernel_cuda_test"
 
