@@ -99,11 +99,11 @@ grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerCon
   if (!valid.ok()) return FinishUnary(context, valid);
   const DeviceWorker& worker = core.worker(request->device());
   if (!worker.ready()) {
-    // Why the device failed to start, or is down since a loss; else it is starting.
+    // With why the device failed to start or is down since a loss, if it is not starting.
     absl::Status why = worker.init_status();
-    return FinishUnary(context, !why.ok() ? why
-                                          : absl::UnavailableError(absl::StrCat(
-                                                "device ", request->device(), " is not ready")));
+    return FinishUnary(context, absl::UnavailableError(absl::StrCat(
+                                    "device ", request->device(), " is not ready",
+                                    why.ok() ? "" : ": ", why.message())));
   }
   absl::StatusOr<std::string> token =
       core.sessions().Open(request->device(), request->client_name(),

@@ -7,7 +7,7 @@
 #
 # Default bundle: .bundle/gpucmd-bundle.tar.xz. Runs the NVRTC compile tests and the
 # driver conformance suite against the real device, the kernel suite through the CUDA
-# daemon (a faulting kernel and the context reset included), starts the daemon, and prints one
+# daemon (a faulting kernel and the daemon's restart included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
 # a direct cuMemcpy*Async from pinned memory (inline, and from shared-memory regions the
 # daemon registered with the device), a pitched 2D copy, empty-kernel launch rates
