@@ -63,10 +63,7 @@ int DeviceCount() {
 void SetCurrentDevice(int device) { current_device = Clamp(device); }
 int CurrentDevice() { return current_device; }
 
-int StickyError() {
-  std::lock_guard<std::mutex> lock(Get().mutex);
-  return Get().sticky[current_device];
-}
+int StickyError() { return StickyErrorOf(current_device); }
 
 int StickyErrorOf(int device) {
   std::lock_guard<std::mutex> lock(Get().mutex);

@@ -35,9 +35,9 @@ namespace {
 using bench::BenchDaemon;
 using bench::EmptyKernelDaemon;
 using bench::MeasureAgainstEcho;
-using bench::SharedEcho;
 using bench::Percentile;
 using bench::SecondsSince;
+using bench::SharedEcho;
 
 // Launches are synchronized this often, untimed, so they never meet backpressure.
 constexpr int kLaunchesPerSync = 256;
