@@ -1,16 +1,19 @@
 // The GPU benchmark table of tests/gpu/device_check.sh (build with --config=cuda):
 // NVRTC compile time; host<->device bandwidth through the daemon against a direct
 // cuMemcpy{HtoD,DtoH}Async from pinned memory in the same run (`x_direct`), inline and
-// from a shared-memory region (`direct_access`: registered with the device); a pitched 2D
-// copy through the daemon; empty-kernel launch rate in-process (Command<CudaDriver>)
-// against the daemon, unary and in Submit batches (`x_in_process`); the medians of an
-// empty unary launch and an idle Synchronize, each alternating with a raw gRPC echo
-// across processes (`x_raw_p50`). Benchmarks that need a GPU skip themselves, saying why,
-// where there is none.
+// from a shared-memory region (`direct_access`: registered with the device), one unary
+// call per copy and in Submit batches two in flight; a pitched 2D copy through the
+// daemon; empty-kernel launch rate in-process (Command<CudaDriver>) against the daemon,
+// unary and in Submit batches (`x_in_process`); the medians of an empty unary launch and
+// an idle Synchronize, each alternating with a raw gRPC echo across processes
+// (`x_raw_p50`). Benchmarks that need a GPU skip themselves, saying why, where there is
+// none.
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "benchmark/benchmark.h"
 #include "driver/cuda/cuda_driver.h"
@@ -103,9 +106,11 @@ BenchDaemon& SharedDaemon() {
   return daemon;
 }
 
+// Bytes per second over `seconds`, an iteration being `copies` copies of range(0) bytes,
+// against the direct copy of the same size (`x_direct`).
 void ReportAgainstDirect(benchmark::State& state, double seconds,
-                         const std::map<int64_t, double>& baseline) {
-  double bytes = static_cast<double>(state.iterations() * state.range(0));
+                         const std::map<int64_t, double>& baseline, int copies = 1) {
+  double bytes = static_cast<double>(state.iterations() * copies * state.range(0));
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   auto direct = baseline.find(state.range(0));
   if (direct != baseline.end()) state.counters["x_direct"] = bytes / seconds / direct->second;
@@ -134,29 +139,116 @@ void BM_DaemonRead(benchmark::State& state) {
   ReportAgainstDirect(state, SecondsSince(start), direct_to_host_bytes_per_second);
 }
 
-// A copy between a shared-memory region (registered with the device by the daemon) and
-// the device, per iteration, up to its Synchronize: against the direct pinned copy.
+// A shared-memory region of `size` bytes registered in the bench daemon's session, or
+// nothing with the benchmark skipped, saying why; `direct_access` says whether the daemon
+// registered it with the device.
+std::optional<SharedMemoryRegion> RegionOrSkip(benchmark::State& state, uint64_t size) {
+  absl::StatusOr<SharedMemoryRegion> region =
+      SharedMemoryRegion::Create(*SharedDaemon().session, size);
+  if (!region.ok()) {
+    state.SkipWithError(std::string(region.status().message()).c_str());
+    return std::nullopt;
+  }
+  std::memset(region->data(), 's', size);
+  state.counters["direct_access"] = region->direct_device_access() ? 1 : 0;
+  return *std::move(region);
+}
+
+// One copy between a shared-memory region and the device per iteration, against the
+// direct pinned copy: a unary Write or Read naming the region returns once its bytes
+// landed, so each iteration is one round trip and one copy.
 void DaemonSharedCopy(benchmark::State& state, bool to_device,
                       const std::map<int64_t, double>& baseline) {
   if (!HaveGpuOrSkip(state)) return;
   const uint64_t size = state.range(0);
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
-  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
-  if (!region.ok()) {
-    state.SkipWithError(std::string(region.status().message()).c_str());
-    return;
-  }
-  std::memset(region->data(), 's', size);
-  state.counters["direct_access"] = region->direct_device_access() ? 1 : 0;
+  std::optional<SharedMemoryRegion> region = RegionOrSkip(state, size);
+  if (!region.has_value()) return;
   const RegionSlice slice{*region, 0, size};
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(to_device ? session.Write(buffer, 0, slice)
-                                       : session.Read(buffer, 0, slice));
-    benchmark::DoNotOptimize(session.Synchronize(0));
+    absl::Status copied =
+        to_device ? session.Write(buffer, 0, slice) : session.Read(buffer, 0, slice);
+    if (!copied.ok()) {
+      state.SkipWithError(std::string(copied.message()).c_str());
+      return;
+    }
   }
   ReportAgainstDirect(state, SecondsSince(start), baseline);
+}
+
+// The throughput path: copies between a shared-memory region and the device in Submit
+// batches, two batches in flight, so that one batch's round trip overlaps the other's
+// copies. A batch holds `copies_per_batch` copies of the whole region and a Synchronize;
+// an iteration is one batch. Against the direct pinned copy of the same size.
+void DaemonSharedCopyBatches(benchmark::State& state, bool to_device,
+                             const std::map<int64_t, double>& baseline) {
+  if (!HaveGpuOrSkip(state)) return;
+  const uint64_t size = state.range(0);
+  const int copies_per_batch = static_cast<int>(std::clamp<uint64_t>((256 << 20) / size, 1, 64));
+  BenchDaemon& daemon = SharedDaemon();
+  Buffer buffer = *daemon.session->Allocate(size);
+  std::optional<SharedMemoryRegion> region = RegionOrSkip(state, size);
+  if (!region.has_value()) return;
+  v1::SubmitRequest batch;
+  for (int i = 0; i <= copies_per_batch; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    if (i == copies_per_batch) {
+      command->mutable_synchronize()->set_session(daemon.session->token());
+      continue;
+    }
+    v1::SharedMemorySlice* slice;
+    if (to_device) {
+      v1::WriteHeader* write = command->mutable_write()->mutable_header();
+      write->set_session(daemon.session->token());
+      write->set_buffer(buffer.id());
+      slice = write->mutable_shared_memory();
+    } else {
+      v1::ReadRequest* read = command->mutable_read();
+      read->set_session(daemon.session->token());
+      read->set_buffer(buffer.id());
+      read->set_size_bytes(size);
+      slice = read->mutable_shared_memory();
+    }
+    slice->set_region(region->id());
+    slice->set_size_bytes(size);
+  }
+  grpc::ClientContext context;
+  auto stream = daemon.client->stub().Submit(&context);
+  // Reads the answer of one batch; false (the benchmark skipped, saying why) on a failure.
+  auto answered = [&] {
+    v1::SubmitResponse response;
+    if (!stream->Read(&response)) {
+      state.SkipWithError("the Submit call ended");
+      return false;
+    }
+    for (const v1::CommandReply& reply : response.replies()) {
+      if (reply.status().code() != 0) {
+        state.SkipWithError(reply.status().message().c_str());
+        return false;
+      }
+    }
+    return true;
+  };
+  stream->Write(batch);
+  bool failed = false;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    stream->Write(batch);
+    if (!answered()) {
+      failed = true;
+      break;
+    }
+  }
+  if (!failed) answered();  // the batch sent ahead
+  const double seconds = SecondsSince(start);
+  stream->WritesDone();
+  (void)stream->Finish();
+  if (failed) return;
+  state.counters["copies_per_batch"] = copies_per_batch;
+  ReportAgainstDirect(state, seconds, baseline, copies_per_batch);
 }
 
 void BM_DaemonSharedWrite(benchmark::State& state) {
@@ -165,6 +257,14 @@ void BM_DaemonSharedWrite(benchmark::State& state) {
 
 void BM_DaemonSharedRead(benchmark::State& state) {
   DaemonSharedCopy(state, false, direct_to_host_bytes_per_second);
+}
+
+void BM_DaemonSharedWriteBatches(benchmark::State& state) {
+  DaemonSharedCopyBatches(state, true, direct_to_device_bytes_per_second);
+}
+
+void BM_DaemonSharedReadBatches(benchmark::State& state) {
+  DaemonSharedCopyBatches(state, false, direct_to_host_bytes_per_second);
 }
 
 void BM_DaemonPitched2DWrite(benchmark::State& state) {
@@ -245,6 +345,8 @@ BENCHMARK(BM_DaemonWrite)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonRead)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonSharedWrite)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonSharedRead)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonSharedWriteBatches)->TRANSFER_SIZES;
+BENCHMARK(BM_DaemonSharedReadBatches)->TRANSFER_SIZES;
 BENCHMARK(BM_DaemonPitched2DWrite)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();

@@ -10,7 +10,7 @@
 # daemon (a faulting kernel and the daemon's restart included), starts the daemon, and prints one
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
 # a direct cuMemcpy*Async from pinned memory (inline, and from shared-memory regions the
-# daemon registered with the device), a pitched 2D copy, empty-kernel launch rates
+# daemon registered with the device, unary and in Submit batches), a pitched 2D copy, empty-kernel launch rates
 # in-process, unary and in Submit batches, and the medians of an empty launch and an idle
 # Synchronize against a raw gRPC echo. Finishes within 8 minutes.
 set -uo pipefail
