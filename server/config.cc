@@ -141,6 +141,7 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
     limits->set_max_calls_per_connection(
         static_cast<uint32_t>(std::clamp<uint64_t>(above_leases, 4096, (1u << 31) - 1)));
   }
+  if (!limits->has_max_connections_per_client()) limits->set_max_connections_per_client(256);
   if (!limits->has_max_submit_bytes()) limits->set_max_submit_bytes(uint64_t{1} << 30);
   if (!limits->has_payload_cache_bytes()) limits->set_payload_cache_bytes(uint64_t{64} << 20);
   if (!limits->has_max_registered_shared_memory_bytes()) {
@@ -231,6 +232,9 @@ absl::Status ValidateConfig(const v1::DaemonConfig& config) {
                       absl::StrCat(limits.max_calls_per_connection(),
                                    " must be above limits.max_sessions_per_client (",
                                    limits.max_sessions_per_client(), ") and below 2^31"));
+  }
+  if (limits.max_connections_per_client() == 0) {
+    return FieldError("limits.max_connections_per_client", "must be positive");
   }
   if (limits.device_queue_capacity() == 0) {
     return FieldError("limits.device_queue_capacity", "must be positive");

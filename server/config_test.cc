@@ -27,6 +27,7 @@ TEST(ConfigTest, DefaultsAreOneDeviceOfFourGiB) {
   EXPECT_EQ(config.cpu().device_count(), 1u);
   EXPECT_EQ(config.cpu().memory_bytes_per_device(), uint64_t{4} << 30);
   EXPECT_EQ(config.listen_size(), 1);
+  EXPECT_EQ(config.limits().max_connections_per_client(), 256u);
   EXPECT_TRUE(ValidateConfig(config).ok());
 }
 
@@ -142,6 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"limits { max_inline_bytes: 65536 }", "limits.max_inline_bytes"},
                       BadValue{"limits { max_calls_per_connection: 1024 }",
                                "limits.max_calls_per_connection"},
+                      BadValue{"limits { max_connections_per_client: 0 }",
+                               "limits.max_connections_per_client"},
                       BadValue{"limits { device_queue_capacity: 0 }",
                                "limits.device_queue_capacity"},
                       BadValue{"limits { tcp_handshake_timeout_seconds: 0 }",

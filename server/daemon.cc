@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_posix.h"
+#include "server/connection_quota.h"
 #include "server/driver_setup.h"
 #include "server/listen_address.h"
 #include "server/restart_request.h"
@@ -121,6 +123,19 @@ class ActivatedSockets {
  private:
   std::vector<int> fds_;
 };
+
+// Counts `connection`, accepted on a gRPC Unix socket, against its user's quota (Note
+// [Connections per client]); false when refused, the connection then closed and logged.
+bool AdmitConnection(ConnectionQuota& quota, int connection) {
+  bool first_refusal = false;
+  absl::Status admitted = quota.Admit(connection, IdentifyUnixPeer(connection).Key(),
+                                      &first_refusal);
+  if (admitted.ok()) return true;
+  close(connection);
+  spdlog::log(first_refusal ? spdlog::level::warn : spdlog::level::debug,
+              "refused a connection: {}", admitted.ToString());
+  return false;
+}
 
 // Serves the Unix socket at `path` (the one passed for it, else bound here with the
 // configured access), handing each connection to `handler`.
@@ -270,12 +285,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   }
   grpc::Server* server = daemon->server_.get();
   DescriptorSocketServer* descriptor_server = daemon->descriptor_server_.get();
+  // Note [Connections per client]: one quota across all Unix sockets.
+  auto quota = std::make_shared<ConnectionQuota>(config.limits().max_connections_per_client());
   for (size_t i = 0; i < addresses.size(); ++i) {
     ListenAddress& address = addresses[i];
     if (address.kind == ListenAddress::Kind::kUnix) {
       // Note [Peer identity]: gRPC serves each connection the listener accepted.
       absl::StatusOr<std::unique_ptr<UnixListener>> grpc_listener = ListenOnUnixSocket(
-          address.path, SOCK_STREAM, activated, config, [server](int connection) {
+          address.path, SOCK_STREAM, activated, config, [server, quota](int connection) {
+            if (!AdmitConnection(*quota, connection)) return;
             fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK);
             grpc::AddInsecureChannelFromFd(server, connection);
           });

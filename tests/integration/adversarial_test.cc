@@ -56,6 +56,7 @@ constexpr uint64_t kInlineBytes = 16 << 20;  // all sessions together
 constexpr uint64_t kWaitingSourceBytes = 2 << 20;
 constexpr uint64_t kSubmitBytes = 64 << 20;
 constexpr int kCallsPerConnection = 64;
+constexpr int kConnectionsPerClient = 4;
 
 class AdversarialTest : public ::testing::Test {
  protected:
@@ -74,7 +75,8 @@ class AdversarialTest : public ::testing::Test {
                           << " max_inline_bytes_per_session: " << kInlineBytesPerSession
                           << " max_inline_bytes: " << kInlineBytes
                           << " max_submit_bytes: " << kSubmitBytes
-                          << " max_calls_per_connection: " << kCallsPerConnection << " }\n";
+                          << " max_calls_per_connection: " << kCallsPerConnection
+                          << " max_connections_per_client: " << kConnectionsPerClient << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
         DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
                               "--http_listen=127.0.0.1:0", "--config=" + config});
@@ -1054,6 +1056,49 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   EXPECT_TRUE(whole.ok()) << whole.error_message();
   grpc::Status again = write_whole();
   EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
+}
+
+// A channel of its own connection to the daemon at `target` (gRPC otherwise shares one
+// connection among channels with the same arguments).
+std::unique_ptr<v1::GpuCommand::Stub> StubOfItsOwnConnection(const std::string& target) {
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return v1::GpuCommand::NewStub(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), own_connection));
+}
+
+// ListDevices on `stub`, giving up after two seconds.
+grpc::Status ListDevicesOn(v1::GpuCommand::Stub& stub) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::ListDevicesRequest request;
+  v1::ListDevicesResponse response;
+  return stub.ListDevices(&context, request, &response);
+}
+
+// A client that opened connections without end would take the daemon's descriptors from
+// every other user: one user's Unix connections beyond limits.max_connections_per_client
+// are closed as soon as they are accepted, and logged; one that ends gives its place back.
+TEST_F(AdversarialTest, AUsersConnectionsBeyondItsLimitAreRefused) {
+  // The fixture's client holds one of this user's connections.
+  std::vector<std::unique_ptr<v1::GpuCommand::Stub>> admitted;
+  for (int i = 1; i < kConnectionsPerClient; ++i) {
+    admitted.push_back(StubOfItsOwnConnection(daemon_->grpc_target()));
+    grpc::Status served = ListDevicesOn(*admitted.back());
+    ASSERT_TRUE(served.ok()) << i << ": " << served.error_message();
+  }
+  std::unique_ptr<v1::GpuCommand::Stub> refused = StubOfItsOwnConnection(daemon_->grpc_target());
+  EXPECT_EQ(ListDevicesOn(*refused).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(daemon_->StderrText(), HasSubstr("limits.max_connections_per_client"));
+  for (const auto& stub : admitted) EXPECT_TRUE(ListDevicesOn(*stub).ok()) << "still served";
+
+  admitted.pop_back();  // its channel goes, and with it the connection
+  bool served_again = false;
+  for (int attempt = 0; attempt < 50 && !served_again; ++attempt) {
+    served_again = ListDevicesOn(*StubOfItsOwnConnection(daemon_->grpc_target())).ok();
+    if (!served_again) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served_again) << "an ended connection gives its place back";
 }
 
 // Every open call costs the daemon some tens of KiB, whatever it asks: 50,000
