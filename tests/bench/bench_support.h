@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -180,34 +181,39 @@ inline double LaunchThroughUnaryRpcs(benchmark::State& state, Session& session,
   return SecondsSince(start);
 }
 
-// A Submit call that sends batches of kLaunchesPerSync launches of a one-int-argument
-// kernel and a synchronize, and reads their answers.
-class LaunchBatches {
- public:
-  LaunchBatches(Client& client, Session& session, const std::string& kernel)
-      : stream_(client.stub().Submit(&context_)) {
-    for (int i = 0; i <= kLaunchesPerSync; ++i) {
-      v1::Command* command = batch_.add_commands();
-      command->set_sequence(i);
-      if (i == kLaunchesPerSync) {
-        command->mutable_synchronize()->set_session(session.token());
-        continue;
-      }
-      v1::LaunchRequest* launch = command->mutable_launch();
-      launch->set_session(session.token());
-      launch->set_kernel_id(kernel);
-      *launch->mutable_grid() = MakeDim3(1);
-      *launch->mutable_block() = MakeDim3(1);
-      *launch->add_args() = Int32Argument(0);
+// A batch of kLaunchesPerSync launches of a one-int-argument kernel and a synchronize.
+inline v1::SubmitRequest EmptyLaunchBatch(const Session& session, const std::string& kernel) {
+  v1::SubmitRequest batch;
+  for (int i = 0; i <= kLaunchesPerSync; ++i) {
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i);
+    if (i == kLaunchesPerSync) {
+      command->mutable_synchronize()->set_session(session.token());
+      continue;
     }
+    v1::LaunchRequest* launch = command->mutable_launch();
+    launch->set_session(session.token());
+    launch->set_kernel_id(kernel);
+    *launch->mutable_grid() = MakeDim3(1);
+    *launch->mutable_block() = MakeDim3(1);
+    *launch->add_args() = Int32Argument(0);
   }
-  ~LaunchBatches() {
+  return batch;
+}
+
+// A Submit call that sends one batch again and again and reads its answers.
+class RepeatedBatches {
+ public:
+  RepeatedBatches(Client& client, v1::SubmitRequest batch)
+      : stream_(client.stub().Submit(&context_)), batch_(std::move(batch)) {}
+  ~RepeatedBatches() {
     stream_->WritesDone();
     (void)stream_->Finish();
   }
 
   void Send() { stream_->Write(batch_); }
-  void Receive() { stream_->Read(&replies_); }
+  // The next batch's answer; null once the call ended.
+  const v1::SubmitResponse* Receive() { return stream_->Read(&replies_) ? &replies_ : nullptr; }
   // `count` batches with up to `in_flight` sent before their answers are read; returns
   // once every answer came.
   void Run(int count, int in_flight) {
@@ -223,15 +229,15 @@ class LaunchBatches {
  private:
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::SubmitRequest, v1::SubmitResponse>> stream_;
-  v1::SubmitRequest batch_;
+  const v1::SubmitRequest batch_;
   v1::SubmitResponse replies_;
 };
 
-// One LaunchBatches batch per iteration, with `in_flight` batches sent before their
+// One EmptyLaunchBatch per iteration, with `in_flight` batches sent before their
 // replies are read (1: one round trip per batch); returns the loop's seconds.
 inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Session& session,
                                   const std::string& kernel, int in_flight = 1) {
-  LaunchBatches batches(client, session, kernel);
+  RepeatedBatches batches(client, EmptyLaunchBatch(session, kernel));
   auto start = std::chrono::steady_clock::now();
   for (int i = 1; i < in_flight; ++i) batches.Send();
   for (auto _ : state) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "benchmark/benchmark.h"
 #include "driver/cuda/cuda_driver.h"
@@ -215,16 +216,15 @@ void DaemonSharedCopyBatches(benchmark::State& state, bool to_device,
     slice->set_region(region->id());
     slice->set_size_bytes(size);
   }
-  grpc::ClientContext context;
-  auto stream = daemon.client->stub().Submit(&context);
+  bench::RepeatedBatches batches(*daemon.client, std::move(batch));
   // Reads the answer of one batch; false (the benchmark skipped, saying why) on a failure.
   auto answered = [&] {
-    v1::SubmitResponse response;
-    if (!stream->Read(&response)) {
+    const v1::SubmitResponse* response = batches.Receive();
+    if (response == nullptr) {
       state.SkipWithError("the Submit call ended");
       return false;
     }
-    for (const v1::CommandReply& reply : response.replies()) {
+    for (const v1::CommandReply& reply : response->replies()) {
       if (reply.status().code() != 0) {
         state.SkipWithError(reply.status().message().c_str());
         return false;
@@ -232,21 +232,14 @@ void DaemonSharedCopyBatches(benchmark::State& state, bool to_device,
     }
     return true;
   };
-  stream->Write(batch);
-  bool failed = false;
+  batches.Send();
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    stream->Write(batch);
-    if (!answered()) {
-      failed = true;
-      break;
-    }
+    batches.Send();
+    if (!answered()) return;
   }
-  if (!failed) answered();  // the batch sent ahead
+  if (!answered()) return;  // the batch sent ahead
   const double seconds = SecondsSince(start);
-  stream->WritesDone();
-  (void)stream->Finish();
-  if (failed) return;
   state.counters["copies_per_batch"] = copies_per_batch;
   ReportAgainstDirect(state, seconds, baseline, copies_per_batch);
 }

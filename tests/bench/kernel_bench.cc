@@ -179,7 +179,8 @@ void BM_LaunchEmptyAlternating(benchmark::State& state) {
   constexpr int kChunkBatches = 32;
   InProcessEmptyKernel& device = SharedInProcess();
   EmptyKernelDaemon& shared = SharedDaemon();
-  bench::LaunchBatches batches(*shared.daemon.client, *shared.daemon.session, shared.kernel);
+  bench::RepeatedBatches batches(*shared.daemon.client,
+                                bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel));
   const int in_flight = static_cast<int>(state.range(0));
   std::vector<double> ratios;
   std::vector<double> in_process_rates;
