@@ -182,6 +182,11 @@ class Command final : public CommandInterface {
                     [&]() -> absl::StatusOr<Bytes> { return std::move(target); });
   }
 
+  absl::Status CheckRange(SessionId session, BufferId id, const CopyLayout& layout) override {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    return CheckLayoutBounds(layout, buffer->size_bytes);
+  }
+
   absl::Status Copy(SessionId session, LogicalStream logical, BufferId source_id,
                     uint64_t source_offset, BufferId target_id, uint64_t target_offset,
                     uint64_t size_bytes) override {

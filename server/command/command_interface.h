@@ -145,6 +145,11 @@ class CommandInterface {
   virtual absl::StatusOr<PendingRead> ReadShared(SessionId session, LogicalStream stream,
                                                  BufferId buffer, const CopyLayout& layout,
                                                  Bytes target) = 0;
+  // OK when `layout` lies inside the session's `buffer`: NOT_FOUND for a buffer it does
+  // not own, INVALID_ARGUMENT past the buffer's end. Copies nothing: it tells a copy
+  // refused for another reason (an inline budget's) whether it was valid at all.
+  virtual absl::Status CheckRange(SessionId session, BufferId buffer,
+                                  const CopyLayout& layout) = 0;
   // Enqueues a device->device copy between two of the session's buffers.
   virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
                             uint64_t source_offset, BufferId target, uint64_t target_offset,

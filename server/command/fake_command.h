@@ -91,6 +91,13 @@ class FakeCommand final : public CommandInterface {
     return PendingRead{std::move(target), [] { return absl::OkStatus(); }};
   }
 
+  absl::Status CheckRange(SessionId session, BufferId buffer,
+                          const CopyLayout& layout) override {
+    absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
+    if (!bytes.ok()) return bytes.status();
+    return CheckLayoutBounds(layout, (*bytes)->size());
+  }
+
   absl::Status Copy(SessionId session, LogicalStream, BufferId source, uint64_t source_offset,
                     BufferId target, uint64_t target_offset, uint64_t size_bytes) override {
     absl::StatusOr<std::string*> from = Lookup(session, source);

@@ -37,6 +37,7 @@ class UnavailableCommand final : public CommandInterface {
                                          Bytes) override {
     return reason_;
   }
+  absl::Status CheckRange(SessionId, BufferId, const CopyLayout&) override { return reason_; }
   absl::Status Copy(SessionId, LogicalStream, BufferId, uint64_t, BufferId, uint64_t,
                     uint64_t) override {
     return reason_;

@@ -34,6 +34,14 @@ bool OnlyEnqueues(const Operation& operation) {
       operation);
 }
 
+// A copy refused for its bytes (`refusal`) answers its own range's error first: the
+// client is told to retry only a copy that can succeed.
+absl::Status RangeOrRefusal(CommandInterface& command, SessionId session, BufferId buffer,
+                            const CopyLayout& layout, absl::Status refusal) {
+  absl::Status range = command.CheckRange(session, buffer, layout);
+  return range.ok() ? refusal : range;
+}
+
 }  // namespace
 
 Batch::Batch(std::vector<BatchCommand> commands, PastTheStreamLimit past_the_limit)
@@ -214,6 +222,11 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
           },
           [&](FreeOp& free) { result.status = command.Free(session, free.buffer.id); },
           [&](WriteOp& write) {
+            if (!write.over_budget.ok()) {
+              result.status = RangeOrRefusal(command, session, write.buffer.id, write.layout,
+                                             write.over_budget);
+              return;
+            }
             const uint64_t size = write.layout.host_bytes();
             if (write.shared.has_value()) {
               absl::StatusOr<PendingWait> copied = command.WriteShared(
@@ -229,6 +242,11 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
             if (result.status.ok()) result.bytes_written = size;
           },
           [&](ReadOp& read) {
+            if (!read.over_budget.ok()) {
+              result.status = RangeOrRefusal(command, session, read.buffer.id, read.layout,
+                                             read.over_budget);
+              return;
+            }
             absl::StatusOr<PendingRead> pending =
                 read.into.has_value()
                     ? command.ReadShared(session, read.stream, read.buffer.id, read.layout,

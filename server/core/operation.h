@@ -46,6 +46,10 @@ struct WriteOp {
   // A write from `shared` answered once its copy completed (the WriteShared RPC), so the
   // client may reuse the slice on the answer; else once queued.
   bool answer_when_copied = false;
+  // Not OK: the inline budget refused the payload (data empty). The write does not run;
+  // it answers its own range's error (CommandInterface::CheckRange) if it has one, else
+  // this: a copy that can never succeed is not told to retry.
+  absl::Status over_budget;
 };
 
 struct ReadOp {
@@ -53,6 +57,7 @@ struct ReadOp {
   BufferRef buffer;
   CopyLayout layout;
   std::optional<Bytes> into;  // set: the bytes land in this shared-memory slice
+  absl::Status over_budget;   // as WriteOp's
 };
 
 struct CopyOp {

@@ -28,10 +28,14 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                                SessionRegions{&environment_->core->shared_memory(), session.id}));
   const bool into_shared_memory = request.has_shared_memory();
   if (!into_shared_memory) {
-    ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
-                     environment_->core->inline_budget().Reserve(
-                         session.id, std::get<ReadOp>(read).layout.host_bytes()));
-    reservation_.emplace(std::move(reservation));
+    ReadOp& inline_read = std::get<ReadOp>(read);
+    absl::StatusOr<InlineBudget::Reservation> reservation =
+        environment_->core->inline_budget().Reserve(session.id, inline_read.layout.host_bytes());
+    if (reservation.ok()) {
+      reservation_.emplace(*std::move(reservation));
+    } else {
+      inline_read.over_budget = reservation.status();
+    }
   }
   RunBatchOfOne(*environment_, [context] { return CallAbandoned(context); }, session, "read",
                 std::move(read),

@@ -358,6 +358,23 @@ absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescrip
   return absl::OkStatus();
 }
 
+// The write `header` names, without its source.
+absl::StatusOr<WriteOp> WriteOpOf(const v1::WriteHeader& header,
+                                  const BatchAllocations& earlier) {
+  ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(header.has_buffer_ref(), header.buffer(),
+                                                 header.buffer_ref(), earlier));
+  return WriteOp{.stream = header.stream(), .buffer = buffer, .layout = WriteLayout(header)};
+}
+
+absl::StatusOr<Operation> ToOverBudgetWrite(const v1::WriteHeader& header,
+                                            const DeviceDescription& device,
+                                            absl::Status refusal) {
+  RETURN_IF_ERROR(CheckWriteHeader(header, device));
+  ASSIGN_OR_RETURN(WriteOp write, WriteOpOf(header, BatchAllocations()));
+  write.over_budget = std::move(refusal);
+  return write;
+}
+
 absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string data,
                                       const DeviceDescription& device,
                                       const BatchAllocations& earlier,
@@ -368,9 +385,7 @@ absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string
                                                    header.inline_size_bytes(),
                                                    " bytes but carries ", data.size()));
   }
-  ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(header.has_buffer_ref(), header.buffer(),
-                                                 header.buffer_ref(), earlier));
-  WriteOp write{.stream = header.stream(), .buffer = buffer, .layout = WriteLayout(header)};
+  ASSIGN_OR_RETURN(WriteOp write, WriteOpOf(header, earlier));
   if (header.has_shared_memory()) {
     ASSIGN_OR_RETURN(write.shared, regions.Slice(header.shared_memory()));
   } else {

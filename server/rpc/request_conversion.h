@@ -68,6 +68,11 @@ absl::Status CheckShape(const v1::Command& command);
 absl::StatusOr<Operation> ToOperation(const v1::AllocateRequest& request);
 absl::StatusOr<Operation> ToOperation(const v1::FreeRequest& request,
                                       const BatchAllocations& earlier);
+// An inline write whose payload the inline budget refused (`refusal`, kept as its
+// over_budget): it carries no data and answers its range's error, else the refusal.
+absl::StatusOr<Operation> ToOverBudgetWrite(const v1::WriteHeader& header,
+                                            const DeviceDescription& device,
+                                            absl::Status refusal);
 // `data` is the whole inline payload; it must be exactly the header's inline_size_bytes
 // and fit the device. A write from shared memory carries none.
 absl::StatusOr<Operation> ToOperation(const v1::WriteHeader& header, std::string data,

@@ -131,14 +131,17 @@ void SubmitReactor::Retire(std::vector<std::unique_ptr<InFlight>>& retired) {
   }
 }
 
-absl::Status SubmitReactor::ReserveInline(const Operation& operation, SessionId session,
+absl::Status SubmitReactor::ReserveInline(Operation& operation, SessionId session,
                                           InFlight& in_flight) const {
   uint64_t bytes = 0;
   std::vector<InlineBudget::Reservation>* held = nullptr;
-  if (const auto* write = std::get_if<WriteOp>(&operation)) {
+  absl::Status* refusal = nullptr;
+  auto* write = std::get_if<WriteOp>(&operation);
+  if (write != nullptr) {
     bytes = write->data.size();
     held = &in_flight.write_reservations;
-  } else if (const auto* read = std::get_if<ReadOp>(&operation);
+    refusal = &write->over_budget;
+  } else if (auto* read = std::get_if<ReadOp>(&operation);
              read != nullptr && !read->into.has_value()) {
     bytes = read->layout.host_bytes();
     if (bytes > environment_->read_chunk_bytes) {
@@ -148,11 +151,17 @@ absl::Status SubmitReactor::ReserveInline(const Operation& operation, SessionId 
           ": split it, or use the Read RPC or a shared-memory slice"));
     }
     held = &in_flight.read_reservations;
+    refusal = &read->over_budget;
   }
   if (held == nullptr || bytes == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
-                   environment_->core->inline_budget().Reserve(session, bytes));
-  held->push_back(std::move(reservation));
+  absl::StatusOr<InlineBudget::Reservation> reservation =
+      environment_->core->inline_budget().Reserve(session, bytes);
+  if (reservation.ok()) {
+    held->push_back(*std::move(reservation));
+    return absl::OkStatus();
+  }
+  *refusal = reservation.status();
+  if (write != nullptr) std::string().swap(write->data);  // not held past the refusal
   return absl::OkStatus();
 }
 

@@ -161,9 +161,10 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Reserves what the converted `in_flight` holds of the Submit streams' budget.
   absl::Status ReserveHeld(InFlight& in_flight) const;
   // Counts the inline bytes of a converted write or read against its session's budget
-  // (Note [Inline payload budget]); RESOURCE_EXHAUSTED past it, INVALID_ARGUMENT for a
-  // read whose bytes cannot fit one response.
-  absl::Status ReserveInline(const Operation& operation, SessionId session,
+  // (Note [Inline payload budget]); past it, the operation carries the refusal
+  // (`over_budget`: its write payload dropped). INVALID_ARGUMENT for a read whose bytes
+  // cannot fit one response.
+  absl::Status ReserveInline(Operation& operation, SessionId session,
                              InFlight& in_flight) const;
   // Runs a started batch from its next command; finishes it after the last.
   void RunNext(InFlight& batch);

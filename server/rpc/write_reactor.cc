@@ -56,6 +56,12 @@ void WriteReactor::OnReadDone(bool ok) {
       End(accepted);
       return;
     }
+    if (!reservation_.has_value()) {
+      // Refused by the inline budget: the payload is not taken.
+      Execute(ToOverBudgetWrite(*header_, environment_->devices[session_.device],
+                                std::move(over_budget_)));
+      return;
+    }
   } else if (request_.has_header()) {
     End(absl::InvalidArgumentError("only the first message has a header"));
     return;
@@ -123,10 +129,13 @@ absl::Status WriteReactor::AcceptHeader() {
   ASSIGN_OR_RETURN(session_, environment_->Touch(header_->session()));
   RETURN_IF_ERROR(CheckWriteHeader(*header_, environment_->devices[session_.device]));
   // Before any payload is kept (Note [Inline payload budget]).
-  ASSIGN_OR_RETURN(InlineBudget::Reservation reservation,
-                   environment_->core->inline_budget().Reserve(
-                       session_.id, header_->inline_size_bytes()));
-  reservation_.emplace(std::move(reservation));
+  absl::StatusOr<InlineBudget::Reservation> reservation =
+      environment_->core->inline_budget().Reserve(session_.id, header_->inline_size_bytes());
+  if (reservation.ok()) {
+    reservation_.emplace(*std::move(reservation));
+  } else {
+    over_budget_ = reservation.status();
+  }
   return absl::OkStatus();
 }
 
@@ -141,9 +150,12 @@ void WriteReactor::Run() {
                      data_.size(), " (client went away?)")));
     return;
   }
-  absl::StatusOr<Operation> write = ToOperation(
-      *header_, std::move(data_), environment_->devices[session_.device], BatchAllocations(),
-      SessionRegions{&environment_->core->shared_memory(), session_.id});
+  Execute(ToOperation(*header_, std::move(data_), environment_->devices[session_.device],
+                      BatchAllocations(),
+                      SessionRegions{&environment_->core->shared_memory(), session_.id}));
+}
+
+void WriteReactor::Execute(absl::StatusOr<Operation> write) {
   if (!write.ok()) {
     End(write.status());
     return;

@@ -31,6 +31,8 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   void OnDone() override;
 
  private:
+  // Checks the header and reserves its payload's inline budget: a refusal is kept in
+  // `over_budget_` (no reservation), not returned.
   absl::Status AcceptHeader();
   // Appends the bytes of a continuation message that carries nothing but `data` within
   // the declared size to `data_` (which holds the payload's first bytes, if any, and its
@@ -39,7 +41,10 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   bool AppendDataOnlyMessage();
   // Ends the call with `status`, its inline budget given back first.
   void End(const absl::Status& status);
+  // Runs the write once its payload arrived.
   void Run();
+  // Runs `write` on the device and ends the call with its outcome.
+  void Execute(absl::StatusOr<Operation> write);
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
@@ -50,6 +55,7 @@ class WriteReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   // The payload's share of the session's inline budget, from the header until the call
   // ends.
   std::optional<InlineBudget::Reservation> reservation_;
+  absl::Status over_budget_;  // why reservation_ was refused
   SessionInfo session_;
   std::string data_;
 };

@@ -1058,6 +1058,86 @@ TEST_F(AdversarialTest, OpenWritesHoldAtMostTheSessionsInlineBudget) {
   EXPECT_TRUE(again.ok()) << again.error_message() << ": a finished write gave its share back";
 }
 
+// A copy that can never succeed is not told to retry: one past its buffer's end, or of
+// a buffer the session does not own, is INVALID_ARGUMENT or NOT_FOUND even when its
+// bytes would also pass the session's inline budget; only a valid one is
+// RESOURCE_EXHAUSTED, naming the budget.
+TEST_F(AdversarialTest, CopiesPastTheirBufferAreRefusedAsSuchPastTheInlineBudgetToo) {
+  constexpr uint64_t kPastTheBudget = 2 * kInlineBytesPerSession;
+  absl::StatusOr<Buffer> small = attacker_->Allocate(4096);
+  ASSERT_TRUE(small.ok()) << small.status();
+  absl::StatusOr<Buffer> large = attacker_->Allocate(kPastTheBudget);
+  ASSERT_TRUE(large.ok()) << large.status();
+  absl::StatusOr<Buffer> foreign = victim_->Allocate(kPastTheBudget);
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+
+  auto read = [&](const Buffer& buffer, uint64_t offset) {
+    return attacker_->Read(buffer, offset, kPastTheBudget).status();
+  };
+  auto write = [&](uint64_t buffer, uint64_t offset) {
+    OpenWrite open;
+    open.context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    open.stream = client_->stub().Write(&open.context, &open.response);
+    v1::WriteRequest header;
+    header.mutable_header()->set_session(attacker_->token());
+    header.mutable_header()->set_buffer(buffer);
+    header.mutable_header()->set_offset_bytes(offset);
+    header.mutable_header()->set_inline_size_bytes(kPastTheBudget);
+    open.stream->Write(header);  // the payload never comes: the header is answered
+    return open.stream->Finish();
+  };
+  auto batch_read = [&](uint64_t buffer, uint64_t offset) {
+    v1::Command command;
+    v1::ReadRequest* read = command.mutable_read();
+    read->set_session(attacker_->token());
+    read->set_buffer(buffer);
+    read->set_offset_bytes(offset);
+    read->set_size_bytes(kInlineBytesPerSession / 2);
+    return command;
+  };
+
+  EXPECT_EQ(read(*small, 0).code(), absl::StatusCode::kInvalidArgument) << read(*small, 0);
+  EXPECT_EQ(read(*large, 1).code(), absl::StatusCode::kInvalidArgument) << read(*large, 1);
+  EXPECT_EQ(read(*foreign, 0).code(), absl::StatusCode::kNotFound) << read(*foreign, 0);
+  absl::Status valid = read(*large, 0);
+  EXPECT_EQ(valid.code(), absl::StatusCode::kResourceExhausted) << valid;
+  EXPECT_THAT(valid.message(), HasSubstr("limits.max_inline_bytes_per_session"));
+
+  EXPECT_EQ(write(small->id(), 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(write(large->id(), 1).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(write(foreign->id(), 0).error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc::Status valid_write = write(large->id(), 0);
+  EXPECT_EQ(valid_write.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(valid_write.error_message(), HasSubstr("limits.max_inline_bytes_per_session"));
+
+  // In a batch: three reads of half the budget each, so that the third passes it.
+  v1::SubmitRequest batch;
+  *batch.add_commands() = batch_read(large->id(), 0);
+  *batch.add_commands() = batch_read(large->id(), 0);
+  *batch.add_commands() = batch_read(small->id(), 0);
+  *batch.add_commands() = batch_read(large->id(), 0);
+  grpc::ClientContext context;
+  auto stream = client_->stub().Submit(&context);
+  ASSERT_TRUE(stream->Write(batch));
+  stream->WritesDone();
+  std::vector<v1::CommandReply> replies;
+  for (v1::SubmitResponse response; stream->Read(&response);) {
+    replies.insert(replies.end(), response.replies().begin(), response.replies().end());
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(replies.size(), 4u);
+  EXPECT_EQ(replies[0].status().code(), grpc::StatusCode::OK) << replies[0].status().message();
+  EXPECT_EQ(replies[1].status().code(), grpc::StatusCode::OK) << replies[1].status().message();
+  EXPECT_EQ(replies[2].status().code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << replies[2].status().message();
+  EXPECT_EQ(replies[3].status().code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << replies[3].status().message();
+
+  // Nothing stays reserved: the budget serves a valid read again.
+  absl::StatusOr<std::string> afterwards = attacker_->Read(*large, 0, kInlineBytesPerSession);
+  EXPECT_TRUE(afterwards.ok()) << afterwards.status();
+}
+
 // A channel of its own connection to the daemon at `target` (gRPC otherwise shares one
 // connection among channels with the same arguments).
 std::unique_ptr<v1::GpuCommand::Stub> StubOfItsOwnConnection(const std::string& target) {
