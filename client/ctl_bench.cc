@@ -1,6 +1,7 @@
 #include "client/ctl_bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -93,6 +94,13 @@ absl::StatusOr<double> SubmitLaunches(Client& client, Session& session,
 }  // namespace
 
 absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options) {
+  if (options.transfer_bytes == 0) {
+    return absl::InvalidArgumentError("the bytes per transfer (--bench_bytes) must be positive");
+  }
+  if (!(options.seconds.count() > 0) || !std::isfinite(options.seconds.count())) {
+    return absl::InvalidArgumentError(
+        "the seconds per figure (--bench_seconds) must be positive and finite");
+  }
   std::vector<BenchRow> rows;
   const auto seconds = options.seconds;
   auto add = [&](std::string what, absl::StatusOr<double> value, std::string unit) {

@@ -28,6 +28,8 @@ struct BenchRow {
   std::string unit;  // "us", "launches/s", "GB/s"; "" with value 0: not measured (why)
 };
 
+// INVALID_ARGUMENT, before anything runs, for no bytes per transfer or seconds per figure
+// that are not positive and finite.
 absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options);
 
 // One table, or JSON for scripts.

@@ -153,6 +153,17 @@ TEST_F(DaemonTest, GpucmdctlBenchMeasuresEveryPathThroughTheDaemon) {
   EXPECT_EQ(client_->GetStats()->sessions_open(), 0u) << "the bench closes its session";
 }
 
+TEST_F(DaemonTest, GpucmdctlBenchRefusesOptionsThatMeasureNothing) {
+  for (const char* option : {"--bench_bytes=0", "--bench_seconds=0", "--bench_seconds=-1",
+                             "--bench_seconds=nan", "--bench_seconds=inf"}) {
+    CommandResult bench = Ctl({"bench", option});
+    EXPECT_EQ(bench.exit_code, 1) << option << ": " << bench.stdout_text;
+    EXPECT_THAT(bench.stderr_text, HasSubstr("INVALID_ARGUMENT")) << option;
+    EXPECT_THAT(bench.stderr_text, HasSubstr("must be positive")) << option;
+  }
+  EXPECT_EQ(client_->GetStats()->sessions_open(), 0u) << "nothing ran";
+}
+
 TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {
   CommandResult result =
       RunCommand({RunfilePath("client/gpucmdctl"), "--timeout_ms=300",
