@@ -5,6 +5,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "base/huge_pages.h"
+#include "client/write_messages.h"
 #include "grpcpp/create_channel.h"
 
 namespace gpucmd {
@@ -254,18 +255,22 @@ absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view dat
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
   v1::WriteResponse response;
-  std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
-      handle_->connection->stub->Write(&context, &response);
-  v1::WriteRequest request;
-  *request.mutable_header() = std::move(header);
+  // The payload is sent from `data` itself (Note [Write payloads are sent in place] in
+  // client/write_messages.h); the stub's writer would copy it twice.
+  const grpc::internal::RpcMethod method(WriteMethodName().c_str(),
+                                         grpc::internal::RpcMethod::CLIENT_STREAMING,
+                                         handle_->connection->channel);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+          handle_->connection->channel.get(), method, &context, &response));
   const size_t chunk = static_cast<size_t>(handle_->connection->options.max_message_bytes) - 1024;
   size_t sent = 0;
   do {
     size_t size = std::min(chunk, data.size() - sent);
-    request.set_data(data.data() + sent, size);
+    grpc::ByteBuffer message =
+        WriteMessage(sent == 0 ? &header : nullptr, data.substr(sent, size));
     sent += size;
-    if (!writer->Write(request)) break;  // the server finished early: Finish says why
-    request.clear_header();
+    if (!writer->Write(message)) break;  // the server finished early: Finish says why
   } while (sent < data.size());
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish());
