@@ -14,9 +14,11 @@
 // buffer, many times over). A streamed
 // Write reserves its declared size when its header arrives, before any payload is kept;
 // a streamed Read its size when it starts; a Submit batch each write's and read's bytes
-// when it is read. One past either limit is RESOURCE_EXHAUSTED naming it; the reservation
-// ends with the write's call or batch, and with a read's last chunk or the response that
-// ends its batch (Note [Replies the client does not read] in
+// when it is read. One past either limit is RESOURCE_EXHAUSTED naming it, once the device
+// found the copy itself valid (a copy past its buffer's end, or of a buffer the session
+// does not own, says so instead: WriteOp::over_budget in server/core/operation.h). The
+// reservation ends with the write's call or batch, and with a read's last chunk or the
+// response that ends its batch (Note [Replies the client does not read] in
 // server/rpc/submit_reactor.h).
 //
 // Thread-safety: all methods may be called from any thread.
