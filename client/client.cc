@@ -23,6 +23,11 @@ std::string GrpcTarget(const std::string& target) {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& target,
                                                         const ClientOptions& options) {
+  if (options.max_message_bytes < ClientOptions::kMinMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("max_message_bytes is ",
+                                                   options.max_message_bytes, ", less than ",
+                                                   ClientOptions::kMinMessageBytes));
+  }
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
   arguments.SetMaxSendMessageSize(options.max_message_bytes);

@@ -30,8 +30,10 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{5000};
   // Deadline of each call.
   std::chrono::milliseconds call_timeout{30000};
-  // Largest message sent or received; match the daemon's limits.max_message_bytes.
+  // Largest message sent or received; match the daemon's limits.max_message_bytes. At
+  // least kMinMessageBytes: a streamed write's messages carry their header beside a chunk.
   int max_message_bytes = 16 << 20;
+  static constexpr int kMinMessageBytes = 64 << 10;
 };
 
 // The payload URL under which a failed Compile's status carries the kernel id.

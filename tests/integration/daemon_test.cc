@@ -164,6 +164,15 @@ TEST_F(DaemonTest, GpucmdctlBenchRefusesOptionsThatMeasureNothing) {
   EXPECT_EQ(client_->GetStats()->sessions_open(), 0u) << "nothing ran";
 }
 
+TEST(ClientTest, MessageLimitsTooSmallForAWritesHeaderAreRefused) {
+  for (int limit : {-1, 0, 1024, ClientOptions::kMinMessageBytes - 1}) {
+    absl::StatusOr<std::unique_ptr<Client>> client =
+        Client::Connect("unix:" + ShortTempDir() + "/nobody.sock",
+                        ClientOptions{.max_message_bytes = limit});
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument) << limit;
+  }
+}
+
 TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {
   CommandResult result =
       RunCommand({RunfilePath("client/gpucmdctl"), "--timeout_ms=300",
