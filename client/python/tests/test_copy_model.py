@@ -72,7 +72,9 @@ class Placement:
             return numpy.arange(self.offset, self.end())
         if self.host_bytes() == 0:
             return numpy.arange(0)
-        starts = self.offset + self.pitched.stride_bytes * numpy.arange(self.pitched.height)
+        # Python integers first: one row may name any stride, past numpy's int64.
+        starts = numpy.array([self.offset + row * self.pitched.stride_bytes
+                              for row in range(self.pitched.height)], dtype=numpy.int64)
         return (starts[:, None] + numpy.arange(self.pitched.width_bytes)[None, :]).ravel()
 
 
