@@ -360,6 +360,30 @@ TEST_F(SharedMemoryTest, ARegionWhosePagesGoAwayCannotBringTheDaemonDown) {
   close(memfd);
 }
 
+// A hole punched in an ordinary (tmpfs) memfd gives the region fresh zero pages, as the
+// client sees them too: copies go on, and carry those zeros.
+TEST_F(SharedMemoryTest, AHolePunchedInATmpfsRegionReadsAsZeros) {
+  constexpr uint64_t kSize = 256 << 10;
+  constexpr uint64_t kHole = 64 << 10;
+  SharedMemoryRegion region = MustCreate(*session_, kSize);
+  const std::string data = testing::RandomBytes(kSize, 11);
+  std::memcpy(region.data(), data.data(), kSize);
+  Buffer buffer = MustAllocate(kSize);
+  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{region, 0, kSize}).ok());
+  // MADV_REMOVE on a shared mapping punches the hole in the memfd behind it.
+  ASSERT_EQ(madvise(region.data(), kHole, MADV_REMOVE), 0) << strerror(errno);
+  absl::Status written = session_->Write(buffer, 0, RegionSlice{region, 0, kSize});
+  ASSERT_TRUE(written.ok()) << written;
+  std::string expected = data;
+  std::fill_n(expected.begin(), kHole, '\0');
+  EXPECT_EQ(session_->Read(buffer, 0, kSize).value_or(""), expected)
+      << "the hole's zeros, then the region's bytes";
+  std::memset(region.data(), 0xff, kSize);
+  absl::Status read = session_->Read(buffer, 0, RegionSlice{region, 0, kSize});
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(std::string(region.data(), kSize), expected) << "a read lands in the region";
+}
+
 // Past limits.max_registered_shared_memory_bytes a region is not registered with the
 // device: its copies are staged through pinned chunks (Note [Staging through pinned
 // chunks]), with the same bytes; the limit frees up as registered regions go.
