@@ -345,6 +345,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
                        const SharedMemoryTable::Usage shared = core->shared_memory().usage();
                        metrics->SetSharedMemory(shared.regions, shared.mapped_bytes);
                        metrics->SetSubmitBytes(core->submit_budget().held());
+                       metrics->SetInlineBytes(core->inline_budget().HeldByAll());
                        metrics->SetOpenSessions(OpenSessions(*core));
                        return metrics->Render();
                      }});

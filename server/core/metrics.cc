@@ -99,6 +99,12 @@ Metrics::Metrics(int device_count)
                                 .Help("Bytes of clients' shared memory the daemon maps.")
                                 .Register(*registry_)
                                 .Add({})),
+      inline_bytes_(&prometheus::BuildGauge()
+                         .Name("gpucmd_inline_bytes")
+                         .Help("Inline payload bytes the writes and reads of all sessions "
+                               "hold (limits.max_inline_bytes).")
+                         .Register(*registry_)
+                         .Add({})),
       submit_bytes_(&prometheus::BuildGauge()
                          .Name("gpucmd_submit_bytes")
                          .Help("Bytes Submit streams hold: batches read and not yet "

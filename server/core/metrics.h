@@ -86,6 +86,9 @@ class Metrics {
   // Bytes all Submit streams hold (gpucmd_submit_bytes; Note [Memory the Submit streams
   // hold] in server/rpc/submit_reactor.h).
   void SetSubmitBytes(uint64_t bytes) { submit_bytes_->Set(static_cast<double>(bytes)); }
+  // Inline payload bytes the writes and reads of all sessions hold (gpucmd_inline_bytes;
+  // Note [Inline payload budget] in server/core/inline_budget.h).
+  void SetInlineBytes(uint64_t bytes) { inline_bytes_->Set(static_cast<double>(bytes)); }
   // An RPC starts or ends: gpucmd_rpcs_in_flight, and RpcStartsAndEnds.
   void RpcStarted();
   void RpcEnded();
@@ -137,6 +140,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& copy_bytes_;
   prometheus::Gauge* shared_memory_regions_;
   prometheus::Gauge* shared_memory_bytes_;
+  prometheus::Gauge* inline_bytes_;
   prometheus::Gauge* submit_bytes_;
   std::vector<prometheus::Gauge*> queue_depth_;
   std::vector<prometheus::Gauge*> commands_in_flight_;

@@ -436,7 +436,9 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_buffers(mine.buffers);
     stats->set_queued_commands(QueuedCommands(core, *session, mine));
     stats->set_shared_memory_regions(core.shared_memory().RegionsOf(session->id));
+    stats->set_inline_bytes_held(core.inline_budget().HeldBy(session->id));
   }
+  response->set_inline_bytes_held(core.inline_budget().HeldByAll());
   const SharedMemoryTable::Usage shared = core.shared_memory().usage();
   response->set_shared_memory_regions(shared.regions);
   response->set_shared_memory_bytes(shared.mapped_bytes);

@@ -1272,8 +1272,9 @@ TEST_F(AdversarialTest, CancelledWaitingCallsEndAtOnce) {
 
 // Note [Inline payload budget]: sessions each within their own inline budget together
 // hold at most the daemon's (limits.max_inline_bytes): two sessions' open 8 MiB writes
-// take the 16 MiB, a third session's write is RESOURCE_EXHAUSTED naming that limit, and
-// it fits once one of the others ended.
+// take the 16 MiB (as GetStats, its per-session figure and /metrics say), a third
+// session's write is RESOURCE_EXHAUSTED naming that limit, and it fits once one of the
+// others ended.
 TEST_F(AdversarialTest, OpenWritesOfAllSessionsHoldAtMostTheDaemonsInlineBudget) {
   constexpr uint64_t kWriteBytes = kInlineBytesPerSession;
   std::vector<Session> sessions;
@@ -1286,40 +1287,51 @@ TEST_F(AdversarialTest, OpenWritesOfAllSessionsHoldAtMostTheDaemonsInlineBudget)
     sessions.push_back(*std::move(session));
     buffers.push_back(*std::move(buffer));
   }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  // Polls until the writes of all sessions hold `bytes`, as far as `give_up`: a write
+  // started before the last one's header was taken could take its share instead.
+  auto await_held = [&](uint64_t bytes) {
+    uint64_t held = 0;
+    while (std::chrono::steady_clock::now() < give_up) {
+      absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
+      held = stats.ok() ? stats->inline_bytes_held() : 0;
+      if (held == bytes) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return held;
+  };
   OpenWrite first, second;
   StartWrite(first, sessions[0], buffers[0], kWriteBytes, std::chrono::seconds(60));
+  ASSERT_EQ(await_held(kWriteBytes), kWriteBytes);
   StartWrite(second, sessions[1], buffers[1], kWriteBytes, std::chrono::seconds(60));
-  // The two headers are taken in turn with the third's: retry until both hold their share
-  // (however long a loaded machine takes to read them).
-  grpc::Status refused;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-  while (std::chrono::steady_clock::now() < give_up) {
+  ASSERT_EQ(await_held(2 * kWriteBytes), 2 * kWriteBytes);
+  absl::StatusOr<v1::GetStatsResponse> own = sessions[0].Stats();
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->session().inline_bytes_held(), kWriteBytes) << "the session's own share";
+  EXPECT_EQ(MetricValue("gpucmd_inline_bytes"), 2 * kWriteBytes);
+  {
     OpenWrite third;
     StartWrite(third, sessions[2], buffers[2], kWriteBytes, std::chrono::seconds(10));
     third.stream->WritesDone();
-    refused = third.stream->Finish();
-    if (refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    grpc::Status refused = third.stream->Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << refused.error_message();
+    EXPECT_THAT(refused.error_message(), HasSubstr("limits.max_inline_bytes)"));
   }
-  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
-  EXPECT_THAT(refused.error_message(), HasSubstr("limits.max_inline_bytes)"));
   first.context.TryCancel();
   first.stream->Finish();
-  grpc::Status fits;
-  while (std::chrono::steady_clock::now() < give_up) {  // the cancelled write lets go
-    OpenWrite third;
-    StartWrite(third, sessions[2], buffers[2], kWriteBytes, std::chrono::seconds(10));
-    v1::WriteRequest rest;
-    rest.set_data(std::string(kWriteBytes - kWriteBytes / 4, 'y'));
-    third.stream->Write(rest);
-    third.stream->WritesDone();
-    fits = third.stream->Finish();
-    if (fits.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_EQ(await_held(kWriteBytes), kWriteBytes) << "the cancelled write let go";
+  OpenWrite third;
+  StartWrite(third, sessions[2], buffers[2], kWriteBytes, std::chrono::seconds(10));
+  v1::WriteRequest rest;
+  rest.set_data(std::string(kWriteBytes - kWriteBytes / 4, 'y'));
+  third.stream->Write(rest);
+  third.stream->WritesDone();
+  grpc::Status fits = third.stream->Finish();
   EXPECT_TRUE(fits.ok()) << fits.error_message();
   second.context.TryCancel();
   second.stream->Finish();
+  EXPECT_EQ(await_held(0), 0u) << "nothing held once the writes ended";
 }
 
 // A read's bytes count against the session's inline budget until they are handed to
