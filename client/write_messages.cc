@@ -21,11 +21,10 @@ grpc::ByteBuffer WriteMessage(const v1::WriteHeader* header, absl::string_view c
     google::protobuf::io::StringOutputStream stream(&prefix);
     google::protobuf::io::CodedOutputStream out(&stream);
     if (header != nullptr) {
-      const std::string encoded = header->SerializeAsString();
       out.WriteTag(WireFormatLite::MakeTag(v1::WriteRequest::kHeaderFieldNumber,
                                            WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-      out.WriteVarint64(encoded.size());
-      out.WriteString(encoded);
+      out.WriteVarint64(header->ByteSizeLong());
+      header->SerializeWithCachedSizes(&out);
     }
     if (!chunk.empty()) {  // as protobuf leaves out an empty field
       out.WriteTag(WireFormatLite::MakeTag(v1::WriteRequest::kDataFieldNumber,

@@ -9,9 +9,11 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -155,6 +157,17 @@ class AdversarialTest : public ::testing::Test {
         testing::UnlabelledMetric(daemon_->http_host(), daemon_->http_port(), name);
     EXPECT_TRUE(value.ok()) << value.status();
     return value.ok() ? static_cast<uint64_t>(*value) : ~uint64_t{0};
+  }
+
+  // Polls `value` until it is `wanted` or `give_up` passed; returns its last value.
+  static uint64_t AwaitValue(const std::function<uint64_t()>& value, uint64_t wanted,
+                             std::chrono::steady_clock::time_point give_up) {
+    uint64_t last = value();
+    while (last != wanted && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      last = value();
+    }
+    return last;
   }
 
   // A buffer of the attacker's holding `bytes`.
@@ -1238,11 +1251,8 @@ TEST_F(AdversarialTest, CancelledWaitingCallsEndAtOnce) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   // Polls until `open` calls are open, as far as `give_up`; returns whether they were.
   auto await_open = [&](uint64_t open) {
-    while (MetricValue("gpucmd_rpcs_in_flight") != open &&
-           std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return MetricValue("gpucmd_rpcs_in_flight") == open;
+    return AwaitValue([&] { return MetricValue("gpucmd_rpcs_in_flight"); }, open, give_up) ==
+           open;
   };
   ASSERT_TRUE(await_open(2)) << "the attacker's and the victim's leases";
   std::atomic<bool> kernel_ended{false};
@@ -1291,14 +1301,11 @@ TEST_F(AdversarialTest, OpenWritesOfAllSessionsHoldAtMostTheDaemonsInlineBudget)
   // Polls until the writes of all sessions hold `bytes`, as far as `give_up`: a write
   // started before the last one's header was taken could take its share instead.
   auto await_held = [&](uint64_t bytes) {
-    uint64_t held = 0;
-    while (std::chrono::steady_clock::now() < give_up) {
+    auto held = [&]() -> uint64_t {
       absl::StatusOr<v1::GetStatsResponse> stats = client_->GetStats();
-      held = stats.ok() ? stats->inline_bytes_held() : 0;
-      if (held == bytes) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return held;
+      return stats.ok() ? stats->inline_bytes_held() : ~uint64_t{0};
+    };
+    return AwaitValue(held, bytes, give_up);
   };
   OpenWrite first, second;
   StartWrite(first, sessions[0], buffers[0], kWriteBytes, std::chrono::seconds(60));
