@@ -44,9 +44,14 @@
 // Layouts are checked against the resources by the caller before any call here (an
 // oversized copy would silently corrupt a neighbour): drivers trust them.
 
+#include <atomic>
 #include <concepts>
 #include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -63,6 +68,37 @@ concept DeviceEvent = std::copyable<E> && requires(const E& event) {
   { event.Wait() } -> std::same_as<absl::Status>;
   { event.IsComplete() } -> std::same_as<bool>;
 };
+
+// An event that can also tell when it completes (optional: a server whose driver's
+// events cannot has a thread block in Wait instead). OnComplete runs the callback once,
+// on the thread that completed the event's work, or at once on the calling thread when
+// the event is complete already; the callback must not wait for device work.
+template <typename E>
+concept NotifyingEvent = DeviceEvent<E> && requires(const E& event) {
+  event.OnComplete(absl::AnyInvocable<void()>());
+};
+
+// Runs `callback` once every one of `events` completed: on the thread that completed the
+// last of them, or at once when all are complete already.
+template <NotifyingEvent E>
+void OnAllComplete(std::vector<E> events, absl::AnyInvocable<void()> callback) {
+  if (events.empty()) {
+    callback();
+    return;
+  }
+  struct Countdown {
+    Countdown(size_t events, absl::AnyInvocable<void()> callback)
+        : left(events), callback(std::move(callback)) {}
+    std::atomic<size_t> left;
+    absl::AnyInvocable<void()> callback;
+  };
+  auto countdown = std::make_shared<Countdown>(events.size(), std::move(callback));
+  for (const E& event : events) {
+    event.OnComplete([countdown] {
+      if (countdown->left.fetch_sub(1, std::memory_order_acq_rel) == 1) countdown->callback();
+    });
+  }
+}
 
 // An in-order queue of device work.
 template <typename S>

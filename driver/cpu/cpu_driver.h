@@ -153,6 +153,9 @@ struct CpuDriver : DriverDefaults {
 };
 
 static_assert(Driver<CpuDriver>);
+// Completions of CPU work are called back, not waited for (Note [Completions called back]
+// in server/core/device_worker.h).
+static_assert(NotifyingEvent<CpuStream::Event>);
 
 }  // namespace gpucmd
 

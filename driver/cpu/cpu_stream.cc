@@ -1,6 +1,7 @@
 #include "driver/cpu/cpu_stream.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "base/batch_scheduling.h"
@@ -77,17 +78,31 @@ void CpuStream::Run() {
       MutexLock lock(&mutex_);
       if (pending_error_.ok()) pending_error_ = status;
     }
-    bool reached_a_waiter = false;
-    {
-      MutexLock lock(&timeline_->mutex);
-      if (++timeline_->completed >= timeline_->earliest_awaited) {
-        // Every waiter wakes; those still short of their position set it again.
-        timeline_->earliest_awaited = UINT64_MAX;
-        reached_a_waiter = true;
-      }
-    }
-    if (reached_a_waiter) timeline_->advanced.NotifyAll();
+    Advance();
   }
+}
+
+void CpuStream::Advance() {
+  bool reached_a_waiter = false;
+  std::vector<Callback> due;
+  {
+    MutexLock lock(&timeline_->mutex);
+    const uint64_t completed = ++timeline_->completed;
+    if (completed >= timeline_->earliest_awaited) {
+      // Every waiter wakes; those still short of their position set it again.
+      timeline_->earliest_awaited = UINT64_MAX;
+      reached_a_waiter = true;
+    }
+    std::vector<Callback>& callbacks = timeline_->callbacks;
+    auto first_due = std::partition(callbacks.begin(), callbacks.end(),
+                                    [completed](const Callback& callback) {
+                                      return callback.sequence > completed;
+                                    });
+    std::move(first_due, callbacks.end(), std::back_inserter(due));
+    callbacks.erase(first_due, callbacks.end());
+  }
+  if (reached_a_waiter) timeline_->advanced.NotifyAll();
+  for (Callback& callback : due) callback.callback();
 }
 
 absl::Status CpuStream::Event::Wait() const {
@@ -99,6 +114,17 @@ absl::Status CpuStream::Event::Wait() const {
     timeline_->advanced.Wait(&timeline_->mutex);
   }
   return absl::OkStatus();
+}
+
+void CpuStream::Event::OnComplete(absl::AnyInvocable<void()> callback) const {
+  if (timeline_ != nullptr) {
+    MutexLock lock(&timeline_->mutex);
+    if (timeline_->completed < sequence_) {
+      timeline_->callbacks.push_back(Callback{sequence_, std::move(callback)});
+      return;
+    }
+  }
+  callback();
 }
 
 bool CpuStream::Event::IsComplete() const {

@@ -8,6 +8,9 @@
 // Event completes when the worker has finished everything enqueued before it was
 // recorded, and stays valid after the stream is destroyed. WaitEvent enqueues a wait,
 // as cuStreamWaitEvent does: the worker blocks until the other stream's event completes.
+// Event::OnComplete has the worker call back once it completed the event (as
+// cuLaunchHostFunc would, without holding up the stream's later work for longer than the
+// callback runs).
 //
 // Errors: a work item returning a non-OK status records it as the stream's pending
 // error; later work still runs (each copy is independent), events still complete, and
@@ -27,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -59,6 +63,12 @@ class CpuStream {
   CopyEngine* copies() const { return copies_; }
 
  private:
+  // A callback waiting for the stream to reach `sequence`.
+  struct Callback {
+    uint64_t sequence;
+    absl::AnyInvocable<void()> callback;
+  };
+
   // The stream's progress, shared with its events. The worker notifies `advanced` only
   // when `completed` reaches `earliest_awaited`, the smallest position a waiter is
   // blocked on: a wait for the end of a long run of work sleeps through the rest.
@@ -67,7 +77,12 @@ class CpuStream {
     CondVar advanced;
     uint64_t completed ABSL_GUARDED_BY(mutex) = 0;
     uint64_t earliest_awaited ABSL_GUARDED_BY(mutex) = UINT64_MAX;
+    std::vector<Callback> callbacks ABSL_GUARDED_BY(mutex);  // of OnComplete, not yet due
   };
+
+  // After a work item: counts it complete, wakes the waiters it reached and runs the
+  // callbacks that fell due.
+  void Advance();
 
   void Run();
 
@@ -88,6 +103,9 @@ class CpuStream::Event {
   Event() = default;
   absl::Status Wait() const;
   bool IsComplete() const;
+  // Runs `callback` once the event completed: on the stream's worker, or at once on the
+  // calling thread when it is complete already. It must not wait for stream work.
+  void OnComplete(absl::AnyInvocable<void()> callback) const;
 
  private:
   friend class CpuStream;

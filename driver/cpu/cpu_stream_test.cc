@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
 #include "driver/cpu/stream_gate.h"
+#include "driver/driver.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
@@ -135,6 +137,65 @@ TEST(CpuStreamTest, EventsOutliveTheirStream) {
   }
   EXPECT_TRUE(event.IsComplete());
   EXPECT_TRUE(event.Wait().ok());
+}
+
+// OnComplete calls back on the stream's worker once the event's work ran, not before, and
+// at once on the caller for an event that is complete.
+TEST(CpuStreamTest, OnCompleteCallsBackOnTheWorkerOnceTheEventCompleted) {
+  CpuStream stream(0);
+  StreamGate gate;
+  gate.Block(stream);
+  std::thread::id worker;
+  stream.Enqueue([&worker] {
+    worker = std::this_thread::get_id();
+    return absl::OkStatus();
+  });
+  const CpuStream::Event event = stream.RecordEvent();
+  stream.Enqueue([] { return absl::OkStatus(); });  // after the event: not waited for
+  const CpuStream::Event later = stream.RecordEvent();
+  std::promise<std::thread::id> called_on;
+  event.OnComplete([&] {
+    EXPECT_TRUE(event.IsComplete());
+    called_on.set_value(std::this_thread::get_id());
+  });
+  std::future<std::thread::id> called = called_on.get_future();
+  EXPECT_EQ(called.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
+      << "called back before the event's work ran";
+  gate.Open();
+  EXPECT_EQ(called.get(), worker);
+  ASSERT_TRUE(later.Wait().ok());
+  std::thread::id at_once;
+  event.OnComplete([&at_once] { at_once = std::this_thread::get_id(); });
+  EXPECT_EQ(at_once, std::this_thread::get_id());
+}
+
+// OnAllComplete calls back once, after the last of events on two streams completed,
+// whichever finishes last; and at once for none.
+TEST(CpuStreamTest, OnAllCompleteCallsBackOnceAfterTheLastEvent) {
+  for (bool first_opens_first : {true, false}) {
+    CpuStream first(0), second(1);
+    StreamGate first_gate, second_gate;
+    first_gate.Block(first);
+    second_gate.Block(second);
+    std::vector<CpuStream::Event> events = {first.RecordEvent(), second.RecordEvent()};
+    std::atomic<int> calls{0};
+    std::promise<void> called;
+    OnAllComplete(events, [&] {
+      EXPECT_TRUE(events[0].IsComplete() && events[1].IsComplete());
+      if (++calls == 1) called.set_value();
+    });
+    (first_opens_first ? first_gate : second_gate).Open();
+    (first_opens_first ? first : second).Synchronize().IgnoreError();
+    EXPECT_EQ(calls, 0) << "called back with one event still running";
+    (first_opens_first ? second_gate : first_gate).Open();
+    called.get_future().wait();
+    first.Synchronize().IgnoreError();
+    second.Synchronize().IgnoreError();
+    EXPECT_EQ(calls, 1);
+  }
+  bool called_at_once = false;
+  OnAllComplete(std::vector<CpuStream::Event>(), [&called_at_once] { called_at_once = true; });
+  EXPECT_TRUE(called_at_once);
 }
 
 }  // namespace

@@ -393,6 +393,33 @@ class Command final : public CommandInterface {
     };
   }
 
+  WorkEndNotice NoticeOfWorkEnd(
+      SessionId session, const std::optional<std::vector<LogicalStream>>& streams) override {
+    if constexpr (!NotifyingEvent<Event>) {
+      return nullptr;
+    } else {
+      std::vector<Event> busy;
+      auto state = sessions_.find(session);
+      auto wait_for = [&busy](const StreamBinding& binding) {
+        if (binding.last.has_value() && !binding.last->IsComplete()) {
+          busy.push_back(*binding.last);
+        }
+      };
+      if (state != sessions_.end() && !streams.has_value()) {
+        for (const auto& [unused, binding] : state->second.streams) wait_for(binding);
+      } else if (state != sessions_.end()) {
+        for (LogicalStream logical : *streams) {
+          if (auto it = state->second.streams.find(logical); it != state->second.streams.end()) {
+            wait_for(it->second);
+          }
+        }
+      }
+      return [busy = std::move(busy)](absl::AnyInvocable<void()> ended) mutable {
+        OnAllComplete(std::move(busy), std::move(ended));
+      };
+    }
+  }
+
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) override {
     return sessions_[session].printed;
   }

@@ -39,6 +39,10 @@ struct PendingRead {
 // before it drops a Command). Null: nothing to wait for, and OK.
 using PendingWait = absl::AnyInvocable<absl::Status()>;
 
+// Registers `ended`, to be called once the device work a wait was made for has ended
+// (on the thread that ended it, or at once): the wait then returns without blocking.
+using WorkEndNotice = absl::AnyInvocable<void(absl::AnyInvocable<void()> ended) &&>;
+
 // Runs `wait` (OK when null).
 inline absl::Status WaitFor(PendingWait wait) { return wait == nullptr ? absl::OkStatus() : wait(); }
 
@@ -166,6 +170,12 @@ class CommandInterface {
   // once the cause of a device reset that took its work. Null when that work had
   // already ended with nothing to report.
   virtual PendingWait Synchronize(SessionId session, std::optional<LogicalStream> stream) = 0;
+  // The end of the work the session queued so far on `streams` (all its streams when
+  // absent): once it is called back, the reads and synchronizations made so far on them
+  // do not block. Null when the driver's events cannot call back (Note [Completions
+  // called back] in server/core/device_worker.h).
+  virtual WorkEndNotice NoticeOfWorkEnd(
+      SessionId session, const std::optional<std::vector<LogicalStream>>& streams) = 0;
   // Null when a write on the session's `stream` may be staged now; otherwise (the device
   // stream's drop queue is full: Note [Drop queue] in server/command/drop_queue.h) a
   // wait, for a completion thread, that returns once the stream has run the copies whose

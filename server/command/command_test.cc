@@ -129,6 +129,37 @@ TEST_F(CommandTest, WriteOnOneStreamIsSeenByAReadOnAnother) {
   EXPECT_EQ(read->bytes.ToString(), data);
 }
 
+// The notice of a session's work end covers the streams named, not the others: a read on
+// one stream is called back while another of the session's streams is held; the notice
+// for all of them waits for that one too.
+TEST_F(CommandTest, TheNoticeOfWorkEndCoversTheStreamsItNames) {
+  BufferId held = MustAllocate(kMiB);
+  BufferId read_from = MustAllocate(kMiB);
+  ASSERT_TRUE(ReadAll(held, 1, 10).ok());       // logical 10 -> stream 0
+  ASSERT_TRUE(ReadAll(read_from, 1, 20).ok());  // logical 20 -> stream 1
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  ASSERT_TRUE(command_->Write(kSession, 10, held, CopyLayout::Contiguous(0, 4), "held").ok());
+  absl::StatusOr<PendingRead> read =
+      command_->Read(kSession, 20, read_from, CopyLayout::Contiguous(0, 4096));
+  ASSERT_TRUE(read.ok());
+  std::promise<void> read_ended, all_ended;
+  std::atomic<bool> all_called{false};
+  WorkEndNotice read_notice = command_->NoticeOfWorkEnd(kSession, std::vector<LogicalStream>{20});
+  WorkEndNotice all_notice = command_->NoticeOfWorkEnd(kSession, std::nullopt);
+  ASSERT_TRUE(read_notice != nullptr && all_notice != nullptr);
+  std::move(read_notice)([&read_ended] { read_ended.set_value(); });
+  std::move(all_notice)([&] {
+    all_called = true;
+    all_ended.set_value();
+  });
+  read_ended.get_future().wait();  // with stream 0 still held
+  EXPECT_TRUE(read->wait().ok());
+  EXPECT_FALSE(all_called) << "called back with the session's other stream held";
+  gate.Open();
+  all_ended.get_future().wait();
+}
+
 TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   constexpr uint64_t kSize = 64 << 10;
   BufferId old_id = MustAllocate(kSize);

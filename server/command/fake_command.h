@@ -141,6 +141,8 @@ class FakeCommand final : public CommandInterface {
   PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
   PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches never wait
+  // Held synchronizations cannot call back: their waits block a completion thread.
+  WorkEndNotice NoticeOfWorkEnd(SessionId, const std::optional<std::vector<LogicalStream>>&) override { return nullptr; }
 
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
 

@@ -49,6 +49,7 @@ class UnavailableCommand final : public CommandInterface {
   PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
   PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches fail at once
+  WorkEndNotice NoticeOfWorkEnd(SessionId, const std::optional<std::vector<LogicalStream>>&) override { return nullptr; }  // waits return at once
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
   uint64_t CloseSession(SessionId) override { return 0; }
   absl::StatusOr<RelocationReport> Relocate() override { return reason_; }

@@ -142,6 +142,11 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       return;
     }
     if (room == nullptr && queued != nullptr) queued();
+    // Its reads and synchronizations wait for the session's work so far; a wait for
+    // room, for work before it.
+    WorkEndNotice ended =
+        room == nullptr ? command.NoticeOfWorkEnd(session, self->StreamsWaitedFor(begin, ran_to))
+                        : nullptr;
     worker->Complete(
         session,
         [self, session, begin, ran_to, room = std::move(room)]() mutable {
@@ -153,8 +158,32 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
           }
           return WaitFor(std::move(room));
         },
-        [done = std::move(done)](absl::Status) mutable { done(); });
+        [done = std::move(done)](absl::Status) mutable { done(); }, std::move(ended));
   }, placement);
+}
+
+std::optional<std::vector<LogicalStream>> Batch::StreamsWaitedFor(size_t begin,
+                                                                  size_t end) const {
+  std::vector<LogicalStream> streams;
+  for (size_t i = begin; i < end; ++i) {
+    const OperationResult& result = results_[i];
+    if (!result.read.has_value() && result.synchronization == nullptr) continue;
+    const std::optional<LogicalStream> stream = std::visit(
+        Overloaded{
+            [](const SynchronizeOp& synchronize) { return synchronize.stream; },
+            [](const auto& operation) -> std::optional<LogicalStream> {
+              if constexpr (requires { operation.stream; }) {
+                return operation.stream;
+              } else {
+                return std::nullopt;  // waits for nothing of its own: all of them
+              }
+            },
+        },
+        *commands_[i].operation);
+    if (!stream.has_value()) return std::nullopt;
+    streams.push_back(*stream);
+  }
+  return streams;
 }
 
 PendingWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, size_t index) {

@@ -118,6 +118,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 
+  // The logical streams whose work the waits of results [begin, end) are for (their
+  // reads', synchronizations' and copied writes'); absent: all the session's streams.
+  std::optional<std::vector<LogicalStream>> StreamsWaitedFor(size_t begin, size_t end) const;
   // Before command `index` runs: the wait for room a write or a launch needs first
   // (see Run), or null.
   PendingWait RoomToWaitFor(CommandInterface& command, SessionId session, size_t index);

@@ -116,24 +116,52 @@ void DeviceWorker::Defer(absl::AnyInvocable<void()> action) ABSL_NO_THREAD_SAFET
 }
 
 void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
-                            absl::AnyInvocable<void(absl::Status)> done) {
+                            absl::AnyInvocable<void(absl::Status)> done, WorkEndNotice ended) {
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   bool becomes_ready = false;
+  uint64_t id = 0;
   {
     MutexLock lock(&completion_mutex_);
+    id = ++last_completion_id_;
     std::deque<Completion>& queue = completions_[session];
-    becomes_ready = queue.empty();
-    queue.push_back(Completion{std::move(wait), std::move(done)});
+    queue.push_back(Completion{.id = id,
+                               .ended = ended == nullptr,
+                               .wait = std::move(wait),
+                               .done = std::move(done)});
     ++completions_left_;
-    // A session with nothing queued is not running one either: its turn starts now, on
-    // one completion thread (waking them all would only have the others wait again).
-    if (becomes_ready) {
-      ready_sessions_.push_back(session);
-      AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
-    }
+    // A session with nothing else queued is not running one either: its turn starts now,
+    // on one completion thread (waking them all would only have the others wait again).
+    if (queue.size() == 1) becomes_ready = ReadyWhenDue(session, queue);
   }
   // After unlocking: a thread woken under the lock would only block on it again.
   if (becomes_ready) completion_ready_.NotifyOne();
+  if (ended != nullptr) {
+    std::move(ended)([this, session, id] { CompletionWorkEnded(session, id); });
+  }
+}
+
+void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
+  MutexLock lock(&completion_mutex_);
+  // Still queued: it cannot run before this call.
+  std::deque<Completion>& queue = completions_.at(session);
+  auto completion = std::find_if(queue.begin(), queue.end(), [id](const Completion& queued) {
+    return queued.id == id;
+  });
+  completion->ended = true;
+  // Only the first may put the session in turn (once: a later one's end changes nothing).
+  // Notified under the lock: once it is released, the completion may run and the worker
+  // be destroyed.
+  if (completion == queue.begin() && ReadyWhenDue(session, queue)) {
+    completion_ready_.NotifyOne();
+  }
+}
+
+bool DeviceWorker::ReadyWhenDue(SessionId session, const std::deque<Completion>& queue) {
+  const Completion& first = queue.front();
+  if (!first.ended || first.running) return false;
+  ready_sessions_.push_back(session);
+  AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
+  return true;
 }
 
 void DeviceWorker::AddCompletionThreadIfAllBusy(size_t about_to_look) {
@@ -376,7 +404,10 @@ void DeviceWorker::RunCompletions() {
       ready_sessions_.pop_front();
       // Stays at the front of the session's queue while it runs: the session is not
       // ready again until it finished.
-      completion = std::move(completions_[session].front());
+      Completion& first = completions_[session].front();
+      first.running = true;
+      completion.wait = std::move(first.wait);
+      completion.done = std::move(first.done);
     }
     absl::Status status = completion.wait();
     completion.done(std::move(status));
@@ -385,11 +416,11 @@ void DeviceWorker::RunCompletions() {
     MutexLock lock(&completion_mutex_);
     std::deque<Completion>& queue = completions_[session];
     queue.pop_front();
-    // A session with more to run is ready again: this thread, about to look for work,
-    // takes it or another ready session.
+    // A session whose next completion may run is ready again: this thread, about to look
+    // for work, takes it or another ready session.
     if (queue.empty()) {
       completions_.erase(session);
-    } else {
+    } else if (queue.front().ended) {
       ready_sessions_.push_back(session);
       AddCompletionThreadIfAllBusy(/*about_to_look=*/1);  // this thread, next
     }

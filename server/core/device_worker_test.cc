@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "driver/cpu/cpu_driver.h"
 #include "gtest/gtest.h"
 #include "server/command/command_factory.h"
@@ -206,6 +207,125 @@ TEST(DeviceWorkerTest, ABusyDeviceQueuesAWaitFreeTaskBehindTheOthers) {
   EXPECT_NE(where.get_future().get(), std::this_thread::get_id());
   worker.Stop();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+// A notice the test calls back itself.
+struct HeldNotice {
+  WorkEndNotice notice() {
+    return [this](absl::AnyInvocable<void()> ended) { callback = std::move(ended); };
+  }
+  absl::AnyInvocable<void()> callback;
+};
+
+// Note [Completions called back]: a completion with a notice runs once the notice called
+// back, not before, and never before the session's earlier completions, whatever order
+// the notices come in; its wait is then not waited on by the worker.
+TEST(DeviceWorkerTest, CompletionsWithANoticeRunOnceCalledBackInTheSessionsOrder) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
+  constexpr SessionId kSession = 1;
+  HeldNotice first, second;
+  Mutex mutex;
+  std::vector<int> order;
+  std::promise<void> both_ran;
+  auto record = [&](int which) {
+    return [&, which](absl::Status status) {
+      EXPECT_TRUE(status.ok()) << status;
+      MutexLock lock(&mutex);
+      order.push_back(which);
+      if (order.size() == 2) both_ran.set_value();
+    };
+  };
+  ASSERT_TRUE(worker.Submit(kSession, [&](CommandInterface&) {
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(1), first.notice());
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(2), second.notice());
+  }).ok());
+  // Another session's completion without a notice runs meanwhile.
+  std::promise<void> other_ran;
+  ASSERT_TRUE(worker.Submit(2, [&](CommandInterface&) {
+    worker.Complete(2, [] { return absl::OkStatus(); },
+                    [&](absl::Status) { other_ran.set_value(); });
+  }).ok());
+  other_ran.get_future().wait();
+  ASSERT_TRUE(first.callback != nullptr && second.callback != nullptr);
+  std::future<void> ran = both_ran.get_future();
+  second.callback();
+  EXPECT_EQ(ran.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  {
+    MutexLock lock(&mutex);
+    EXPECT_TRUE(order.empty()) << "ran before its notice, or before the session's first";
+  }
+  first.callback();
+  ran.wait();
+  worker.Stop();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+// A later completion's notice that calls back while the session's first completion waits
+// its turn (every completion thread held) leaves the session in turn once: each of its
+// completions runs once, in order.
+TEST(DeviceWorkerTest, ALaterNoticeWhileTheFirstWaitsForAThreadRunsEachCompletionOnce) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0, .completion_threads = 1, .max_completion_threads = 1},
+                      CpuFactory(kMiB), &metrics);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    worker.Complete(1, [&holding, released] {
+      holding.set_value();
+      released.wait();
+      return absl::OkStatus();
+    }, [](absl::Status) {});
+  }).ok());
+  holding.get_future().wait();  // the one completion thread is held
+  constexpr SessionId kSession = 2;
+  HeldNotice second;
+  Mutex mutex;
+  std::vector<int> order;
+  auto record = [&](int which) {
+    return [&, which](absl::Status) {
+      MutexLock lock(&mutex);
+      order.push_back(which);
+    };
+  };
+  ASSERT_TRUE(worker.Submit(kSession, [&](CommandInterface&) {
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(1));
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(2), second.notice());
+  }).ok());
+  OnDevice<int>(worker, 3, [](CommandInterface&) { return 0; });  // the task above ran
+  ASSERT_NE(second.callback, nullptr);
+  second.callback();
+  release.set_value();
+  worker.Stop();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+// Through a CPU Command: a read's completion made with the session's notice of its work's
+// end gets the read's bytes.
+TEST(DeviceWorkerTest, AReadsCompletionWithTheSessionsNoticeGetsItsBytes) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(16 * kMiB), &metrics);
+  constexpr SessionId kSession = 1;
+  const std::string data(100000, 'n');
+  absl::StatusOr<BufferId> id = AllocateAndWrite(worker, kSession, data);
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::promise<std::string> read_back;
+  ASSERT_TRUE(worker.Submit(kSession, [&](CommandInterface& command) {
+    absl::StatusOr<PendingRead> read =
+        command.Read(kSession, 1, *id, CopyLayout::Contiguous(0, data.size()));
+    ASSERT_TRUE(read.ok()) << read.status();
+    WorkEndNotice ended = command.NoticeOfWorkEnd(kSession, std::nullopt);
+    ASSERT_NE(ended, nullptr) << "CPU events call back";
+    auto shared = std::make_shared<PendingRead>(*std::move(read));
+    worker.Complete(kSession, [shared] { return shared->wait(); },
+                    [shared, &read_back](absl::Status status) {
+                      read_back.set_value(status.ok() ? shared->bytes.ToString()
+                                                      : std::string(status.message()));
+                    },
+                    std::move(ended));
+  }).ok());
+  EXPECT_EQ(read_back.get_future().get(), data);
 }
 
 TEST(DeviceWorkerTest, StopFinishesQueuedWork) {

@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/command/command.h"
 #include "tests/bench/bench_support.h"
+#include "tests/bench/echo_baseline.h"
 #include "tests/testing/daemon_process.h"
 
 namespace gpucmd {
@@ -183,25 +184,38 @@ constexpr size_t kChunkBytes = bench::kMaxMessageBytes - 1024;
 // Raw throughput of this run by size, set by the raw benchmarks (registered first).
 std::map<int64_t, double> raw_upload_bytes_per_second;
 std::map<int64_t, double> raw_download_bytes_per_second;
+std::map<int64_t, double> raw_process_upload_bytes_per_second;
+std::map<int64_t, double> raw_process_download_bytes_per_second;
 
-void ReportAgainstRaw(benchmark::State& state, double loop_seconds,
-                      const std::map<int64_t, double>& raw) {
+// Sets `counter` to this benchmark's throughput over `raw`'s of the same size.
+void ReportAgainst(benchmark::State& state, double loop_seconds,
+                   const std::map<int64_t, double>& raw, const std::string& counter) {
   auto found = raw.find(state.range(0));
   if (found == raw.end() || loop_seconds <= 0) return;
   const double bytes = static_cast<double>(state.iterations()) * static_cast<double>(state.range(0));
-  state.counters["x_raw_grpc"] = bytes / loop_seconds / found->second;
+  state.counters[counter] = bytes / loop_seconds / found->second;
 }
 
-void BM_RawGrpcUpload(benchmark::State& state) {
+// Against the bare service in this process (`x_raw_grpc`) and in its own
+// (`x_raw_grpc_process`).
+void ReportAgainstRaw(benchmark::State& state, double loop_seconds,
+                      const std::map<int64_t, double>& raw,
+                      const std::map<int64_t, double>& raw_process) {
+  ReportAgainst(state, loop_seconds, raw, "x_raw_grpc");
+  ReportAgainst(state, loop_seconds, raw_process, "x_raw_grpc_process");
+}
+
+// Uploads `state.range(0)` bytes per iteration through `stub`, in the client library's
+// chunks; returns the bytes per second.
+double MeasureRawUpload(benchmark::State& state, bench::RawBytes::Stub& stub) {
   const size_t size = state.range(0);
-  RawBytesServer& raw = SharedRawServer();
   const std::string data(size, 'u');
   FaultCounter faults(0);
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     grpc::ClientContext context;
     bench::UploadResponse response;
-    auto writer = raw.stub->Upload(&context, &response);
+    auto writer = stub.Upload(&context, &response);
     bench::Chunk chunk;
     for (size_t sent = 0; sent < size; sent += kChunkBytes) {
       chunk.set_data(data.data() + sent, std::min(kChunkBytes, size - sent));
@@ -213,13 +227,13 @@ void BM_RawGrpcUpload(benchmark::State& state) {
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
-  raw_upload_bytes_per_second[state.range(0)] =
-      static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
+  return static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
 }
 
-void BM_RawGrpcDownload(benchmark::State& state) {
+// Downloads `state.range(0)` bytes per iteration through `stub`, in the client library's
+// chunks; returns the bytes per second.
+double MeasureRawDownload(benchmark::State& state, bench::RawBytes::Stub& stub) {
   const size_t size = state.range(0);
-  RawBytesServer& raw = SharedRawServer();
   bench::DownloadRequest request;
   request.set_size_bytes(size);
   request.set_chunk_bytes(kChunkBytes);
@@ -227,7 +241,7 @@ void BM_RawGrpcDownload(benchmark::State& state) {
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     grpc::ClientContext context;
-    auto reader = raw.stub->Download(&context, request);
+    auto reader = stub.Download(&context, request);
     std::string received;
     received.reserve(size);
     bench::Chunk chunk;
@@ -238,8 +252,45 @@ void BM_RawGrpcDownload(benchmark::State& state) {
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
+  return static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
+}
+
+void BM_RawGrpcUpload(benchmark::State& state) {
+  raw_upload_bytes_per_second[state.range(0)] =
+      MeasureRawUpload(state, *SharedRawServer().stub);
+}
+
+void BM_RawGrpcDownload(benchmark::State& state) {
   raw_download_bytes_per_second[state.range(0)] =
-      static_cast<double>(state.iterations()) * static_cast<double>(size) / seconds;
+      MeasureRawDownload(state, *SharedRawServer().stub);
+}
+
+// The same bare service in a process of its own, on gRPC's callback API
+// (raw_echo_server): the daemon's kind of server. Reported against the in-process rows
+// above (`x_raw_grpc`).
+bench::RawBytes::Stub& OtherProcessRawBytes() {
+  static std::unique_ptr<bench::RawBytes::Stub> stub = [] {
+    grpc::ChannelArguments arguments;
+    arguments.SetMaxReceiveMessageSize(bench::kMaxMessageBytes);
+    arguments.SetMaxSendMessageSize(bench::kMaxMessageBytes);
+    return bench::RawBytes::NewStub(grpc::CreateCustomChannel(
+        "unix:" + bench::SharedEcho().socket, grpc::InsecureChannelCredentials(), arguments));
+  }();
+  return *stub;
+}
+
+void BM_RawGrpcUploadOtherProcess(benchmark::State& state) {
+  if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
+  const double rate = MeasureRawUpload(state, OtherProcessRawBytes());
+  raw_process_upload_bytes_per_second[state.range(0)] = rate;
+  state.counters["x_raw_grpc"] = rate / raw_upload_bytes_per_second[state.range(0)];
+}
+
+void BM_RawGrpcDownloadOtherProcess(benchmark::State& state) {
+  if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
+  const double rate = MeasureRawDownload(state, OtherProcessRawBytes());
+  raw_process_download_bytes_per_second[state.range(0)] = rate;
+  state.counters["x_raw_grpc"] = rate / raw_download_bytes_per_second[state.range(0)];
 }
 
 // Through the daemon: one gpucmdd child process for the whole run.
@@ -282,7 +333,8 @@ void BM_DaemonWrite(benchmark::State& state) {
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
-  ReportAgainstRaw(state, seconds, raw_upload_bytes_per_second);
+  ReportAgainstRaw(state, seconds, raw_upload_bytes_per_second,
+                   raw_process_upload_bytes_per_second);
 }
 
 void BM_DaemonRead(benchmark::State& state) {
@@ -300,7 +352,8 @@ void BM_DaemonRead(benchmark::State& state) {
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
-  ReportAgainstRaw(state, seconds, raw_download_bytes_per_second);
+  ReportAgainstRaw(state, seconds, raw_download_bytes_per_second,
+                   raw_process_download_bytes_per_second);
 }
 
 // Through the daemon from and into a shared-memory region: no bytes over gRPC, one copy;
@@ -376,6 +429,8 @@ void BM_DaemonAllocateFree(benchmark::State& state) {
 BENCHMARK(BM_Memcpy)->THROUGHPUT_SIZES;
 BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
 BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcUploadOtherProcess)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcDownloadOtherProcess)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 // Second argument: 0 the default daemon, 1 the one with a large payload cache.

@@ -7,11 +7,13 @@
 //   raw_echo_server /tmp/dir/echo.sock < pipe
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "base/lock_order_checks.h"
+#include "gpucmd/bench/raw_bytes.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -28,6 +30,79 @@ class CallbackHealth final : public grpc::health::v1::Health::CallbackService {
   }
 };
 
+// Download on the callback API: the requested bytes, in chunks of the requested size, the
+// last with the status.
+class DownloadReactor final : public grpc::ServerWriteReactor<gpucmd::bench::Chunk> {
+ public:
+  explicit DownloadReactor(const gpucmd::bench::DownloadRequest& request)
+      : source_(request.size_bytes(), 'd'), chunk_bytes_(request.chunk_bytes()) {
+    if (chunk_bytes_ == 0) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunk_bytes is 0"));
+      return;
+    }
+    WriteNextChunk();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    WriteNextChunk();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNextChunk() {
+    const size_t size = std::min<size_t>(chunk_bytes_, source_.size() - sent_);
+    chunk_.set_data(source_.data() + sent_, size);
+    sent_ += size;
+    if (sent_ == source_.size()) {
+      StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&chunk_);
+    }
+  }
+
+  const std::string source_;
+  const size_t chunk_bytes_;
+  size_t sent_ = 0;
+  gpucmd::bench::Chunk chunk_;
+};
+
+// Upload on the callback API: counts the bytes received.
+class UploadReactor final : public grpc::ServerReadReactor<gpucmd::bench::Chunk> {
+ public:
+  explicit UploadReactor(gpucmd::bench::UploadResponse* response) : response_(response) {
+    StartRead(&chunk_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      response_->set_received_bytes(received_);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    received_ += chunk_.data().size();
+    StartRead(&chunk_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  gpucmd::bench::UploadResponse* const response_;
+  gpucmd::bench::Chunk chunk_;
+  uint64_t received_ = 0;
+};
+
+class CallbackRawBytes final : public gpucmd::bench::RawBytes::CallbackService {
+  grpc::ServerReadReactor<gpucmd::bench::Chunk>* Upload(
+      grpc::CallbackServerContext*, gpucmd::bench::UploadResponse* response) override {
+    return new UploadReactor(response);
+  }
+  grpc::ServerWriteReactor<gpucmd::bench::Chunk>* Download(
+      grpc::CallbackServerContext*, const gpucmd::bench::DownloadRequest* request) override {
+    return new DownloadReactor(*request);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,9 +112,13 @@ int main(int argc, char** argv) {
   }
   gpucmd::StopAbseilLockOrderChecks();  // as the daemon does
   CallbackHealth service;
+  CallbackRawBytes bytes;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(std::string("unix:") + argv[1], grpc::InsecureServerCredentials());
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.SetMaxSendMessageSize(16 << 20);
   builder.RegisterService(&service);
+  builder.RegisterService(&bytes);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) return 1;
   char byte;

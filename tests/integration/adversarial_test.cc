@@ -510,6 +510,26 @@ TEST_F(AdversarialTest, ANewSessionGetsAnIdleStreamBeforeOneBusyWithALongKernel)
   attacker_waits.join();
 }
 
+// A session's own work on another of its streams is answered while its long kernel runs
+// (Note [Logical streams] in server/command/command.h): a read's and a synchronization's
+// answer wait for their stream alone (Note [Completions called back] in
+// server/core/device_worker.h).
+TEST_F(AdversarialTest, ASessionsOtherStreamIsAnsweredWhileItsLongKernelRuns) {
+  Buffer buffer = AttackerBufferHolding(std::string(4096, 'a'));
+  ASSERT_TRUE(attacker_->Synchronize().ok());
+  LaunchAttackersLongKernel();
+  constexpr uint64_t kOtherStream = 1;
+  const std::string data(4096, 'o');
+  ASSERT_TRUE(attacker_->Write(buffer, 0, data, kOtherStream).ok());
+  EXPECT_EQ(attacker_->Read(buffer, 0, data.size(), kOtherStream).value_or(""), data);
+  EXPECT_TRUE(attacker_->Synchronize(kOtherStream).ok());
+  absl::StatusOr<v1::GetStatsResponse> stats = attacker_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GE(stats->devices(0).stream_queued_commands(), 1u)
+      << "the kernel had ended: the test proves nothing";
+  EXPECT_TRUE(attacker_->Synchronize().ok());
+}
+
 // More than twice as many sessions as device streams: some share the attacker's stream.
 // Once the attacker's long kernel runs, their next work goes to an idle stream instead of
 // queuing behind the kernel, whichever sessions they are.
