@@ -4,7 +4,9 @@
 // run (counter `x_memcpy`; shared memory: `x_memcpy_p50`, from a memcpy beside each
 // transfer); inline bytes also against a bare gRPC bytes service on the
 // same kind of socket (`x_raw_grpc`: a client-streaming upload and a server-streaming
-// download in chunks of the client library's size); minor page faults per transfer in
+// download in chunks of the client library's size, served in this process; and
+// `x_raw_grpc_process`: the same on the callback API in a process of its own,
+// raw_echo_server); minor page faults per transfer in
 // the daemon (`daemon_faults`) and in this process (`client_faults`); allocate/free
 // rates.
 //

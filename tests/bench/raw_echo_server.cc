@@ -1,7 +1,8 @@
-// A bare gRPC unary echo in a process of its own: what a round trip between two
-// processes costs in gRPC itself, the baseline of the daemon's unary calls (a daemon is
-// always another process). Serves grpc.health.v1.Health/Check on gRPC's callback API
-// (the one the daemon serves on) over the Unix socket named by its argument, and exits
+// A bare gRPC unary echo and bytes service in a process of its own: what a round trip
+// and a transfer between two processes cost in gRPC itself, the baselines of the daemon's
+// unary calls and inline copies (a daemon is always another process). Serves
+// grpc.health.v1.Health/Check and gpucmd.bench.RawBytes on gRPC's callback API (the one
+// the daemon serves on) over the Unix socket named by its argument, and exits
 // when its standard input closes, so it never outlives the benchmark that started it.
 //
 //   raw_echo_server /tmp/dir/echo.sock < pipe
