@@ -399,18 +399,18 @@ class Command final : public CommandInterface {
       return nullptr;
     } else {
       std::vector<Event> busy;
-      auto state = sessions_.find(session);
       auto wait_for = [&busy](const StreamBinding& binding) {
         if (binding.last.has_value() && !binding.last->IsComplete()) {
           busy.push_back(*binding.last);
         }
       };
-      if (state != sessions_.end() && !streams.has_value()) {
-        for (const auto& [unused, binding] : state->second.streams) wait_for(binding);
-      } else if (state != sessions_.end()) {
-        for (LogicalStream logical : *streams) {
-          if (auto it = state->second.streams.find(logical); it != state->second.streams.end()) {
-            wait_for(it->second);
+      if (auto state = sessions_.find(session); state != sessions_.end()) {
+        const auto& bindings = state->second.streams;
+        if (!streams.has_value()) {
+          for (const auto& [unused, binding] : bindings) wait_for(binding);
+        } else {
+          for (LogicalStream logical : *streams) {
+            if (auto it = bindings.find(logical); it != bindings.end()) wait_for(it->second);
           }
         }
       }

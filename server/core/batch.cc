@@ -142,8 +142,8 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       return;
     }
     if (room == nullptr && queued != nullptr) queued();
-    // Its reads and synchronizations wait for the session's work so far; a wait for
-    // room, for work before it.
+    // Its reads and synchronizations wait for their streams' work so far, which the
+    // notice covers; a wait for room is for other work, and blocks a completion thread.
     WorkEndNotice ended =
         room == nullptr ? command.NoticeOfWorkEnd(session, self->StreamsWaitedFor(begin, ran_to))
                         : nullptr;
