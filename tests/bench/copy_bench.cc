@@ -189,22 +189,25 @@ std::map<int64_t, double> raw_download_bytes_per_second;
 std::map<int64_t, double> raw_process_upload_bytes_per_second;
 std::map<int64_t, double> raw_process_download_bytes_per_second;
 
-// Sets `counter` to this benchmark's throughput over `raw`'s of the same size.
-void ReportAgainst(benchmark::State& state, double loop_seconds,
+// Sets `counter` to `bytes_per_second` over `raw`'s throughput of the same size, when
+// that was measured in this run.
+void ReportAgainst(benchmark::State& state, double bytes_per_second,
                    const std::map<int64_t, double>& raw, const std::string& counter) {
   auto found = raw.find(state.range(0));
-  if (found == raw.end() || loop_seconds <= 0) return;
-  const double bytes = static_cast<double>(state.iterations()) * static_cast<double>(state.range(0));
-  state.counters[counter] = bytes / loop_seconds / found->second;
+  if (found == raw.end() || found->second <= 0) return;
+  state.counters[counter] = bytes_per_second / found->second;
 }
 
-// Against the bare service in this process (`x_raw_grpc`) and in its own
-// (`x_raw_grpc_process`).
+// This benchmark's throughput over the bare service's in this process (`x_raw_grpc`) and
+// in its own (`x_raw_grpc_process`).
 void ReportAgainstRaw(benchmark::State& state, double loop_seconds,
                       const std::map<int64_t, double>& raw,
                       const std::map<int64_t, double>& raw_process) {
-  ReportAgainst(state, loop_seconds, raw, "x_raw_grpc");
-  ReportAgainst(state, loop_seconds, raw_process, "x_raw_grpc_process");
+  if (loop_seconds <= 0) return;
+  const double bytes_per_second = static_cast<double>(state.iterations()) *
+                                  static_cast<double>(state.range(0)) / loop_seconds;
+  ReportAgainst(state, bytes_per_second, raw, "x_raw_grpc");
+  ReportAgainst(state, bytes_per_second, raw_process, "x_raw_grpc_process");
 }
 
 // Uploads `state.range(0)` bytes per iteration through `stub`, in the client library's
@@ -285,14 +288,14 @@ void BM_RawGrpcUploadOtherProcess(benchmark::State& state) {
   if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
   const double rate = MeasureRawUpload(state, OtherProcessRawBytes());
   raw_process_upload_bytes_per_second[state.range(0)] = rate;
-  state.counters["x_raw_grpc"] = rate / raw_upload_bytes_per_second[state.range(0)];
+  ReportAgainst(state, rate, raw_upload_bytes_per_second, "x_raw_grpc");
 }
 
 void BM_RawGrpcDownloadOtherProcess(benchmark::State& state) {
   if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
   const double rate = MeasureRawDownload(state, OtherProcessRawBytes());
   raw_process_download_bytes_per_second[state.range(0)] = rate;
-  state.counters["x_raw_grpc"] = rate / raw_download_bytes_per_second[state.range(0)];
+  ReportAgainst(state, rate, raw_download_bytes_per_second, "x_raw_grpc");
 }
 
 // Through the daemon: one gpucmdd child process for the whole run.
