@@ -83,7 +83,8 @@ void Batch::CollectKernelOutput(SessionId session, OperationResult& result) {
 
 absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t begin,
                         size_t end, absl::AnyInvocable<absl::Status()> abandoned,
-                        absl::AnyInvocable<void()> done, absl::AnyInvocable<void()> queued) {
+                        absl::AnyInvocable<void()> done, absl::AnyInvocable<void()> queued,
+                        DeviceWorker::Answering answering) {
   const SessionId session = info.id;
   // Commands that only enqueue device work: the submitting thread may run them when the
   // device is idle.
@@ -97,8 +98,8 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,
                                  client = info.client_name, closed = info.closed, begin, end,
                                  abandoned = std::move(abandoned),
-                                 done = std::move(done), queued = std::move(queued)](
-                                    CommandInterface& command) mutable {
+                                 done = std::move(done), queued = std::move(queued),
+                                 answering](CommandInterface& command) mutable {
     absl::Status gone = abandoned();
     // The session's reclaim, queued when it was closed, may have run already: nothing
     // may make it hold device memory again.
@@ -158,8 +159,24 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
           }
           return WaitFor(std::move(room));
         },
-        [done = std::move(done)](absl::Status) mutable { done(); }, std::move(ended));
+        [done = std::move(done)](absl::Status) mutable { done(); }, std::move(ended),
+        self->AnsweringOf(begin, ran_to, answering));
   }, placement);
+}
+
+DeviceWorker::Answering Batch::AnsweringOf(size_t begin, size_t end,
+                                           DeviceWorker::Answering answering) const {
+  if (answering == DeviceWorker::Answering::kOnCompletionThread) return answering;
+  for (size_t i = begin; i < end; ++i) {
+    const OperationResult& result = results_[i];
+    if (!result.read.has_value()) continue;
+    const auto* read = std::get_if<ReadOp>(&*commands_[i].operation);
+    const bool into_shared_memory = read != nullptr && read->into.has_value();
+    if (!into_shared_memory && result.read->bytes.size() > kBriefAnswerBytes) {
+      return DeviceWorker::Answering::kOnCompletionThread;
+    }
+  }
+  return answering;
 }
 
 std::optional<std::vector<LogicalStream>> Batch::StreamsWaitedFor(size_t begin,

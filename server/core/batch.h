@@ -87,10 +87,16 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // are left before `done` (a completion thread runs that): the thread still holds the
   // device, so it must not wait, but may call DeviceWorker::Defer. It does not run when
   // the run stops early or nothing waits.
+  // `answering` kWhereWorkEnded says `done` is brief, never waits, takes no device and
+  // queues no device work (a unary call's answer), apart from copying its reads' bytes:
+  // a run whose inline reads return at most kBriefAnswerBytes is then answered where its
+  // work ended (Note [Brief answers where the work ended] in server/core/device_worker.h).
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,
                    absl::AnyInvocable<absl::Status()> abandoned,
                    absl::AnyInvocable<void()> done,
-                   absl::AnyInvocable<void()> queued = nullptr);
+                   absl::AnyInvocable<void()> queued = nullptr,
+                   DeviceWorker::Answering answering =
+                       DeviceWorker::Answering::kOnCompletionThread);
 
   // After `done`: the first command the last Run did not run (waiting for launch room),
   // or nullopt when it ran its whole range.
@@ -118,6 +124,13 @@ class Batch : public std::enable_shared_from_this<Batch> {
   static OperationResult Apply(CommandInterface& command, SessionId session,
                                Operation& operation);
 
+  // The most inline bytes reads of a run may return for it to be answered where its work
+  // ended: copying them into the answer takes a few microseconds.
+  static constexpr uint64_t kBriefAnswerBytes = 64 << 10;
+
+  // How the waits of results [begin, end) are answered, for a caller's `answering`.
+  DeviceWorker::Answering AnsweringOf(size_t begin, size_t end,
+                                      DeviceWorker::Answering answering) const;
   // The logical streams whose work the waits of results [begin, end) are for (their
   // reads', synchronizations' and copied writes'); absent: all the session's streams.
   std::optional<std::vector<LogicalStream>> StreamsWaitedFor(size_t begin, size_t end) const;

@@ -1,9 +1,12 @@
 #include "server/core/batch.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <future>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "driver/cpu/cpu_driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -207,6 +210,50 @@ TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
       << "an inline write stages its bytes: it runs on the device thread";
   EXPECT_EQ(RanHereOf(worker_, 5, [&] { return SharedWrite(buffer, /*pinned=*/false); }), 0)
       << "a write through pinned staging copies on its thread: it runs on the device thread";
+}
+
+// The name of the calling thread.
+std::string ThisThreadName() {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  return name;
+}
+
+// Note [Brief answers where the work ended]: a small read of a caller whose answer is
+// brief is answered on the stream's worker that ran its copy (unless the copy ended
+// before the task asked to be called back, as a stream's worker already awake may do);
+// a large read, or a caller that does not say so, on a completion thread.
+TEST_F(BatchTest, SmallReadsOfBriefCallersAreAnsweredWhereTheirCopiesRan) {
+  std::vector<BatchCommand> setup;
+  setup.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 2 * kMiB}));
+  auto allocated = std::make_shared<Batch>(std::move(setup));
+  RunAll(*allocated);
+  const BufferRef buffer{.id = allocated->result(0).allocated};
+  // How many of `attempts` reads of `size` bytes were answered on a stream's worker.
+  auto answered_on_a_stream = [&](int attempts, uint64_t size,
+                                  DeviceWorker::Answering answering) {
+    int on_a_stream = 0;
+    for (int i = 0; i < attempts; ++i) {
+      std::vector<BatchCommand> commands;
+      commands.push_back(Command(1, "read", Read(buffer, size)));
+      auto batch = std::make_shared<Batch>(std::move(commands));
+      std::promise<std::string> answered_on;
+      EXPECT_TRUE(batch->Run(
+                           worker_, kSessionInfo, 0, 1, [] { return absl::OkStatus(); },
+                           [&answered_on] { answered_on.set_value(ThisThreadName()); },
+                           /*queued=*/nullptr, answering)
+                      .ok());
+      const std::string name = answered_on.get_future().get();
+      EXPECT_TRUE(batch->result(0).status.ok()) << batch->result(0).status;
+      EXPECT_EQ(Bytes(batch->result(0)).size(), size);
+      on_a_stream += absl::StartsWith(name, "gpucmd-stream");
+    }
+    return on_a_stream;
+  };
+  constexpr auto kBrief = DeviceWorker::Answering::kWhereWorkEnded;
+  EXPECT_GT(answered_on_a_stream(20, 4096, kBrief), 0);
+  EXPECT_EQ(answered_on_a_stream(5, 2 * kMiB, kBrief), 0) << "copying 2 MiB is not brief";
+  EXPECT_EQ(answered_on_a_stream(5, 4096, DeviceWorker::Answering::kOnCompletionThread), 0);
 }
 
 TEST_F(BatchTest, AnAbandonedCallRunsNothing) {

@@ -116,7 +116,8 @@ void DeviceWorker::Defer(absl::AnyInvocable<void()> action) ABSL_NO_THREAD_SAFET
 }
 
 void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
-                            absl::AnyInvocable<void(absl::Status)> done, WorkEndNotice ended) {
+                            absl::AnyInvocable<void(absl::Status)> done, WorkEndNotice ended,
+                            Answering answering) {
   metrics_->CommandsInFlight(options_.ordinal).Increment();
   bool becomes_ready = false;
   uint64_t id = 0;
@@ -126,6 +127,7 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
     std::deque<Completion>& queue = completions_[session];
     queue.push_back(Completion{.id = id,
                                .ended = ended == nullptr,
+                               .brief = answering == Answering::kWhereWorkEnded,
                                .wait = std::move(wait),
                                .done = std::move(done)});
     ++completions_left_;
@@ -141,19 +143,30 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
 }
 
 void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
-  MutexLock lock(&completion_mutex_);
-  // Still queued: it cannot run before this call.
-  std::deque<Completion>& queue = completions_.at(session);
-  auto completion = std::find_if(queue.begin(), queue.end(), [id](const Completion& queued) {
-    return queued.id == id;
-  });
-  completion->ended = true;
-  // Only the first may put the session in turn (once: a later one's end changes nothing).
-  // Notified under the lock: once it is released, the completion may run and the worker
-  // be destroyed.
-  if (completion == queue.begin() && ReadyWhenDue(session, queue)) {
-    completion_ready_.NotifyOne();
+  Completion here;
+  {
+    MutexLock lock(&completion_mutex_);
+    // Still queued: it cannot run before this call.
+    std::deque<Completion>& queue = completions_.at(session);
+    auto completion = std::find_if(queue.begin(), queue.end(), [id](const Completion& queued) {
+      return queued.id == id;
+    });
+    completion->ended = true;
+    // Only the first may put the session in turn (once: a later one's end changes
+    // nothing), or run here. Notified under the lock: once it is released, the completion
+    // may run and the worker be destroyed.
+    if (completion != queue.begin()) return;
+    if (!completion->brief || running_device_tasks) {
+      if (ReadyWhenDue(session, queue)) completion_ready_.NotifyOne();
+      return;
+    }
+    // Note [Brief answers where the work ended]. Counted in completions_left_ until it
+    // ran, so the worker outlives it.
+    completion->running = true;
+    here.wait = std::move(completion->wait);
+    here.done = std::move(completion->done);
   }
+  RunFirstCompletion(session, std::move(here), /*this_thread_looks_next=*/false);
 }
 
 bool DeviceWorker::ReadyWhenDue(SessionId session, const std::deque<Completion>& queue) {
@@ -409,25 +422,31 @@ void DeviceWorker::RunCompletions() {
       completion.wait = std::move(first.wait);
       completion.done = std::move(first.done);
     }
-    absl::Status status = completion.wait();
-    completion.done(std::move(status));
-    completion = Completion();  // what it held goes before the command may
-    metrics_->CommandsInFlight(options_.ordinal).Decrement();
-    MutexLock lock(&completion_mutex_);
-    std::deque<Completion>& queue = completions_[session];
-    queue.pop_front();
-    // A session whose next completion may run is ready again: this thread, about to look
-    // for work, takes it or another ready session.
-    if (queue.empty()) {
-      completions_.erase(session);
-    } else if (queue.front().ended) {
-      ready_sessions_.push_back(session);
-      AddCompletionThreadIfAllBusy(/*about_to_look=*/1);  // this thread, next
-    }
-    if (--completions_left_ == 0) {
-      completions_drained_.NotifyAll();
-      if (completions_closed_) completion_ready_.NotifyAll();  // the others may leave now
-    }
+    RunFirstCompletion(session, std::move(completion), /*this_thread_looks_next=*/true);
+  }
+}
+
+void DeviceWorker::RunFirstCompletion(SessionId session, Completion completion,
+                                      bool this_thread_looks_next) {
+  absl::Status status = completion.wait();
+  completion.done(std::move(status));
+  completion = Completion();  // what it held goes before the command may
+  metrics_->CommandsInFlight(options_.ordinal).Decrement();
+  MutexLock lock(&completion_mutex_);
+  std::deque<Completion>& queue = completions_[session];
+  queue.pop_front();
+  // A session whose next completion may run is ready again: a completion thread about to
+  // look for work takes it or another ready session; else one is woken for it.
+  if (queue.empty()) {
+    completions_.erase(session);
+  } else if (queue.front().ended) {
+    ready_sessions_.push_back(session);
+    AddCompletionThreadIfAllBusy(/*about_to_look=*/this_thread_looks_next ? 1 : 0);
+    if (!this_thread_looks_next) completion_ready_.NotifyOne();
+  }
+  if (--completions_left_ == 0) {
+    completions_drained_.NotifyAll();
+    if (completions_closed_) completion_ready_.NotifyAll();  // the others may leave now
   }
 }
 

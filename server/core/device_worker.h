@@ -32,6 +32,18 @@
 // notice). Completions without a notice (waits for room, drivers whose events cannot
 // call back) block a completion thread as before.
 //
+// Note [Brief answers where the work ended]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A small unary answer (a Synchronize's, a read of a few KiB) is a few microseconds of
+// work: filling the response and handing it to gRPC. Waking a completion thread for it
+// cost more than the answer (a 4 KiB read on the 2-core VM: a wake-up and a context
+// switch per call). So a completion made Answering::kWhereWorkEnded runs on the thread
+// whose call back said its work ended (the stream's worker), when it is its session's
+// first and nothing else runs it; otherwise, and on a thread that holds the device (a
+// notice that called back at once, inside the task), it goes to a completion thread as
+// any other. Its `done` must be brief and must not wait, take the device or queue device
+// work: it delays the stream's next work by its own length.
+//
 // Note [Device loss]
 // ~~~~~~~~~~~~~~~~~~
 // A GPU context that hit a sticky error (an illegal address, say) is dead: every call
@@ -54,7 +66,8 @@
 //
 // Thread-safety: Submit, Complete, usage, ready and Stop may be called from any thread.
 // Tasks run holding the device (on the device thread, or a submitting thread) and may
-// call Defer and Complete. Callbacks run on the completion thread.
+// call Defer and Complete. Callbacks run on a completion thread, or brief ones where
+// their work ended (Note [Brief answers where the work ended]).
 
 #include <atomic>
 #include <chrono>
@@ -117,11 +130,19 @@ class DeviceWorker {
   // include its effects, so a reply sent there is never ahead of GetStats.
   void Defer(absl::AnyInvocable<void()> action);
 
+  // Where a completion with a WorkEndNotice runs once the notice called back.
+  enum class Answering {
+    kOnCompletionThread,
+    // Where the work ended, when it may (Note [Brief answers where the work ended]).
+    kWhereWorkEnded,
+  };
+
   // Called by tasks: runs `wait` off the device thread, then `done` with its result,
   // after `session`'s earlier completions; when `ended` is set, not before it called
-  // back (Note [Completions called back]).
+  // back (Note [Completions called back]), and then as `answering` says.
   void Complete(SessionId session, absl::AnyInvocable<absl::Status()> wait,
-                absl::AnyInvocable<void(absl::Status)> done, WorkEndNotice ended = nullptr);
+                absl::AnyInvocable<void(absl::Status)> done, WorkEndNotice ended = nullptr,
+                Answering answering = Answering::kOnCompletionThread);
 
   // True once the device initialised; init_status says why not when it failed.
   bool ready() const;
@@ -160,7 +181,8 @@ class DeviceWorker {
   struct Completion {
     uint64_t id = 0;
     bool ended = true;     // false until its WorkEndNotice called back
-    bool running = false;  // a completion thread took it
+    bool running = false;  // a thread took it
+    bool brief = false;    // Answering::kWhereWorkEnded
     absl::AnyInvocable<absl::Status()> wait;
     absl::AnyInvocable<void(absl::Status)> done;
   };
@@ -176,6 +198,11 @@ class DeviceWorker {
   // Blocks until no completion is queued or running.
   void AwaitCompletions();
   void RunCompletions();
+  // Runs `completion`, `session`'s first, which this thread took (marked running); then
+  // retires it and puts the session's next in turn when that one may run.
+  // `this_thread_looks_next`: a completion thread about to look for a ready session.
+  void RunFirstCompletion(SessionId session, Completion completion, bool this_thread_looks_next)
+      ABSL_LOCKS_EXCLUDED(completion_mutex_);
   // A WorkEndNotice of completion `id` of `session` called back.
   void CompletionWorkEnded(SessionId session, uint64_t id) ABSL_LOCKS_EXCLUDED(completion_mutex_);
   // After `session`'s first completion became first or ended: puts the session in turn

@@ -301,6 +301,69 @@ TEST(DeviceWorkerTest, ALaterNoticeWhileTheFirstWaitsForAThreadRunsEachCompletio
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
+// Note [Brief answers where the work ended]: a brief completion runs on the thread whose
+// call back said its work ended, before that call back returns; the session's next, whose
+// notice called back before, then goes to a completion thread, in order.
+TEST(DeviceWorkerTest, ABriefCompletionRunsOnTheThreadThatCalledItsNoticeBack) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
+  constexpr SessionId kSession = 1;
+  constexpr auto kBrief = DeviceWorker::Answering::kWhereWorkEnded;
+  HeldNotice first, second;
+  Mutex mutex;
+  std::vector<std::pair<int, std::thread::id>> ran;
+  std::promise<void> both_ran;
+  auto record = [&](int which) {
+    return [&, which](absl::Status) {
+      MutexLock lock(&mutex);
+      ran.emplace_back(which, std::this_thread::get_id());
+      if (ran.size() == 2) both_ran.set_value();
+    };
+  };
+  ASSERT_TRUE(worker.Submit(kSession, [&](CommandInterface&) {
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(1), first.notice(), kBrief);
+    worker.Complete(kSession, [] { return absl::OkStatus(); }, record(2), second.notice(),
+                    kBrief);
+  }).ok());
+  OnDevice<int>(worker, 2, [](CommandInterface&) { return 0; });  // the task above ran
+  ASSERT_TRUE(first.callback != nullptr && second.callback != nullptr);
+  second.callback();
+  {
+    MutexLock lock(&mutex);
+    EXPECT_TRUE(ran.empty()) << "the session's second ran before its first";
+  }
+  first.callback();
+  {
+    MutexLock lock(&mutex);
+    ASSERT_FALSE(ran.empty()) << "the first did not run within its notice's call back";
+    EXPECT_EQ(ran[0], std::make_pair(1, std::this_thread::get_id()));
+  }
+  both_ran.get_future().wait();
+  worker.Stop();
+  ASSERT_EQ(ran.size(), 2u);
+  EXPECT_EQ(ran[1].first, 2);
+  EXPECT_NE(ran[1].second, std::this_thread::get_id()) << "the second's notice called back "
+                                                          "on this thread, but earlier";
+}
+
+// A notice that calls back at once, inside the task (its work had ended), leaves a brief
+// completion to a completion thread: the task's thread holds the device.
+TEST(DeviceWorkerTest, ABriefCompletionWhoseNoticeCallsBackInsideTheTaskRunsElsewhere) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
+  std::promise<std::thread::id> task_thread, completion_thread;
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    task_thread.set_value(std::this_thread::get_id());
+    worker.Complete(
+        1, [] { return absl::OkStatus(); },
+        [&](absl::Status) { completion_thread.set_value(std::this_thread::get_id()); },
+        [](absl::AnyInvocable<void()> ended) { ended(); },
+        DeviceWorker::Answering::kWhereWorkEnded);
+  }).ok());
+  EXPECT_NE(completion_thread.get_future().get(), task_thread.get_future().get());
+  worker.Stop();
+}
+
 // Through a CPU Command: a read's completion made with the session's notice of its work's
 // end gets the read's bytes.
 TEST(DeviceWorkerTest, AReadsCompletionWithTheSessionsNoticeGetsItsBytes) {

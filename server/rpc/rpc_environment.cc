@@ -28,7 +28,8 @@ void RunUntilAnswered(DeviceWorker& worker, std::function<absl::Status()> abando
           return;
         }
         (*reply)(batch->result(0));
-      });
+      },
+      /*queued=*/nullptr, DeviceWorker::Answering::kWhereWorkEnded);
   if (!queued.ok()) {
     batch->Fail(0, queued);
     (*reply)(batch->result(0));
