@@ -1,11 +1,11 @@
 #include "server/core/batch.h"
 
-#include "spdlog/spdlog.h"
-
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/deferred_wakeups.h"
+#include "spdlog/spdlog.h"
 
 namespace gpucmd {
 namespace {
@@ -32,6 +32,18 @@ bool OnlyEnqueues(const Operation& operation) {
           [](const SynchronizeOp&) { return true; },
       },
       operation);
+}
+
+// The most inline bytes a run's writes may copy into staging memory for the run to go on
+// the submitting thread of an idle device: a few microseconds of copying, less than the
+// hop to the device thread and back (a pinned pool that must grow first allocates once).
+constexpr uint64_t kStagedOnTheSubmittingThreadBytes = 64 << 10;
+
+// The bytes a write carries inline (none for a shared-memory slice or another command).
+std::optional<uint64_t> InlineWriteBytes(const Operation& operation) {
+  const auto* write = std::get_if<WriteOp>(&operation);
+  if (write == nullptr || write->shared.has_value()) return std::nullopt;
+  return write->data.size();
 }
 
 // A copy refused for its bytes (`refusal`) answers its own range's error first: the
@@ -86,13 +98,19 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
                         absl::AnyInvocable<void()> done, absl::AnyInvocable<void()> queued,
                         DeviceWorker::Answering answering) {
   const SessionId session = info.id;
-  // Commands that only enqueue device work: the submitting thread may run them when the
-  // device is idle.
-  bool only_enqueue = true;
-  for (size_t i = begin; i < end && only_enqueue; ++i) {
-    only_enqueue = answered(i) || OnlyEnqueues(*commands_[i].operation);
+  // Commands that only enqueue device work, besides staging a few inline bytes: the
+  // submitting thread may run them when the device is idle.
+  bool here_when_idle = true;
+  uint64_t staged_bytes = 0;
+  for (size_t i = begin; i < end && here_when_idle; ++i) {
+    if (answered(i)) continue;
+    const Operation& operation = *commands_[i].operation;
+    const std::optional<uint64_t> inline_bytes = InlineWriteBytes(operation);
+    staged_bytes += inline_bytes.value_or(0);
+    here_when_idle = (inline_bytes.has_value() || OnlyEnqueues(operation)) &&
+                     staged_bytes <= kStagedOnTheSubmittingThreadBytes;
   }
-  const DeviceWorker::Placement placement = only_enqueue
+  const DeviceWorker::Placement placement = here_when_idle
                                                 ? DeviceWorker::Placement::kHereWhenIdle
                                                 : DeviceWorker::Placement::kDeviceThread;
   return worker.Submit(session, [self = shared_from_this(), worker = &worker, session,

@@ -67,12 +67,13 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // Queues commands [begin, end), all of `session`, as one task on `worker` (run on the
   // calling thread instead when they only enqueue device work, i.e. launches, reads,
   // device copies, synchronizes and writes from shared-memory slices the device copies
-  // from directly (pinned), and the device is idle: DeviceWorker::Placement::
-  // kHereWhenIdle). When the task runs, `abandoned` is asked first: a non-OK answer
-  // fails every command with it; so does NOT_FOUND when `session` was closed meanwhile
-  // (SessionInfo::closed). `done` runs once the task finished and every read,
-  // synchronize and write answered when copied among the commands completed (results
-  // final): after the task, or on a completion thread when there were any.
+  // from directly (pinned), or inline writes that together stage at most 64 KiB, and the
+  // device is idle: DeviceWorker::Placement::kHereWhenIdle). When the task runs,
+  // `abandoned` is asked first: a non-OK answer fails every command with it; so does
+  // NOT_FOUND when `session` was closed meanwhile (SessionInfo::closed). `done` runs
+  // once the task finished and every read, synchronize and write answered when copied
+  // among the commands completed (results final): after the task, or when there were
+  // any, on a completion thread (or where their work ended: `answering` below).
   // An error means nothing was queued and `done` will not run.
   // What ran is counted for the session's client (Metrics::RecordLaunches, RecordCopy).
   // The run may stop before a command that must wait, and `done` then runs once the

@@ -192,9 +192,11 @@ TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
   setup.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 4}));
   setup.push_back(Command(2, "write", Write(Ref(0), "abcd")));
   setup.push_back(Command(3, "synchronize", SynchronizeOp()));
+  setup.push_back(Command(4, "allocate", AllocateOp{.size_bytes = kMiB}));
   auto batch = std::make_shared<Batch>(std::move(setup));
   RunAll(*batch);
   const BufferRef buffer{.id = batch->result(0).allocated};
+  const BufferRef big_buffer{.id = batch->result(3).allocated};
   EXPECT_GT(RanHereOf(worker_, 20, [&] { return Read(buffer, 4); }), 0)
       << "a read only queues a copy: it never waits for the device";
   EXPECT_GT(RanHereOf(worker_, 20, [&] { return SharedWrite(buffer, /*pinned=*/true); }), 0)
@@ -206,8 +208,11 @@ TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
                       }),
             0)
       << "a copy between buffers only queues that copy";
-  EXPECT_EQ(RanHereOf(worker_, 5, [&] { return Write(buffer, "wxyz"); }), 0)
-      << "an inline write stages its bytes: it runs on the device thread";
+  EXPECT_GT(RanHereOf(worker_, 20, [&] { return Write(buffer, "wxyz"); }), 0)
+      << "a small inline write stages its few bytes on the calling thread";
+  EXPECT_EQ(RanHereOf(worker_, 5, [&] { return Write(big_buffer, std::string(kMiB, 'b')); }),
+            0)
+      << "an inline write of 1 MiB copies it: it runs on the device thread";
   EXPECT_EQ(RanHereOf(worker_, 5, [&] { return SharedWrite(buffer, /*pinned=*/false); }), 0)
       << "a write through pinned staging copies on its thread: it runs on the device thread";
 }

@@ -97,7 +97,8 @@ class DeviceWorker {
     kDeviceThread,
     // On the submitting thread, before Submit returns, when no task is queued or running
     // and the device is healthy; else queued. Only for tasks that never wait (they only
-    // enqueue device work): the submitting thread may be one that serves every client.
+    // enqueue device work, staging a few bytes at most): the submitting thread may be
+    // one that serves every client.
     kHereWhenIdle,
   };
 
