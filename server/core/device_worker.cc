@@ -16,6 +16,11 @@ namespace {
 // to run them itself (it holds the device already).
 thread_local bool running_device_tasks = false;
 
+// True on a thread while it runs a brief answer where its work ended (Note [Brief answers
+// where the work ended]): work the answer submits is queued for the device thread, never
+// run on this one (a stream's worker, which the device's tasks may be waiting on).
+thread_local bool answering_where_work_ended = false;
+
 // How often an idle device looks again at memory held for work still running.
 constexpr std::chrono::milliseconds kIdleUpkeepInterval{5};
 
@@ -92,7 +97,10 @@ absl::Status DeviceWorker::Submit(SessionId session, Task task, Placement placem
 bool DeviceWorker::RunHereWhenIdle(Task& task) {
   // Nothing queued and nobody holding the device: no task of any session comes before
   // this one. A task queued after the check runs after it, as it would have.
-  if (running_device_tasks || queue_.depth() != 0 || !device_mutex_.TryLock()) return false;
+  if (running_device_tasks || answering_where_work_ended || queue_.depth() != 0 ||
+      !device_mutex_.TryLock()) {
+    return false;
+  }
   bool runs = false;
   {
     HeldMark held(&held_since_ns_);
@@ -166,7 +174,9 @@ void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
     here.wait = std::move(completion->wait);
     here.done = std::move(completion->done);
   }
+  answering_where_work_ended = true;
   RunFirstCompletion(session, std::move(here), /*this_thread_looks_next=*/false);
+  answering_where_work_ended = false;
 }
 
 bool DeviceWorker::ReadyWhenDue(SessionId session, const std::deque<Completion>& queue) {

@@ -364,6 +364,36 @@ TEST(DeviceWorkerTest, ABriefCompletionWhoseNoticeCallsBackInsideTheTaskRunsElse
   worker.Stop();
 }
 
+// A brief completion runs on a thread the device's work may wait on (a stream's worker):
+// a task it submits is queued for the device thread even when it may run where submitted.
+TEST(DeviceWorkerTest, ATaskABriefCompletionSubmitsRunsOnTheDeviceThread) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
+  const std::thread::id device_thread =
+      OnDevice<std::thread::id>(worker, 1, [](CommandInterface&) {
+        return std::this_thread::get_id();
+      });
+  HeldNotice notice;
+  std::promise<std::thread::id> task_thread;
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    worker.Complete(
+        1, [] { return absl::OkStatus(); },
+        [&](absl::Status) {
+          ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+            task_thread.set_value(std::this_thread::get_id());
+          }, DeviceWorker::Placement::kHereWhenIdle).ok());
+        },
+        notice.notice(), DeviceWorker::Answering::kWhereWorkEnded);
+  }).ok());
+  OnDevice<int>(worker, 2, [](CommandInterface&) { return 0; });  // the task above ran
+  ASSERT_NE(notice.callback, nullptr);
+  // The device is idle now, so only the answering thread's rule keeps the task off it.
+  while (!worker.MakesProgress(std::chrono::nanoseconds(0))) std::this_thread::yield();
+  notice.callback();
+  EXPECT_EQ(task_thread.get_future().get(), device_thread);
+  worker.Stop();
+}
+
 // Through a CPU Command: a read's completion made with the session's notice of its work's
 // end gets the read's bytes.
 TEST(DeviceWorkerTest, AReadsCompletionWithTheSessionsNoticeGetsItsBytes) {

@@ -315,7 +315,7 @@ void SubmitReactor::RunOnDevice(InFlight& in_flight, size_t begin, size_t end) {
         RunNext(in_flight);
         Unref();
       },
-      std::move(queued_all));
+      std::move(queued_all), AnsweringOf(batch, begin, end));
   if (!queued.ok()) {
     for (size_t i = begin; i < end; ++i) {
       if (!batch.answered(i)) batch.Fail(i, queued);
@@ -325,6 +325,13 @@ void SubmitReactor::RunOnDevice(InFlight& in_flight, size_t begin, size_t end) {
     RunNext(in_flight);
     Unref();  // the device's callback will not run
   }
+}
+
+DeviceWorker::Answering SubmitReactor::AnsweringOf(const Batch& batch, size_t begin,
+                                                   size_t end) {
+  return begin == 0 && end == batch.size() && batch.size() <= kBriefBatchCommands
+             ? DeviceWorker::Answering::kWhereWorkEnded
+             : DeviceWorker::Answering::kOnCompletionThread;
 }
 
 void SubmitReactor::QueuedAll(InFlight& in_flight, DeviceWorker& worker) {

@@ -30,6 +30,15 @@
 // synchronize waits for what was queued before it, not after), and a batch whose
 // answers are ready before the older one's holds them until that one is answered.
 //
+// Note [A batch answered where its work ended]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A batch of one run of at most kBriefBatchCommands commands is answered as a unary call
+// is (Note [Brief answers where the work ended] in server/core/device_worker.h): where
+// its device work ended, with no completion thread woken between the stream's worker
+// and gRPC, when its reads' bytes are few (Batch::Run). Filling and serializing a few
+// hundred replies is brief. What the answer starts besides (the next batch, the rest
+// of a run that stopped for launch room) is queued for the device thread from there.
+//
 // Note [Replies the client does not read]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A client may send batches and never read the answers. The daemon then holds no more
@@ -98,6 +107,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   static constexpr size_t kMaxBatchesAhead = 4;
   // Batches started and not answered yet (Note [Overlapping batches]).
   static constexpr size_t kMaxBatchesStarted = 2;
+  // The most commands a batch of one run may hold for its answer to be written where its
+  // device work ended (Note [A batch answered where its work ended]).
+  static constexpr size_t kBriefBatchCommands = 256;
 
   // `environment` must outlive the call.
   SubmitReactor(const RpcEnvironment* environment, grpc::CallbackServerContext* context);
@@ -171,6 +183,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void RunCompile(InFlight& batch, size_t index);
   // Commands [begin, end) of one session (and answered ones), in one device task.
   void RunOnDevice(InFlight& batch, size_t begin, size_t end);
+  // How the answer of commands [begin, end) of `batch` runs (Note [A batch answered where
+  // its work ended]).
+  static DeviceWorker::Answering AnsweringOf(const Batch& batch, size_t begin, size_t end);
   void Answer(InFlight& batch, size_t begin, size_t end);
   // Sends the batch's replies from `unsent` up to `end`, in as many responses as the
   // message limit takes (batch_done on the last, which ends the batch, when it does).
