@@ -319,14 +319,17 @@ void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
   bench::MeasureAgainstEcho(
       state, [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); },
-      [&] { benchmark::DoNotOptimize(session.Synchronize()); });
+      [&] { benchmark::DoNotOptimize(session.Synchronize()); },
+      bench::DaemonCalls{&*daemon.process, bench::kLaunchRpc});
 }
 
 void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
   if (!HaveGpuOrSkip(state)) return;
-  Session& session = *SharedDaemon().session;
+  BenchDaemon& daemon = SharedDaemon();
+  Session& session = *daemon.session;
   bench::MeasureAgainstEcho(
-      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {});
+      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {},
+      bench::DaemonCalls{&*daemon.process, bench::kSynchronizeRpc});
 }
 
 #define TRANSFER_SIZES RangeMultiplier(16)->Range(64 << 10, 256 << 20)->UseRealTime()

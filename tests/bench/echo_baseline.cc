@@ -56,13 +56,43 @@ OtherProcessEcho& SharedEcho() {
   return echo;
 }
 
+namespace {
+
+// What the daemon's request-duration histogram holds for `calls` so far.
+struct ServedSoFar {
+  double seconds = 0;
+  double count = 0;
+};
+
+std::optional<ServedSoFar> Served(const DaemonCalls& calls) {
+  const std::string labels = "{rpc=\"" + calls.rpc + "\"}";
+  const testing::DaemonProcess& daemon = *calls.daemon;
+  auto value = [&](const std::string& series) {
+    return testing::MetricValue(daemon.http_host(), daemon.http_port(), series + labels);
+  };
+  absl::StatusOr<double> seconds = value("gpucmd_request_duration_seconds_sum");
+  absl::StatusOr<double> count = value("gpucmd_request_duration_seconds_count");
+  if (!seconds.ok() || !count.ok()) return std::nullopt;
+  return ServedSoFar{*seconds, *count};
+}
+
+}  // namespace
+
 void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& call,
-                        const std::function<void()>& settle) {
+                        const std::function<void()>& settle,
+                        const std::optional<DaemonCalls>& calls) {
   OtherProcessEcho& echo = SharedEcho();
   if (!echo.ready) {
     state.SkipWithError("raw_echo_server did not start");
     return;
   }
+  // Before the loop, the series exists once the daemon served one such call.
+  if (calls.has_value()) {
+    call();
+    settle();
+  }
+  const std::optional<ServedSoFar> before =
+      calls.has_value() ? Served(*calls) : std::nullopt;
   std::vector<double> raw_seconds;
   std::vector<double> daemon_seconds;
   for (auto _ : state) {
@@ -81,6 +111,12 @@ void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& ca
   state.counters["raw_p50_us"] = raw_p50 * 1e6;
   state.counters["p50_us"] = daemon_p50 * 1e6;
   if (raw_p50 > 0) state.counters["x_raw_p50"] = daemon_p50 / raw_p50;
+  if (!before.has_value()) return;
+  const std::optional<ServedSoFar> after = Served(*calls);
+  if (after.has_value() && after->count > before->count) {
+    state.counters["daemon_mean_us"] =
+        (after->seconds - before->seconds) / (after->count - before->count) * 1e6;
+  }
 }
 
 }  // namespace gpucmd::bench

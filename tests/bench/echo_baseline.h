@@ -12,10 +12,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "benchmark/benchmark.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/testing/daemon_process.h"
 
 namespace gpucmd::bench {
 
@@ -50,12 +52,26 @@ struct OtherProcessEcho {
 // One echo for the whole run.
 OtherProcessEcho& SharedEcho();
 
+// The daemon's methods as its /metrics page labels them.
+inline constexpr char kLaunchRpc[] = "gpucmd.v1.GpuCommand/Launch";
+inline constexpr char kSynchronizeRpc[] = "gpucmd.v1.GpuCommand/Synchronize";
+
+// The calls a measurement makes, as the daemon counts them on its /metrics page.
+struct DaemonCalls {
+  const testing::DaemonProcess* daemon;
+  std::string rpc;  // as the page labels it, e.g. "gpucmd.v1.GpuCommand/Launch"
+};
+
 // Latency with nothing else running: each iteration times one raw echo across processes
 // and one `call` to the daemon, alternating, so that both meet the machine in the same
 // state, then runs `settle` untimed (what the call left running finishes before the next
 // round trip). Reports both medians and their ratio (`x_raw_p50`, lower is better).
+// With `calls` (`settle` must make none of them), also the daemon's mean time from a
+// call's arrival to its status (`daemon_mean_us`): what of the round trip the daemon
+// spends serving it, the rest being gRPC's and the client's.
 void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& call,
-                        const std::function<void()>& settle);
+                        const std::function<void()>& settle,
+                        const std::optional<DaemonCalls>& calls = std::nullopt);
 
 }  // namespace gpucmd::bench
 

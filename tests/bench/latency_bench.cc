@@ -135,9 +135,11 @@ void BM_DaemonEmptyLaunch(benchmark::State& state) {
 }
 
 void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
-  Session& session = *SharedDaemon().daemon.session;
+  BenchDaemon& daemon = SharedDaemon().daemon;
+  Session& session = *daemon.session;
   MeasureAgainstEcho(
-      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {});
+      state, [&] { benchmark::DoNotOptimize(session.Synchronize()); }, [] {},
+      bench::DaemonCalls{&*daemon.process, bench::kSynchronizeRpc});
 }
 
 void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
@@ -147,7 +149,8 @@ void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
   MeasureAgainstEcho(
       state,
       [&] { benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)})); },
-      [&] { benchmark::DoNotOptimize(session.Synchronize()); });
+      [&] { benchmark::DoNotOptimize(session.Synchronize()); },
+      bench::DaemonCalls{&*shared.daemon.process, bench::kLaunchRpc});
 }
 
 // A kernel that spins for `iterations` rounds.

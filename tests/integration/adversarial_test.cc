@@ -154,7 +154,7 @@ class AdversarialTest : public ::testing::Test {
   // The value of the unlabelled metric `name` on /metrics; all ones when it is missing.
   uint64_t MetricValue(const std::string& name) {
     absl::StatusOr<double> value =
-        testing::UnlabelledMetric(daemon_->http_host(), daemon_->http_port(), name);
+        testing::MetricValue(daemon_->http_host(), daemon_->http_port(), name);
     EXPECT_TRUE(value.ok()) << value.status();
     return value.ok() ? static_cast<uint64_t>(*value) : ~uint64_t{0};
   }

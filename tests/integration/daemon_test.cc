@@ -227,8 +227,8 @@ TEST_F(DaemonTest, HttpHealthzReadyzAndMetrics) {
 // while it is open, then by status code like every other call.
 TEST_F(DaemonTest, MetricsCountTheBatchStreamLikeOtherCalls) {
   auto in_flight = [this] {
-    return testing::UnlabelledMetric(daemon_->http_host(), daemon_->http_port(),
-                                     "gpucmd_rpcs_in_flight")
+    return testing::MetricValue(daemon_->http_host(), daemon_->http_port(),
+                                "gpucmd_rpcs_in_flight")
         .value_or(-1);
   };
   const double before = in_flight();

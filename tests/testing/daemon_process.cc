@@ -125,20 +125,20 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
   return response;
 }
 
-absl::StatusOr<double> UnlabelledMetric(const std::string& host, int port,
-                                        const std::string& name) {
+absl::StatusOr<double> MetricValue(const std::string& host, int port,
+                                   const std::string& series) {
   absl::StatusOr<HttpResponse> metrics = HttpGet(host, port, "/metrics");
   if (!metrics.ok()) return metrics.status();
-  const std::string line_start = "\n" + name + " ";
+  const std::string line_start = "\n" + series + " ";
   const size_t at = metrics->body.find(line_start);
   double value = 0;
   if (at == std::string::npos) {
-    return absl::NotFoundError(absl::StrCat(name, " is not on /metrics:\n", metrics->body));
+    return absl::NotFoundError(absl::StrCat(series, " is not on /metrics:\n", metrics->body));
   }
   const size_t start = at + line_start.size();
   if (!absl::SimpleAtod(metrics->body.substr(start, metrics->body.find('\n', start) - start),
                         &value)) {
-    return absl::DataLossError(absl::StrCat(name, "'s value does not parse"));
+    return absl::DataLossError(absl::StrCat(series, "'s value does not parse"));
   }
   return value;
 }

@@ -53,10 +53,12 @@ struct HttpResponse {
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port,
                                      const std::string& path);
 
-// The value of the unlabelled metric `name` (e.g. "gpucmd_rpcs_in_flight") on the
-// /metrics page at host:port; NOT_FOUND when the page has no such line.
-absl::StatusOr<double> UnlabelledMetric(const std::string& host, int port,
-                                        const std::string& name);
+// The value of the series `series` on the /metrics page at host:port: a metric's name,
+// followed by its labels as the page writes them when it has some (e.g.
+// "gpucmd_rpcs_in_flight", `gpucmd_request_duration_seconds_count{rpc="..."}`);
+// NOT_FOUND when the page has no such line.
+absl::StatusOr<double> MetricValue(const std::string& host, int port,
+                                   const std::string& series);
 
 class DaemonProcess {
  public:
