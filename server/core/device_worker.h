@@ -35,15 +35,15 @@
 // Note [Brief answers where the work ended]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A small answer (a unary Synchronize's, a read of a few KiB, a small Submit batch's) is
-// a few microseconds of work: filling the response and handing it to gRPC. Waking a completion thread for it
-// cost more than the answer (a 4 KiB read on the 2-core VM: a wake-up and a context
-// switch per call). So a completion made Answering::kWhereWorkEnded runs on the thread
-// whose call back said its work ended (the stream's worker), when it is its session's
-// first and nothing else runs it; otherwise, and on a thread that holds the device (a
-// notice that called back at once, inside the task), it goes to a completion thread as
-// any other. Its `done` must be brief and must not wait or take the device: it delays
-// the stream's next work by its own length. A task it submits is queued for the device
-// thread, whatever its Placement.
+// a few microseconds of work: filling the response and handing it to gRPC. Waking a
+// completion thread for it cost more than the answer (a 4 KiB read on the 2-core VM: a
+// wake-up and a context switch per call). So a completion made Answering::kWhereWorkEnded
+// runs on the thread whose call back said its work ended (the stream's worker), when it
+// is its session's first and nothing else runs it; otherwise, and on a thread that holds
+// the device (a notice that called back at once, inside the task), it goes to a
+// completion thread as any other. Its `done` must be brief and must not wait or take the
+// device: it delays the stream's next work by its own length. A task it submits is queued
+// for the device thread, whatever its Placement.
 //
 // Note [Device loss]
 // ~~~~~~~~~~~~~~~~~~
