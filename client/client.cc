@@ -241,12 +241,14 @@ absl::Status Session::FreeBuffer(const SessionHandle& session, uint64_t id) {
 }
 
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
-                            uint64_t stream, std::optional<Pitched> pitched) {
+                            uint64_t stream, std::optional<Pitched> pitched,
+                            WriteReturns returns) {
   v1::WriteHeader header;
   header.set_stream(stream);
   header.set_buffer(buffer.id());
   header.set_offset_bytes(offset);
   header.set_inline_size_bytes(data.size());
+  header.set_answer_when_copied(returns == WriteReturns::kWhenCopied);
   if (pitched) {
     header.mutable_pitched()->set_width_bytes(pitched->width_bytes);
     header.mutable_pitched()->set_height(pitched->height);

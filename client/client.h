@@ -105,6 +105,12 @@ struct Pitched {
   uint64_t stride_bytes = 0;
 };
 
+// When an inline Session::Write returns: once the daemon holds its bytes and queued the
+// copy (the copy's failure is then the next Synchronize's), or once the copy completed,
+// after the stream's earlier work, with its outcome: written and confirmed in one round
+// trip (WriteHeader.answer_when_copied).
+enum class WriteReturns { kWhenQueued, kWhenCopied };
+
 struct RegionOptions {
   // In huge pages (a hugetlbfs memfd, MFD_HUGETLB): fewer TLB misses on both sides of a
   // bulk copy. The memfd takes whole huge pages; the system must have them free
@@ -194,7 +200,8 @@ class Session {
   // Host -> device at `offset` (contiguous), or into a pitched region starting there.
   // Payloads above the message limit are streamed in chunks.
   absl::Status Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
-                     uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt);
+                     uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt,
+                     WriteReturns returns = WriteReturns::kWhenQueued);
   // Host -> device from shared memory: the slice's bytes land at `offset`. Returns once
   // they did (WriteShared), so the slice may be rewritten at once; earlier work on the
   // stream finishes first.

@@ -151,17 +151,23 @@ class Command final : public CommandInterface {
                      [&] { return Stage(std::move(data)); });
   }
 
-  absl::StatusOr<PendingWait> WriteShared(SessionId session, LogicalStream logical,
-                                          BufferId id, const CopyLayout& layout,
-                                          Bytes source) override {
+  absl::Status WriteShared(SessionId session, LogicalStream logical, BufferId id,
+                           const CopyLayout& layout, Bytes source) override {
     const uint64_t size = source.size();
-    RETURN_IF_ERROR(WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
-                              [&]() -> absl::StatusOr<Bytes> { return std::move(source); }));
-    if (size == 0) return PendingWait();  // nothing was queued
-    // The write was its logical stream's last work (WriteFrom bound the stream).
-    const Event copied = *sessions_[session].streams.at(logical).last;
-    if (copied.IsComplete()) return PendingWait();
-    return PendingWait([copied] { return copied.Wait(); });
+    return WriteFrom(session, logical, id, layout, size, HostAccess::kPinnedOnly,
+                     [&]() -> absl::StatusOr<Bytes> { return std::move(source); });
+  }
+
+  PendingWait LastWorkEnd(SessionId session, LogicalStream logical) override {
+    auto state = sessions_.find(session);
+    if (state == sessions_.end()) return nullptr;
+    auto binding = state->second.streams.find(logical);
+    if (binding == state->second.streams.end() || !binding->second.last.has_value()) {
+      return nullptr;
+    }
+    const Event last = *binding->second.last;
+    if (last.IsComplete() && last.Wait().ok()) return nullptr;  // Wait returns at once
+    return [last] { return last.Wait(); };
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream logical, BufferId id,

@@ -134,12 +134,15 @@ class CommandInterface {
   virtual absl::StatusOr<HostRegistration> RegisterHost(const HostResource& host) = 0;
   // Enqueues host->device from `source`, host memory that stays valid while the Bytes
   // lives (a shared-memory region's slice), exactly layout.host_bytes(): copied from in
-  // place when pinned(), else staged through pinned chunks. Returns the copy's end: a
-  // wait (off the device thread) until it completed, and with it the stream's earlier
-  // work; null when it has already.
-  virtual absl::StatusOr<PendingWait> WriteShared(SessionId session, LogicalStream stream,
-                                                  BufferId buffer, const CopyLayout& layout,
-                                                  Bytes source) = 0;
+  // place when pinned(), else staged through pinned chunks.
+  virtual absl::Status WriteShared(SessionId session, LogicalStream stream, BufferId buffer,
+                                   const CopyLayout& layout, Bytes source) = 0;
+  // The end of the work the session queued last on `stream` (the copy of the Write or
+  // WriteShared it just queued, say): a wait (off the device thread) that returns that
+  // work's outcome once it, and with it the stream's earlier work, completed. Null when
+  // it has already, or when nothing was queued on the stream. Reports nothing of earlier
+  // work: its errors stay the next Synchronize's.
+  virtual PendingWait LastWorkEnd(SessionId session, LogicalStream stream) = 0;
   // Enqueues device->host of `layout`'s region.
   virtual absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream,
                                            BufferId buffer, const CopyLayout& layout) = 0;

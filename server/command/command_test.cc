@@ -160,6 +160,31 @@ TEST_F(CommandTest, TheNoticeOfWorkEndCoversTheStreamsItNames) {
   all_ended.get_future().wait();
 }
 
+// LastWorkEnd is the end of the stream's last work: for a write queued behind a held
+// stream it is a wait that returns once the gate opened and the bytes landed; there is
+// none for a stream with nothing queued, nor for work that ended.
+TEST_F(CommandTest, TheLastWorkEndOfAWriteReturnsOnceItLanded) {
+  const BufferId id = MustAllocate(4096);
+  ASSERT_TRUE(ReadAll(id, 16).ok());  // logical stream 0 -> device stream 0
+  EXPECT_EQ(command_->LastWorkEnd(kSession, 7), nullptr) << "nothing was queued on it";
+  EXPECT_EQ(command_->LastWorkEnd(kOtherSession, 0), nullptr) << "an unknown session";
+  EXPECT_EQ(command_->LastWorkEnd(kSession, 0), nullptr) << "the read ended";
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, 5), "gated").ok());
+  PendingWait landed = command_->LastWorkEnd(kSession, 0);
+  ASSERT_NE(landed, nullptr);
+  std::future<absl::Status> waited =
+      std::async(std::launch::async, [&landed] { return landed(); });
+  const bool returned_behind_the_gate =
+      waited.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
+  gate.Open();
+  EXPECT_FALSE(returned_behind_the_gate) << "the wait returned before the copy ran";
+  EXPECT_TRUE(waited.get().ok());
+  EXPECT_EQ(command_->LastWorkEnd(kSession, 0), nullptr) << "the write ended";
+  EXPECT_EQ(ReadAll(id, 5).value_or(""), "gated");
+}
+
 TEST_F(CommandTest, MemoryFreedWhileAnotherStreamReadsIsNotReusedEarly) {
   constexpr uint64_t kSize = 64 << 10;
   BufferId old_id = MustAllocate(kSize);

@@ -46,8 +46,7 @@ class FakeCommand final : public CommandInterface {
 
   absl::Status Write(SessionId session, LogicalStream stream, BufferId buffer,
                      const CopyLayout& layout, std::string data) override {
-    return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)))
-        .status();
+    return WriteShared(session, stream, buffer, layout, Bytes::FromString(std::move(data)));
   }
 
   // Host memory is the fake's device memory: reached directly.
@@ -55,9 +54,9 @@ class FakeCommand final : public CommandInterface {
     return HostRegistration();
   }
 
-  // Copies at once: the returned wait is null.
-  absl::StatusOr<PendingWait> WriteShared(SessionId session, LogicalStream, BufferId buffer,
-                                          const CopyLayout& layout, Bytes source) override {
+  // Copies at once.
+  absl::Status WriteShared(SessionId session, LogicalStream, BufferId buffer,
+                           const CopyLayout& layout, Bytes source) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
     if (!bytes.ok()) return bytes.status();
     if (absl::Status inside = CheckLayoutBounds(layout, (*bytes)->size()); !inside.ok()) {
@@ -67,7 +66,7 @@ class FakeCommand final : public CommandInterface {
       std::memcpy((*bytes)->data() + layout.offset_bytes + row * layout.stride_bytes,
                   source.data() + row * layout.width_bytes, layout.width_bytes);
     }
-    return PendingWait();
+    return absl::OkStatus();
   }
 
   absl::StatusOr<PendingRead> Read(SessionId session, LogicalStream stream, BufferId buffer,
@@ -138,6 +137,7 @@ class FakeCommand final : public CommandInterface {
     };
   }
   // Copies happen at once: nothing waits for room or memory.
+  PendingWait LastWorkEnd(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
   PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
   PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches never wait

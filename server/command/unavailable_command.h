@@ -25,10 +25,11 @@ class UnavailableCommand final : public CommandInterface {
   absl::StatusOr<HostRegistration> RegisterHost(const HostResource&) override {
     return reason_;
   }
-  absl::StatusOr<PendingWait> WriteShared(SessionId, LogicalStream, BufferId,
-                                          const CopyLayout&, Bytes) override {
+  absl::Status WriteShared(SessionId, LogicalStream, BufferId, const CopyLayout&,
+                           Bytes) override {
     return reason_;
   }
+  PendingWait LastWorkEnd(SessionId, LogicalStream) override { return PendingWait(); }
   absl::StatusOr<PendingRead> Read(SessionId, LogicalStream, BufferId,
                                    const CopyLayout&) override {
     return reason_;

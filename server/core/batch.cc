@@ -292,18 +292,18 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
               return;
             }
             const uint64_t size = write.layout.host_bytes();
-            if (write.shared.has_value()) {
-              absl::StatusOr<PendingWait> copied = command.WriteShared(
-                  session, write.stream, write.buffer.id, write.layout, *std::move(write.shared));
-              result.status = copied.status();
-              if (copied.ok() && write.answer_when_copied) {
-                result.synchronization = *std::move(copied);
-              }
-            } else {
-              result.status = command.Write(session, write.stream, write.buffer.id,
-                                            write.layout, std::move(write.data));
+            result.status =
+                write.shared.has_value()
+                    ? command.WriteShared(session, write.stream, write.buffer.id, write.layout,
+                                          *std::move(write.shared))
+                    : command.Write(session, write.stream, write.buffer.id, write.layout,
+                                    std::move(write.data));
+            if (!result.status.ok()) return;
+            result.bytes_written = size;
+            // An empty write queued nothing: the stream's last work is another command's.
+            if (write.answer_when_copied && size > 0) {
+              result.synchronization = command.LastWorkEnd(session, write.stream);
             }
-            if (result.status.ok()) result.bytes_written = size;
           },
           [&](ReadOp& read) {
             if (!read.over_budget.ok()) {

@@ -43,8 +43,9 @@ struct WriteOp {
   CopyLayout layout;
   std::string data;             // inline: exactly layout.host_bytes()
   std::optional<Bytes> shared;  // or a shared-memory slice of that size (data empty)
-  // A write from `shared` answered once its copy completed (the WriteShared RPC), so the
-  // client may reuse the slice on the answer; else once queued.
+  // Answered once its copy completed, with the copy's outcome (WriteShared, or a header's
+  // `answer_when_copied`), so the client may reuse a slice on the answer; else once
+  // queued.
   bool answer_when_copied = false;
   // Not OK: the inline budget refused the payload (data empty). The write does not run;
   // it answers its own range's error (CommandInterface::CheckRange) if it has one, else

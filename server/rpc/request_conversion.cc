@@ -363,7 +363,10 @@ absl::StatusOr<WriteOp> WriteOpOf(const v1::WriteHeader& header,
                                   const BatchAllocations& earlier) {
   ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(header.has_buffer_ref(), header.buffer(),
                                                  header.buffer_ref(), earlier));
-  return WriteOp{.stream = header.stream(), .buffer = buffer, .layout = WriteLayout(header)};
+  return WriteOp{.stream = header.stream(),
+                 .buffer = buffer,
+                 .layout = WriteLayout(header),
+                 .answer_when_copied = header.answer_when_copied()};
 }
 
 absl::StatusOr<Operation> ToOverBudgetWrite(const v1::WriteHeader& header,

@@ -319,7 +319,10 @@ BenchDaemon& DaemonOfArgument(const benchmark::State& state) {
   return state.range(1) == 1 ? LargeCacheDaemon() : SharedDaemon();
 }
 
-void BM_DaemonWrite(benchmark::State& state) {
+// An inline write per iteration, `returns` as the client asks: answered once queued and
+// followed by a Synchronize (two calls), or answered once copied (one call, as the bare
+// upload is).
+void MeasureDaemonWrite(benchmark::State& state, WriteReturns returns) {
   size_t size = state.range(0);
   BenchDaemon& daemon = DaemonOfArgument(state);
   Session& session = *daemon.session;
@@ -329,17 +332,26 @@ void BM_DaemonWrite(benchmark::State& state) {
   // memory is host memory, faulted in on first write), as a read's are by its setup.
   (void)session.Write(buffer, 0, data);
   (void)session.Synchronize(0);
+  const bool synchronize = returns == WriteReturns::kWhenQueued;
   FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(session.Write(buffer, 0, data));
-    benchmark::DoNotOptimize(session.Synchronize(0));
+    benchmark::DoNotOptimize(session.Write(buffer, 0, data, 0, std::nullopt, returns));
+    if (synchronize) benchmark::DoNotOptimize(session.Synchronize(0));
   }
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
   ReportAgainstRaw(state, seconds, raw_upload_bytes_per_second,
                    raw_process_upload_bytes_per_second);
+}
+
+void BM_DaemonWrite(benchmark::State& state) {
+  MeasureDaemonWrite(state, WriteReturns::kWhenQueued);
+}
+
+void BM_DaemonWriteAnsweredWhenCopied(benchmark::State& state) {
+  MeasureDaemonWrite(state, WriteReturns::kWhenCopied);
 }
 
 void BM_DaemonRead(benchmark::State& state) {
@@ -445,6 +457,7 @@ BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
       ->Args({256 << 20, 1})                                         \
       ->UseRealTime()
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
+BENCHMARK(BM_DaemonWriteAnsweredWhenCopied)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
 // Bulk sizes, where shared memory is meant to come close to memcpy.
 #define BULK_SIZES Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()

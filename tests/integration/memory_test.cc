@@ -82,15 +82,35 @@ class MemoryTest : public ::testing::Test {
 
 // 20 MiB and more: the device's copies are split between threads (Note [Copies on
 // several cores] in driver/cpu/copy_engine.h).
+// Each size answered once queued and answered once copied (WriteHeader.answer_when_copied).
 TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
-  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123, 20 * kMiB + 4099}) {
-    Buffer buffer = MustAllocate(size);
-    std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
-    ASSERT_TRUE(session_->Write(buffer, 0, data).ok());
-    absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
-    ASSERT_TRUE(read.ok()) << read.status();
-    EXPECT_EQ(*read, data) << size << " bytes";
+  for (WriteReturns returns : {WriteReturns::kWhenQueued, WriteReturns::kWhenCopied}) {
+    for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 5 * kMiB + 123, 20 * kMiB + 4099}) {
+      Buffer buffer = MustAllocate(size);
+      std::string data = testing::RandomBytes(size, static_cast<uint32_t>(size));
+      ASSERT_TRUE(session_->Write(buffer, 0, data, 0, std::nullopt, returns).ok());
+      absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
+      ASSERT_TRUE(read.ok()) << read.status();
+      EXPECT_EQ(*read, data) << size << " bytes";
+    }
   }
+}
+
+// A write answered once copied is refused as any write is, before anything is queued,
+// and an empty one (which queues nothing) answers at once, whatever runs on its stream.
+TEST_F(MemoryTest, AWriteAnsweredOnceCopiedIsCheckedLikeAnyWrite) {
+  constexpr WriteReturns kCopied = WriteReturns::kWhenCopied;
+  Buffer buffer = MustAllocate(16);
+  absl::Status past_the_end = session_->Write(buffer, 8, "sixteen bytes...", 0, std::nullopt,
+                                              kCopied);
+  EXPECT_EQ(past_the_end.code(), absl::StatusCode::kInvalidArgument) << past_the_end;
+  ASSERT_TRUE(session_->Write(buffer, 0, "sixteen bytes!!!", 0, std::nullopt, kCopied).ok());
+  Buffer freed = MustAllocate(16);
+  ASSERT_TRUE(freed.Free().ok());
+  EXPECT_EQ(session_->Write(freed, 0, "x", 0, std::nullopt, kCopied).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(session_->Write(buffer, 16, "", 0, std::nullopt, kCopied).ok());
+  EXPECT_EQ(session_->Read(buffer, 0, 16).value_or(""), "sixteen bytes!!!");
 }
 
 // Payload memory is pooled and reused (Note [Payload pool]): transfers of growing and

@@ -19,9 +19,12 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "client/client.h"
@@ -174,21 +177,66 @@ TEST_F(SharedMemoryTest, TheStreamingWriteAndReadTakeSlicesToo) {
   EXPECT_EQ(std::string(region.data() + 4096, 16), "streamed slices!");
 }
 
-TEST_F(SharedMemoryTest, AWriteReturnsOnceItsBytesLeftTheRegion) {
+// A write answered once copied (WriteShared, or the streaming Write or a Submit command
+// whose header asks for it) lets the client refill its slice on the answer, even while
+// the copy waits behind a kernel on its stream.
+TEST_F(SharedMemoryTest, AWriteAnsweredOnceCopiedReturnsOnceItsBytesLeftTheRegion) {
   absl::StatusOr<v1::CompileResponse> spin = session_->Compile(kernels::kSpin, "spin");
   ASSERT_TRUE(spin.ok()) << spin.status();
   SharedMemoryRegion region = MustCreate(*session_, 4096);
   Buffer buffer = MustAllocate(16);
-  std::memcpy(region.data(), "the first bytes!", 16);
-  // The write's copy waits behind a 300 ms kernel on its stream, and the write for it.
-  ASSERT_TRUE(session_
-                  ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
-                           {Int64Argument(300'000'000)})
-                  .ok());
-  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{region, 0, 16}).ok());
-  std::memcpy(region.data(), "refilled at once", 16);
-  EXPECT_EQ(session_->Read(buffer, 0, 16).value_or(""), "the first bytes!")
-      << "refilling the region after the write returned changed what it wrote";
+  auto header_of_copy = [&] {
+    v1::WriteHeader header;
+    header.set_session(session_->token());
+    header.set_buffer(buffer.id());
+    header.mutable_shared_memory()->set_region(region.id());
+    header.mutable_shared_memory()->set_size_bytes(16);
+    header.set_answer_when_copied(true);
+    return header;
+  };
+  const std::vector<std::pair<std::string, std::function<absl::Status()>>> writes = {
+      {"WriteShared", [&] { return session_->Write(buffer, 0, RegionSlice{region, 0, 16}); }},
+      {"streaming Write",
+       [&] {
+         grpc::ClientContext context;
+         v1::WriteResponse response;
+         auto writer = client_->stub().Write(&context, &response);
+         v1::WriteRequest request;
+         *request.mutable_header() = header_of_copy();
+         writer->WriteLast(request, grpc::WriteOptions());
+         return FromGrpcStatus(writer->Finish());
+       }},
+      {"Submit",
+       [&] {
+         v1::SubmitRequest batch;
+         v1::Command* command = batch.add_commands();
+         *command->mutable_write()->mutable_header() = header_of_copy();
+         grpc::ClientContext context;
+         auto stream = client_->stub().Submit(&context);
+         v1::SubmitResponse replies;
+         if (!stream->Write(batch) || !stream->Read(&replies) || replies.replies_size() != 1) {
+           return absl::InternalError("no reply to the batch");
+         }
+         stream->WritesDone();
+         if (grpc::Status finished = stream->Finish(); !finished.ok()) {
+           return FromGrpcStatus(finished);
+         }
+         return absl::Status(static_cast<absl::StatusCode>(replies.replies(0).status().code()),
+                             replies.replies(0).status().message());
+       }},
+  };
+  for (const auto& [way, write] : writes) {
+    std::memcpy(region.data(), "the first bytes!", 16);
+    // The write's copy waits behind a 300 ms kernel on its stream, and the write for it.
+    ASSERT_TRUE(session_
+                    ->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                             {Int64Argument(300'000'000)})
+                    .ok());
+    ASSERT_TRUE(write().ok()) << way;
+    std::memcpy(region.data(), "refilled at once", 16);
+    EXPECT_EQ(session_->Read(buffer, 0, 16).value_or(""), "the first bytes!")
+        << way << ": refilling the region after the write returned changed what it wrote";
+  }
 }
 
 TEST_F(SharedMemoryTest, PitchedRowsComeFromAndGoToTheRegion) {

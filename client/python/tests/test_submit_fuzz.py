@@ -140,6 +140,7 @@ class BatchDrafter:
             header.pitched.CopyFrom(self.pitched(size))
         if self.rng.random() < 0.2:
             header.inline_size_bytes = self.rng.choice([size, size + 1, self.u64()])
+        header.answer_when_copied = self.rng.random() < 0.3
         command.write.CopyFrom(pb.WriteRequest(header=header, data=self.rng.randbytes(size)))
 
     def read(self, command: pb.Command) -> None:
