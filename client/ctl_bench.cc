@@ -155,9 +155,15 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   const double gigabytes = static_cast<double>(size) / 1e9;
   const std::string data(size, 'w');
   const std::string size_text = FormatBytes(size);
-  add(absl::StrCat("inline write + Synchronize, ", size_text),
+  // Answered once its bytes landed: one round trip, as a shared-memory write's below.
+  add(absl::StrCat("inline write answered once copied, ", size_text),
       Rate(
-          seconds, [&] { return Did(gigabytes, session.Write(*buffer, 0, data)); }, synchronize),
+          seconds,
+          [&] {
+            return Did(gigabytes, session.Write(*buffer, 0, data, 0, std::nullopt,
+                                                WriteReturns::kWhenCopied));
+          },
+          nothing),
       "GB/s");
   add(absl::StrCat("inline read, ", size_text),
       Rate(

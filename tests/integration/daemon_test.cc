@@ -143,7 +143,7 @@ TEST_F(DaemonTest, GpucmdctlBenchMeasuresEveryPathThroughTheDaemon) {
   for (const char* row : {"ListDevices round trip", "idle Synchronize",
                           "empty launches + Synchronize, unary",
                           "empty launches + Synchronize, Submit batches of 64",
-                          "inline write + Synchronize", "inline read",
+                          "inline write answered once copied", "inline read",
                           "shared-memory write", "shared-memory read"}) {
     EXPECT_THAT(bench.stdout_text, HasSubstr(row)) << bench.stdout_text;
   }
