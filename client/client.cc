@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
-#include "base/huge_pages.h"
+#include "client/read_messages.h"
 #include "client/write_messages.h"
 #include "grpcpp/create_channel.h"
 
@@ -287,17 +287,24 @@ absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
   request.set_session(handle_->token);
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
-      handle_->connection->stub->Read(&context, request);
+  // Each answer's bytes are copied once, from gRPC's slices into the result (Note [Read
+  // payloads land in place] in client/read_messages.h); the stub's reader would parse
+  // them into a message of their own first.
+  const grpc::internal::RpcMethod method(ReadMethodName().c_str(),
+                                         grpc::internal::RpcMethod::SERVER_STREAMING,
+                                         handle_->connection->channel);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          handle_->connection->channel.get(), method, &context, request));
   std::string result;
-  v1::ReadResponse chunk;
-  bool first = true;
-  while (reader->Read(&chunk)) {
-    if (first) ReserveInHugePages(result, chunk.total_bytes());
-    first = false;
-    result.append(chunk.data());
+  grpc::ByteBuffer message;
+  absl::Status appended;
+  for (bool first = true; appended.ok() && reader->Read(&message); first = false) {
+    appended = AppendReadMessage(message, first, result);
   }
+  if (!appended.ok()) context.TryCancel();
   grpc::Status status = reader->Finish();
+  if (!appended.ok()) return appended;
   if (!status.ok()) return FromGrpcStatus(status);
   return result;
 }

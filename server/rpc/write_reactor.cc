@@ -1,8 +1,7 @@
 #include "server/rpc/write_reactor.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
+#include "base/coded_bytes.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -98,20 +97,7 @@ bool WriteReactor::AppendDataOnlyMessage() {
     return false;
   }
   const size_t kept = data_.size();
-  // Appended straight from the slices: growing the string first would fill it with zeros
-  // only for them to be overwritten.
-  for (uint32_t left = size; left > 0;) {
-    const void* slice = nullptr;
-    int available = 0;
-    if (!input.GetDirectBufferPointer(&slice, &available)) {
-      data_.resize(kept);
-      return false;
-    }
-    const int taken = static_cast<int>(std::min<uint32_t>(left, available));
-    data_.append(static_cast<const char*>(slice), taken);
-    input.Skip(taken);
-    left -= taken;
-  }
+  if (!AppendRawBytes(input, size, data_)) return false;
   if (input.ReadTag() != 0 || !input.ConsumedEntireMessage()) {
     data_.resize(kept);
     return false;
