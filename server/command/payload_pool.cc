@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/huge_pages.h"
+#include "base/unfilled_resize.h"
 
 namespace gpucmd {
 
@@ -54,8 +55,11 @@ void PayloadPool::Grow(std::string& payload, uint64_t size) {
 Bytes PayloadPool::TakeBytes(uint64_t size) {
   std::optional<std::string> spare = TakeSpare(size);
   std::string payload = spare ? *std::move(spare) : Take();
+  // Its contents are the caller's to write: not copied into a larger allocation, nor
+  // zero-filled where the memory held less before.
+  if (payload.capacity() < size) payload.clear();
   ReserveInHugePages(payload, size);
-  payload.resize(size);
+  ResizeUnfilled(payload, size);
   return Wrap(std::move(payload));
 }
 

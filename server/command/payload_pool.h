@@ -56,8 +56,8 @@ class PayloadPool {
   void Grow(std::string& payload, uint64_t size);
 
   // `size` bytes of host memory from the spare as Grow takes it, else from a cached
-  // string (not zero-filled where it already held that many), given back when the Bytes
-  // die.
+  // string, given back when the Bytes die. Not zero-filled: the caller writes them all
+  // (a read's destination) before they are read.
   Bytes TakeBytes(uint64_t size);
 
   // Wraps `payload` so that its memory comes back here when the Bytes die.
