@@ -71,6 +71,9 @@ class ServerCore {
   DescriptorHandoffs& handoffs() { return handoffs_; }
   // Where write payloads are parsed into.
   PayloadPool& payloads() { return *payloads_; }
+  // The same, for what holds pooled memory past this core's life (a read's bytes that
+  // gRPC still sends).
+  std::shared_ptr<PayloadPool> shared_payloads() const { return payloads_; }
   InlineBudget& inline_budget() { return inline_budget_; }
   ByteBudget& submit_budget() { return submit_budget_; }
   const ByteBudget& submit_budget() const { return submit_budget_; }

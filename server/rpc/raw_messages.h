@@ -6,10 +6,11 @@
 // gRPC answers a request body that does not parse with UNIMPLEMENTED and no message
 // (unary calls), and ends a stream's reads as if the client had half-closed (streams),
 // which a reactor cannot tell from a finished stream. The daemon answers
-// INVALID_ARGUMENT "the request could not be parsed" instead: unary calls and Read (one
-// request each) through UnparsedRequestInterceptor, which rewrites the status; the three
-// streams that read many messages (KeepAlive, Write, Submit) are served raw, on
-// grpc::ByteBuffer, and parse each message themselves with ParseRequest.
+// INVALID_ARGUMENT "the request could not be parsed" instead: unary calls through
+// UnparsedRequestInterceptor, which rewrites the status; the three streams that read
+// many messages (KeepAlive, Write, Submit), and Read (whose answers are written raw:
+// Note [Read chunks sent from the read's bytes] in server/rpc/read_chunks.h), are served
+// raw, on grpc::ByteBuffer, and parse their requests themselves with ParseRequest.
 
 #include <string>
 

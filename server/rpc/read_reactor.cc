@@ -4,23 +4,27 @@
 #include <variant>
 
 #include "base/status_macros.h"
+#include "gpucmd/v1/gpucmd.pb.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/raw_messages.h"
+#include "server/rpc/read_chunks.h"
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/request_validation.h"
 
 namespace gpucmd {
 
 ReadReactor::ReadReactor(const RpcEnvironment* environment,
-                         grpc::CallbackServerContext* context, const v1::ReadRequest& request)
+                         grpc::CallbackServerContext* context, const grpc::ByteBuffer& request)
     : chunk_bytes_(environment->read_chunk_bytes), environment_(environment) {
-  *response_.mutable_data() = environment_->core->payloads().Take();
   if (absl::Status started = Start(context, request); !started.ok()) {
     Finish(ToGrpcStatus(started));
   }
 }
 
 absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
-                                const v1::ReadRequest& request) {
+                                grpc::ByteBuffer received) {
+  v1::ReadRequest request;
+  RETURN_IF_ERROR(ParseRequest(&received, &request));
   RETURN_IF_ERROR(ValidateRead(request));
   ASSIGN_OR_RETURN(SessionInfo session, environment_->Touch(request.session()));
   ASSIGN_OR_RETURN(Operation read,
@@ -44,24 +48,23 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                     Finish(ToGrpcStatus(result.status));
                     return;
                   }
-                  read_ = std::move(result.read);
                   if (into_shared_memory) {
                     // The bytes are in the region: one message saying how many, and the
                     // status with it.
-                    response_.Clear();
-                    response_.set_total_bytes(read_->bytes.size());
-                    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+                    v1::ReadResponse response;
+                    response.set_total_bytes(result.read->bytes.size());
+                    message_ = SerializeResponse(response);
+                    StartWriteAndFinish(&message_, grpc::WriteOptions(), grpc::Status::OK);
                     return;
                   }
+                  bytes_ = ShareReadBytes(std::move(result.read->bytes),
+                                          environment_->core->shared_payloads());
                   WriteNextChunk();
                 });
   return absl::OkStatus();
 }
 
-void ReadReactor::OnDone() {
-  environment_->core->payloads().Give(std::move(*response_.mutable_data()));
-  delete this;
-}
+void ReadReactor::OnDone() { delete this; }
 
 void ReadReactor::OnWriteDone(bool ok) {
   if (!ok) {
@@ -72,20 +75,19 @@ void ReadReactor::OnWriteDone(bool ok) {
 }
 
 void ReadReactor::WriteNextChunk() {
-  const Bytes& bytes = read_->bytes;
-  uint64_t size = std::min<uint64_t>(chunk_bytes_, bytes.size() - sent_);
-  response_.Clear();
-  if (sent_ == 0) response_.set_total_bytes(bytes.size());
-  response_.set_data(reinterpret_cast<const char*>(bytes.data()) + sent_, size);
+  const uint64_t total = bytes_->size();
+  const uint64_t size = std::min<uint64_t>(chunk_bytes_, total - sent_);
+  message_ = ReadChunkMessage(bytes_, sent_, size,
+                              sent_ == 0 ? std::optional<uint64_t>(total) : std::nullopt);
   sent_ += size;
-  // The last chunk carries the status along; the read's bytes are let go before the
-  // client can hear the call end.
-  if (sent_ == bytes.size()) {
-    read_.reset();
+  // The last chunk carries the status along; the read's bytes are let go (but for what
+  // gRPC still sends) and its budget given back before the client can hear the call end.
+  if (sent_ == total) {
+    bytes_.reset();
     reservation_.reset();
-    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    StartWriteAndFinish(&message_, grpc::WriteOptions(), grpc::Status::OK);
   } else {
-    StartWrite(&response_);
+    StartWrite(&message_);
   }
 }
 

@@ -193,8 +193,8 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* GpuCommandService::Write(
   return new WriteReactor(&environment_, context, response);
 }
 
-grpc::ServerWriteReactor<v1::ReadResponse>* GpuCommandService::Read(
-    grpc::CallbackServerContext* context, const v1::ReadRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GpuCommandService::Read(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new ReadReactor(&environment_, context, *request);
 }
 

@@ -28,8 +28,10 @@ namespace gpucmd {
 
 namespace service_internal {
 using G = v1::GpuCommand;
-// Every method on the callback API (GpuCommand::CallbackService), but KeepAlive, Write
-// and Submit served raw (Note [Requests that do not parse] in server/rpc/raw_messages.h).
+// Every method on the callback API (GpuCommand::CallbackService), but KeepAlive, Write,
+// Read and Submit served raw (Note [Requests that do not parse] in
+// server/rpc/raw_messages.h; Note [Read chunks sent from the read's bytes] in
+// server/rpc/read_chunks.h).
 using GpuCommandServiceBase =
     G::WithCallbackMethod_OpenSession<
     G::WithCallbackMethod_CloseSession<
@@ -38,7 +40,7 @@ using GpuCommandServiceBase =
     G::WithCallbackMethod_Allocate<
     G::WithCallbackMethod_Free<
     G::WithRawCallbackMethod_Write<
-    G::WithCallbackMethod_Read<
+    G::WithRawCallbackMethod_Read<
     G::WithCallbackMethod_WriteShared<
     G::WithCallbackMethod_ReadShared<
     G::WithCallbackMethod_Copy<
@@ -85,8 +87,8 @@ class GpuCommandService final : public GpuCommandServiceBase {
                                  v1::FreeResponse* response) override;
   grpc::ServerReadReactor<grpc::ByteBuffer>* Write(grpc::CallbackServerContext* context,
                                                    grpc::ByteBuffer* response) override;
-  grpc::ServerWriteReactor<v1::ReadResponse>* Read(grpc::CallbackServerContext* context,
-                                                   const v1::ReadRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Read(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* WriteShared(grpc::CallbackServerContext* context,
                                         const v1::WriteHeader* request,
                                         v1::WriteResponse* response) override;

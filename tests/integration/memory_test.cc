@@ -33,13 +33,18 @@ constexpr int kMaxMessageBytes = 1 << 20;
 
 class MemoryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartDaemon(kMaxMessageBytes); }
+
+  // (Re)starts the daemon with messages of at most `max_message_bytes`, and connects.
+  void StartDaemon(uint64_t max_message_bytes) {
+    TearDown();
+    daemon_.reset();
     std::string directory = ShortTempDir();
     std::string config = directory + "/gpucmdd.textproto";
     // A payload cache of 1 MiB: payloads of megabytes go through the pool's spare, in
     // lazily released memory (Note [Payload pool]).
     std::ofstream(config) << "cpu { memory_bytes_per_device: " << kDeviceBytes << " }\n"
-                          << "limits { max_message_bytes: " << kMaxMessageBytes
+                          << "limits { max_message_bytes: " << max_message_bytes
                           << " session_lease_grace_seconds: 1 payload_cache_bytes: " << kMiB
                           << " }\n";
     absl::StatusOr<DaemonProcess> daemon =
@@ -48,7 +53,7 @@ class MemoryTest : public ::testing::Test {
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_.emplace(*std::move(daemon));
     ClientOptions options;
-    options.max_message_bytes = kMaxMessageBytes;
+    options.max_message_bytes = static_cast<int>(max_message_bytes);
     absl::StatusOr<std::unique_ptr<Client>> client =
         Client::Connect(daemon_->grpc_target(), options);
     ASSERT_TRUE(client.ok()) << client.status();
@@ -126,6 +131,55 @@ TEST_F(MemoryTest, ReusedPayloadMemoryNeverMixesPayloads) {
     absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
     ASSERT_TRUE(read.ok()) << read.status();
     EXPECT_TRUE(*read == data) << size << " bytes came back altered";
+  }
+}
+
+// A read's chunks are sent from its own pooled bytes (Note [Read chunks sent from the
+// read's bytes] in server/rpc/read_chunks.h), which go back to the pool only once gRPC
+// let go of them: reads whose client holds off reading their answers while another
+// session's writes and reads of the same size take memory from the pool still receive
+// exactly what the buffer held. Reads above the staging threshold (1 MiB) land in pooled
+// memory: in one message (8 MiB allowed) and in several.
+TEST_F(MemoryTest, AReadsBytesAreNotReusedWhileItsAnswersAreSent) {
+  constexpr uint64_t kLargeMessageBytes = 8 * kMiB;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(kLargeMessageBytes));
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  // A client whose window does not grow: the daemon's chunks wait in its transport until
+  // they are read.
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  arguments.SetMaxReceiveMessageSize(kLargeMessageBytes);
+  auto channel = grpc::CreateCustomChannel(daemon_->grpc_target(),
+                                           grpc::InsecureChannelCredentials(), arguments);
+  std::unique_ptr<v1::GpuCommand::Stub> stub = v1::GpuCommand::NewStub(channel);
+  for (uint64_t size : {3 * kMiB + 5, 20 * kMiB + 77}) {
+    Buffer held = MustAllocate(size);
+    const std::string held_data = testing::RandomBytes(size, 11);
+    ASSERT_TRUE(session_->Write(held, 0, held_data).ok());
+    absl::StatusOr<Buffer> busy = other->Allocate(size);
+    ASSERT_TRUE(busy.ok()) << busy.status();
+    v1::ReadRequest request;
+    request.set_session(session_->token());
+    request.set_buffer(held.id());
+    request.set_size_bytes(size);
+    for (int round = 0; round < 3; ++round) {
+      grpc::ClientContext context;
+      std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
+          stub->Read(&context, request);
+      // Unread, the answer waits in gRPC's buffers while other transfers take pooled memory.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; i < 3; ++i) {
+        std::string other_data = testing::RandomBytes(size, 100 + 10 * round + i);
+        ASSERT_TRUE(other->Write(*busy, 0, other_data).ok());
+        EXPECT_TRUE(other->Read(*busy, 0, size).value_or("") == other_data);
+      }
+      std::string received;
+      for (v1::ReadResponse response; reader->Read(&response);) received += response.data();
+      grpc::Status status = reader->Finish();
+      ASSERT_TRUE(status.ok()) << status.error_message();
+      EXPECT_TRUE(received == held_data) << size << " bytes, round " << round << ": altered";
+    }
   }
 }
 
