@@ -38,6 +38,25 @@ void CpuStream::Enqueue(Work work) {
   if (!DeferWakeup(&work_ready_)) work_ready_.NotifyOne();
 }
 
+void CpuStream::RunOrEnqueue(Work work) {
+  {
+    MutexLock lock(&mutex_);
+    if (running_ || !queue_.empty() || stopping_) {
+      queue_.push_back(std::move(work));
+      ++enqueued_;
+      // The worker is awake (running_), or woken by whoever queued ahead.
+      return;
+    }
+    running_ = true;
+    ++enqueued_;
+  }
+  Complete(std::move(work));
+  MutexLock lock(&mutex_);
+  running_ = false;
+  // Work queued meanwhile waited for this item.
+  if (!queue_.empty()) work_ready_.NotifyOne();
+}
+
 uint64_t CpuStream::enqueued() const {
   MutexLock lock(&mutex_);
   return enqueued_;
@@ -61,25 +80,32 @@ absl::Status CpuStream::Synchronize() {
 }
 
 void CpuStream::Run() {
+  bool ran = false;
   while (true) {
     Work work;
     {
       MutexLock lock(&mutex_);
+      if (ran) running_ = false;
       work_ready_.Await(&mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return !queue_.empty() || stopping_;
+        return (!queue_.empty() && !running_) || (queue_.empty() && stopping_);
       });
       if (queue_.empty()) return;  // stopping, and everything ran
       work = std::move(queue_.front());
       queue_.pop_front();
+      running_ = ran = true;
     }
-    absl::Status status = work();
-    work = nullptr;  // captured resources go before the work counts as complete
-    if (!status.ok()) {
-      MutexLock lock(&mutex_);
-      if (pending_error_.ok()) pending_error_ = status;
-    }
-    Advance();
+    Complete(std::move(work));
   }
+}
+
+void CpuStream::Complete(Work work) {
+  absl::Status status = work();
+  work = nullptr;  // captured resources go before the work counts as complete
+  if (!status.ok()) {
+    MutexLock lock(&mutex_);
+    if (pending_error_.ok()) pending_error_ = status;
+  }
+  Advance();
 }
 
 void CpuStream::Advance() {

@@ -1,8 +1,10 @@
 #ifndef GPUCMDD_DRIVER_CPU_CPU_STREAM_H_
 #define GPUCMDD_DRIVER_CPU_CPU_STREAM_H_
 
-// A CPU model of a device stream: one worker thread running enqueued work in FIFO order,
-// never inline on the enqueuing thread.
+// A CPU model of a device stream: one worker thread running enqueued work in FIFO order.
+// Brief work (a small copy) that finds the stream idle runs at once on the thread that
+// enqueues it instead (RunOrEnqueue): waking the worker would cost more than the work,
+// and nothing queued can run before it or beside it.
 //
 // Events are points on the stream's timeline (a count of completed work items); an
 // Event completes when the worker has finished everything enqueued before it was
@@ -53,6 +55,10 @@ class CpuStream {
 
   // Appends `work` to the stream.
   void Enqueue(Work work);
+  // Runs `work` on the calling thread, as the stream's next item, when nothing is queued
+  // or running; otherwise appends it. For brief work only: the stream's later work, and
+  // callbacks of events it completes, wait for it (they may run on this thread).
+  void RunOrEnqueue(Work work);
   // How many work items were enqueued so far (the last one's position).
   uint64_t enqueued() const;
   Event RecordEvent();
@@ -83,6 +89,8 @@ class CpuStream {
   // After a work item: counts it complete, wakes the waiters it reached and runs the
   // callbacks that fell due.
   void Advance();
+  // Runs one work item and counts it complete.
+  void Complete(Work work);
 
   void Run();
 
@@ -95,6 +103,9 @@ class CpuStream {
   uint64_t enqueued_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Status pending_error_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // A work item is running (on the worker, or on a thread in RunOrEnqueue), or the worker
+  // has not yet come back for the next.
+  bool running_ ABSL_GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };
 

@@ -33,6 +33,67 @@ TEST(CpuStreamTest, RunsWorkInOrderOffTheCallingThread) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
+// Brief work finding the stream idle runs on the calling thread, before RunOrEnqueue
+// returns, as the stream's next item: an event recorded after it is complete.
+TEST(CpuStreamTest, BriefWorkOnAnIdleStreamRunsOnTheCallingThread) {
+  CpuStream stream(0);
+  ASSERT_TRUE(stream.Synchronize().ok());  // the worker is back, waiting
+  std::thread::id ran_on;
+  // The worker may not have marked itself idle yet: a few tries.
+  for (int attempt = 0; attempt < 100 && ran_on != std::this_thread::get_id(); ++attempt) {
+    stream.RunOrEnqueue([&ran_on] {
+      ran_on = std::this_thread::get_id();
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(stream.Synchronize().ok());
+  }
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  const uint64_t before = stream.enqueued();
+  stream.RunOrEnqueue([] { return absl::InternalError("brief and failed"); });
+  EXPECT_EQ(stream.enqueued(), before + 1);
+  EXPECT_TRUE(stream.RecordEvent().IsComplete());
+  EXPECT_EQ(stream.Synchronize().code(), absl::StatusCode::kInternal) << "errors still surface";
+}
+
+// Brief work on a busy stream waits its turn on the worker, and work queued while brief
+// work runs on a calling thread waits for it: the stream's order holds either way.
+TEST(CpuStreamTest, BriefWorkKeepsTheStreamsOrder) {
+  CpuStream stream(0);
+  std::vector<int> order;
+  Mutex mutex;
+  auto record = [&](int which) {
+    return [&, which] {
+      MutexLock lock(&mutex);
+      order.push_back(which);
+      return absl::OkStatus();
+    };
+  };
+  {
+    StreamGate gate;
+    gate.Block(stream);
+    stream.RunOrEnqueue(record(1));
+    EXPECT_FALSE(stream.RecordEvent().IsComplete()) << "ran past the blocked work";
+    gate.Open();
+  }
+  ASSERT_TRUE(stream.Synchronize().ok());
+  std::promise<void> running;
+  std::promise<void> finish;
+  std::thread brief([&] {
+    stream.RunOrEnqueue([&] {
+      running.set_value();
+      finish.get_future().wait();
+      return record(2)();
+    });
+  });
+  running.get_future().wait();
+  stream.Enqueue(record(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  finish.set_value();
+  brief.join();
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
 // Note [Device work yields to the control plane] in base/batch_scheduling.h.
 TEST(CpuStreamTest, WorkRunsAsBatchWorkWithoutChangingTheCaller) {
   const int caller_policy = sched_getscheduler(0);

@@ -88,8 +88,9 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // are left before `done` (a completion thread runs that): the thread still holds the
   // device, so it must not wait, but may call DeviceWorker::Defer. It does not run when
   // the run stops early or nothing waits.
-  // `answering` kWhereWorkEnded says `done` is brief, never waits and takes no device
-  // (a unary call's answer, a small batch's), apart from copying its reads' bytes:
+  // `answering` other than kOnCompletionThread says `done` is brief, never waits and
+  // takes no device (a unary call's answer, a small batch's), apart from copying its
+  // reads' bytes:
   // a run whose inline reads return at most kBriefAnswerBytes is then answered where its
   // work ended (Note [Brief answers where the work ended] in server/core/device_worker.h).
   absl::Status Run(DeviceWorker& worker, const SessionInfo& session, size_t begin, size_t end,

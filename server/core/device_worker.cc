@@ -135,7 +135,7 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
     std::deque<Completion>& queue = completions_[session];
     queue.push_back(Completion{.id = id,
                                .ended = ended == nullptr,
-                               .brief = answering == Answering::kWhereWorkEnded,
+                               .answering = answering,
                                .wait = std::move(wait),
                                .done = std::move(done)});
     ++completions_left_;
@@ -164,7 +164,9 @@ void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
     // nothing), or run here. Notified under the lock: once it is released, the completion
     // may run and the worker be destroyed.
     if (completion != queue.begin()) return;
-    if (!completion->brief || running_device_tasks) {
+    const Answering answering = completion->answering;
+    if (answering == Answering::kOnCompletionThread ||
+        (running_device_tasks && answering != Answering::kWhereWorkEndedOrAfterTheTask)) {
       if (ReadyWhenDue(session, queue)) completion_ready_.NotifyOne();
       return;
     }
@@ -174,8 +176,19 @@ void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
     here.wait = std::move(completion->wait);
     here.done = std::move(completion->done);
   }
+  if (running_device_tasks) {
+    // Inside a task, which holds the device: once it finished.
+    Defer([this, session, here = std::move(here)]() mutable {
+      AnswerWhereWorkEnded(session, std::move(here));
+    });
+    return;
+  }
+  AnswerWhereWorkEnded(session, std::move(here));
+}
+
+void DeviceWorker::AnswerWhereWorkEnded(SessionId session, Completion completion) {
   answering_where_work_ended = true;
-  RunFirstCompletion(session, std::move(here), /*this_thread_looks_next=*/false);
+  RunFirstCompletion(session, std::move(completion), /*this_thread_looks_next=*/false);
   answering_where_work_ended = false;
 }
 
@@ -393,7 +406,11 @@ void DeviceWorker::RunTask(Task task) {
   }
   metrics_->CommandsInFlight(options_.ordinal).Decrement();
   PublishUsage(command);
-  for (absl::AnyInvocable<void()>& action : deferred_) action();
+  // By index: an action may defer another (a brief answer whose notice it called back).
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    absl::AnyInvocable<void()> action = std::move(deferred_[i]);
+    action();
+  }
   deferred_.clear();
 }
 

@@ -347,7 +347,8 @@ TEST(DeviceWorkerTest, ABriefCompletionRunsOnTheThreadThatCalledItsNoticeBack) {
 }
 
 // A notice that calls back at once, inside the task (its work had ended), leaves a brief
-// completion to a completion thread: the task's thread holds the device.
+// completion to a completion thread (the task's thread holds the device), unless it may
+// run after the task: then on the task's thread, once the task finished.
 TEST(DeviceWorkerTest, ABriefCompletionWhoseNoticeCallsBackInsideTheTaskRunsElsewhere) {
   Metrics metrics(1);
   DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
@@ -361,6 +362,29 @@ TEST(DeviceWorkerTest, ABriefCompletionWhoseNoticeCallsBackInsideTheTaskRunsElse
         DeviceWorker::Answering::kWhereWorkEnded);
   }).ok());
   EXPECT_NE(completion_thread.get_future().get(), task_thread.get_future().get());
+  worker.Stop();
+}
+
+TEST(DeviceWorkerTest, ABriefCompletionThatMayRunAfterItsTaskRunsThereWhenItsWorkEndedInside) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(kMiB), &metrics);
+  std::promise<std::thread::id> task_thread;
+  std::promise<std::pair<std::thread::id, bool>> completion;  // its thread; task finished
+  bool task_finished = false;
+  ASSERT_TRUE(worker.Submit(1, [&](CommandInterface&) {
+    task_thread.set_value(std::this_thread::get_id());
+    worker.Complete(
+        1, [] { return absl::OkStatus(); },
+        [&](absl::Status) {
+          completion.set_value({std::this_thread::get_id(), task_finished});
+        },
+        [](absl::AnyInvocable<void()> ended) { ended(); },
+        DeviceWorker::Answering::kWhereWorkEndedOrAfterTheTask);
+    task_finished = true;
+  }).ok());
+  const auto [completion_thread, after_the_task] = completion.get_future().get();
+  EXPECT_EQ(completion_thread, task_thread.get_future().get());
+  EXPECT_TRUE(after_the_task);
   worker.Stop();
 }
 

@@ -60,7 +60,8 @@ absl::Status ReadReactor::Start(grpc::CallbackServerContext* context,
                   bytes_ = ShareReadBytes(std::move(result.read->bytes),
                                           environment_->core->shared_payloads());
                   WriteNextChunk();
-                });
+                },
+                DeviceWorker::Answering::kWhereWorkEndedOrAfterTheTask);
   return absl::OkStatus();
 }
 

@@ -17,19 +17,20 @@ namespace {
 using Reply = std::shared_ptr<absl::AnyInvocable<void(OperationResult&)>>;
 
 // Runs the one command of `batch`, again when a run stopped before it to wait
-// (Batch::Run); `reply` gets its final result.
+// (Batch::Run); `reply` gets its final result, where `answering` says.
 void RunUntilAnswered(DeviceWorker& worker, std::function<absl::Status()> abandoned,
-                      const SessionInfo& session, std::shared_ptr<Batch> batch, Reply reply) {
+                      const SessionInfo& session, std::shared_ptr<Batch> batch, Reply reply,
+                      DeviceWorker::Answering answering) {
   absl::Status queued = batch->Run(
       worker, session, 0, 1, abandoned,
-      [&worker, abandoned, session, batch, reply] {
+      [&worker, abandoned, session, batch, reply, answering] {
         if (batch->TakeStoppedAt().has_value()) {
-          RunUntilAnswered(worker, abandoned, session, batch, reply);
+          RunUntilAnswered(worker, abandoned, session, batch, reply, answering);
           return;
         }
         (*reply)(batch->result(0));
       },
-      /*queued=*/nullptr, DeviceWorker::Answering::kWhereWorkEnded);
+      /*queued=*/nullptr, answering);
   if (!queued.ok()) {
     batch->Fail(0, queued);
     (*reply)(batch->result(0));
@@ -41,7 +42,8 @@ void RunUntilAnswered(DeviceWorker& worker, std::function<absl::Status()> abando
 void RunBatchOfOne(const RpcEnvironment& environment,
                    std::function<absl::Status()> abandoned, const SessionInfo& session,
                    absl::string_view kind, Operation operation,
-                   absl::AnyInvocable<void(OperationResult&)> done) {
+                   absl::AnyInvocable<void(OperationResult&)> done,
+                   DeviceWorker::Answering answering) {
   if (auto* launch = std::get_if<LaunchOp>(&operation)) {
     PrepareLaunch(*launch, *environment.compiler);
   }
@@ -51,7 +53,8 @@ void RunBatchOfOne(const RpcEnvironment& environment,
   // queued.
   RunUntilAnswered(environment.core->worker(session.device), std::move(abandoned), session,
                    std::make_shared<Batch>(std::move(commands)),
-                   std::make_shared<absl::AnyInvocable<void(OperationResult&)>>(std::move(done)));
+                   std::make_shared<absl::AnyInvocable<void(OperationResult&)>>(std::move(done)),
+                   answering);
 }
 
 absl::Status AbandonedStatus(bool cancelled, std::chrono::system_clock::time_point deadline) {

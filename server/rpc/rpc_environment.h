@@ -48,11 +48,14 @@ absl::Status CallAbandoned(grpc::CallbackServerContext* context);
 // kernel is looked up first), unless `abandoned` (asked before each run) says the call
 // should not run any more. `done` gets the final result: after the task (after a wait
 // for memory being freed, for an Allocate that found the device full), after the
-// copy completed for a read, or at once when the work could not be queued.
-void RunBatchOfOne(const RpcEnvironment& environment,
-                   std::function<absl::Status()> abandoned, const SessionInfo& session,
-                   absl::string_view kind, Operation operation,
-                   absl::AnyInvocable<void(OperationResult&)> done);
+// copy completed for a read, or at once when the work could not be queued; where
+// `answering` says (Note [Brief answers where the work ended] in
+// server/core/device_worker.h), `done` being brief.
+void RunBatchOfOne(
+    const RpcEnvironment& environment, std::function<absl::Status()> abandoned,
+    const SessionInfo& session, absl::string_view kind, Operation operation,
+    absl::AnyInvocable<void(OperationResult&)> done,
+    DeviceWorker::Answering answering = DeviceWorker::Answering::kWhereWorkEnded);
 
 }  // namespace gpucmd
 
