@@ -681,6 +681,22 @@ TEST(DaemonShutdownTest, ADrainBoundsShutdownPastARunningKernel) {
   EXPECT_EQ(synchronized.code(), absl::StatusCode::kUnavailable) << synchronized;
 }
 
+// A test (or benchmark) that dies without running its destructors, as a failed check's
+// abort does, takes the daemons it started along: none is left running.
+TEST(DaemonProcessTest, ADaemonEndsWithTheProcessThatStartedIt) {
+  GTEST_FLAG_SET(death_test_style, "fast");  // the child sees the socket path below
+  const std::string socket_path = ShortTempDir() + "/orphaned.sock";
+  EXPECT_DEATH(
+      {
+        absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start(
+            {"--listen=unix:" + socket_path, "--http_listen=127.0.0.1:0"});
+        if (daemon.ok()) std::cerr << "started" << std::endl;
+        std::abort();
+      },
+      "started");
+  EXPECT_TRUE(::gpucmd::testing::NoProcessMatches(socket_path)) << "the daemon outlived it";
+}
+
 TEST(DaemonStartupTest, StaleSocketIsReplaced) {
   std::string socket_path = ShortTempDir() + "/stale.sock";
   {

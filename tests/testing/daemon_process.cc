@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,14 +28,18 @@
 namespace gpucmd::testing {
 namespace {
 
-// fork + exec with stdout to `stdout_fd` and stderr to `stderr_path`.
+// fork + exec with stdout to `stdout_fd` and stderr to `stderr_path`. The child gets
+// SIGTERM when the thread that spawned it ends: a test or benchmark that dies without
+// running its destructors (a failed check's abort) takes its daemons along.
 pid_t Spawn(const std::vector<std::string>& argv, int stdout_fd,
             const std::string& stderr_path) {
   std::vector<char*> raw;
   for (const std::string& arg : argv) raw.push_back(const_cast<char*>(arg.c_str()));
   raw.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(127);
     int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(stdout_fd, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
