@@ -80,6 +80,8 @@ absl::Status CpuStream::Synchronize() {
 }
 
 void CpuStream::Run() {
+  // Whether running_ is the worker's own, from its last item: before its first, it may be
+  // a thread's in RunOrEnqueue, not to be cleared here.
   bool ran = false;
   while (true) {
     Work work;
