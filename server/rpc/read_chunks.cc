@@ -23,29 +23,39 @@ std::shared_ptr<const Bytes> ShareReadBytes(Bytes bytes, std::shared_ptr<const v
       [keep_alive = std::move(keep_alive)](const Bytes* shared) { delete shared; });
 }
 
+bool SentShared(const Bytes& bytes, uint64_t size) {
+  return size >= kSharedChunkMinBytes && !bytes.pinned();
+}
+
+grpc::Slice SharedSlice(const std::shared_ptr<const Bytes>& bytes, uint64_t offset,
+                        uint64_t size) {
+  return grpc::Slice(bytes->data() + offset, size, DropShare,
+                     new std::shared_ptr<const Bytes>(bytes));
+}
+
+uint8_t* WriteReadResponseHead(uint64_t size, std::optional<uint64_t> total_bytes,
+                               uint8_t* target) {
+  // Fields as protobuf would write them, but for their order.
+  if (total_bytes.value_or(0) != 0) {
+    target = WireFormatLite::WriteUInt64ToArray(v1::ReadResponse::kTotalBytesFieldNumber,
+                                                *total_bytes, target);
+  }
+  if (size == 0) return target;
+  target = WireFormatLite::WriteTagToArray(v1::ReadResponse::kDataFieldNumber,
+                                           WireFormatLite::WIRETYPE_LENGTH_DELIMITED, target);
+  return google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, target);
+}
+
 grpc::ByteBuffer ReadChunkMessage(const std::shared_ptr<const Bytes>& bytes, uint64_t offset,
                                   uint64_t size, std::optional<uint64_t> total_bytes) {
-  // Fields as protobuf would write them, but for their order; fields left at zero are not
-  // written, as proto3 does not.
-  std::array<uint8_t, 24> framing;
-  uint8_t* end = framing.data();
-  if (total_bytes.value_or(0) != 0) {
-    end = WireFormatLite::WriteUInt64ToArray(v1::ReadResponse::kTotalBytesFieldNumber,
-                                             *total_bytes, end);
-  }
-  if (size == 0) {
-    grpc::Slice header(framing.data(), end - framing.data());
-    return grpc::ByteBuffer(&header, 1);
-  }
-  end = WireFormatLite::WriteTagToArray(v1::ReadResponse::kDataFieldNumber,
-                                        WireFormatLite::WIRETYPE_LENGTH_DELIMITED, end);
-  end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, end);
-  std::byte* data = bytes->data() + offset;
+  std::array<uint8_t, kReadResponseHeadMaxBytes> head;
+  const size_t head_bytes = WriteReadResponseHead(size, total_bytes, head.data()) - head.data();
+  grpc::Slice head_slice(head.data(), head_bytes);
+  if (size == 0) return grpc::ByteBuffer(&head_slice, 1);
   std::array<grpc::Slice, 2> slices = {
-      grpc::Slice(framing.data(), end - framing.data()),
-      size < kSharedChunkMinBytes || bytes->pinned()
-          ? grpc::Slice(data, size)
-          : grpc::Slice(data, size, DropShare, new std::shared_ptr<const Bytes>(bytes))};
+      std::move(head_slice), SentShared(*bytes, size)
+                                 ? SharedSlice(bytes, offset, size)
+                                 : grpc::Slice(bytes->data() + offset, size)};
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 

@@ -34,9 +34,28 @@ std::shared_ptr<const Bytes> ShareReadBytes(Bytes bytes, std::shared_ptr<const v
 
 // One serialized ReadResponse: `data` the `size` bytes of `bytes` from `offset` (within
 // them), and `total_bytes` when set. The message shares the bytes (Note [Read chunks
-// sent from the read's bytes]) unless the chunk is small or the bytes pinned.
+// sent from the read's bytes]) unless SentShared says otherwise.
 grpc::ByteBuffer ReadChunkMessage(const std::shared_ptr<const Bytes>& bytes, uint64_t offset,
                                   uint64_t size, std::optional<uint64_t> total_bytes);
+
+// Whether `size` bytes of `bytes` are sent as a slice that shares them rather than
+// copied: not when they are few, nor when they are pinned.
+bool SentShared(const Bytes& bytes, uint64_t size);
+
+// A slice of the `size` bytes of `bytes` from `offset`, which holds a share of them until
+// gRPC drops it.
+grpc::Slice SharedSlice(const std::shared_ptr<const Bytes>& bytes, uint64_t offset,
+                        uint64_t size);
+
+// The most bytes WriteReadResponseHead writes.
+inline constexpr size_t kReadResponseHeadMaxBytes = 24;
+
+// Writes at `target` the fields of a serialized ReadResponse that precede its `size`
+// bytes of data, the last of the message: `total_bytes` when set (and not zero, as
+// proto3 writes it), then the data's tag and length (none when `size` is zero). Returns
+// the end of what it wrote.
+uint8_t* WriteReadResponseHead(uint64_t size, std::optional<uint64_t> total_bytes,
+                               uint8_t* target);
 
 }  // namespace gpucmd
 

@@ -546,6 +546,12 @@ void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply) {
   reply->mutable_status()->set_message(std::string(status.message()));
 }
 
+bool RepliesWithReadBytes(const Operation& operation, const OperationResult& result) {
+  const auto* read = std::get_if<ReadOp>(&operation);
+  return read != nullptr && !read->into.has_value() && result.status.ok() &&
+         result.read.has_value();
+}
+
 void FillReply(const Operation& operation, const OperationResult& result,
                v1::CommandReply* reply) {
   SetReplyStatus(result.status, reply);
@@ -558,14 +564,13 @@ void FillReply(const Operation& operation, const OperationResult& result,
                  [&](const WriteOp&) {
                    reply->mutable_write()->set_bytes_written(result.bytes_written);
                  },
-                 [&](const ReadOp& op) {
+                 [&](const ReadOp&) {
+                   if (RepliesWithReadBytes(operation, result)) return;
                    v1::ReadResponse* read = reply->mutable_read();
-                   if (!result.status.ok() || !result.read.has_value()) return;
-                   const Bytes& bytes = result.read->bytes;
-                   read->set_total_bytes(bytes.size());
                    // Read into shared memory: the bytes are there, not in the reply.
-                   if (op.into.has_value()) return;
-                   read->set_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+                   if (result.status.ok() && result.read.has_value()) {
+                     read->set_total_bytes(result.read->bytes.size());
+                   }
                  },
                  [&](const CopyOp&) { reply->mutable_copy(); },
                  [&](const LaunchOp&) { reply->mutable_launch(); },

@@ -104,9 +104,15 @@ absl::Status CheckWriteHeader(const v1::WriteHeader& header, const DeviceDescrip
 // taints its outputs) or refused (never compiled: FAILED_PRECONDITION, nothing touched).
 void PrepareLaunch(LaunchOp& launch, CompileCache& compiler);
 
-// The reply of a finished command of `operation`'s kind, with its status.
+// The reply of a finished command of `operation`'s kind, with its status; but for the
+// bytes of a read that RepliesWithReadBytes: its `read` is left unset, for the caller to
+// send from the bytes (Note [A batch's reads sent from their bytes] in
+// server/rpc/submit_replies.h).
 void FillReply(const Operation& operation, const OperationResult& result,
                v1::CommandReply* reply);
+// Whether the reply of `operation` carries bytes the read returned inline (it succeeded,
+// and its bytes are not in shared memory).
+bool RepliesWithReadBytes(const Operation& operation, const OperationResult& result);
 // Sets `reply`'s status; an OK one is left absent (it reads as code 0).
 void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply);
 // A compile's response: on success the kernel and its parameters, and in every case

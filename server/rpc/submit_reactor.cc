@@ -6,8 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/raw_messages.h"
 #include "server/rpc/metrics_interceptor.h"
+#include "server/rpc/raw_messages.h"
+#include "server/rpc/read_chunks.h"
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/submit_replies.h"
 
@@ -359,7 +360,13 @@ void SubmitReactor::Answer(InFlight& in_flight, size_t begin, size_t end) {
     v1::CommandReply* reply = in_flight.response->mutable_replies(static_cast<int>(i));
     const absl::StatusOr<Operation>& operation = batch.command(i).operation;
     if (operation.ok()) {
-      FillReply(*operation, batch.result(i), reply);
+      OperationResult& result = batch.result(i);
+      FillReply(*operation, result, reply);
+      if (RepliesWithReadBytes(*operation, result)) {
+        if (in_flight.read_bytes.empty()) in_flight.read_bytes.resize(batch.size());
+        in_flight.read_bytes[i] = ShareReadBytes(std::move(result.read->bytes),
+                                                 environment_->core->shared_payloads());
+      }
     } else {
       SetReplyStatus(batch.result(i).status, reply);
     }
@@ -368,7 +375,7 @@ void SubmitReactor::Answer(InFlight& in_flight, size_t begin, size_t end) {
 }
 
 void SubmitReactor::SendReplies(InFlight& in_flight, size_t end, bool batch_done) {
-  const v1::SubmitResponse& replies = *in_flight.response;
+  const RepliesToSend replies{*in_flight.response, in_flight.read_bytes};
   std::deque<Outgoing> messages;  // (Outgoing is not copyable: a deque never relocates)
   size_t& next = in_flight.unsent;
   do {  // at least one message: the one that says batch_done may carry no reply

@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "driver/bytes.h"
 #include "google/protobuf/arena.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "server/core/batch.h"
@@ -137,6 +138,10 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::shared_ptr<Batch> batch;
     size_t next = 0;              // the first command not run yet
     size_t unsent = 0;            // the first reply not sent yet (stream_replies)
+    // Per command once a read returned bytes inline (empty before): the read's bytes,
+    // which its reply is sent from (Note [A batch's reads sent from their bytes] in
+    // server/rpc/submit_replies.h); null for the other commands.
+    std::vector<std::shared_ptr<const Bytes>> read_bytes;
     // Its writes' share of their sessions' inline budgets, until the batch is done.
     std::vector<InlineBudget::Reservation> write_reservations;
     // Its reads' share, until the response that ends the batch is handed to gRPC.

@@ -8,7 +8,7 @@
 // `x_raw_grpc_process`: the same on the callback API in a process of its own,
 // raw_echo_server); minor page faults per transfer in
 // the daemon (`daemon_faults`) and in this process (`client_faults`); allocate/free
-// rates.
+// rates; inline reads in Submit batches against the same downloads.
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 
@@ -373,6 +373,36 @@ void BM_DaemonRead(benchmark::State& state) {
                    raw_process_download_bytes_per_second);
 }
 
+// One inline read of `state.range(0)` bytes per Submit batch, one batch at a time, its
+// answer parsed: what a read in a batch costs against the bare download of the same size.
+void BM_DaemonReadInBatch(benchmark::State& state) {
+  const size_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  (void)session.Write(buffer, 0, std::string(size, 'r'));
+  v1::SubmitRequest batch;
+  v1::ReadRequest* read = batch.add_commands()->mutable_read();
+  read->set_session(session.token());
+  read->set_buffer(buffer.id());
+  read->set_size_bytes(size);
+  bench::RepeatedBatches batches(*SharedDaemon().client, batch);
+  FaultCounter faults(SharedDaemon().process->pid());
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    batches.Send();
+    const v1::SubmitResponse* answer = batches.Receive();
+    if (answer == nullptr || answer->replies_size() != 1 ||
+        answer->replies(0).read().data().size() != size) {
+      return state.SkipWithError("a batch's read did not return its bytes");
+    }
+  }
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, size, seconds);
+  ReportAgainstRaw(state, seconds, raw_download_bytes_per_second,
+                   raw_process_download_bytes_per_second);
+}
+
 // Through the daemon from and into a shared-memory region: no bytes over gRPC, one copy;
 // each call returns once its bytes landed. `transfer` runs once per iteration, timed
 // alone. Two baselines are measured beside each transfer, so that all meet the machine
@@ -445,9 +475,10 @@ void BM_DaemonAllocateFree(benchmark::State& state) {
 
 BENCHMARK(BM_Memcpy)->THROUGHPUT_SIZES;
 BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
-BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES;
+// Downloads also at 8 MiB: the largest power of two a read in a Submit batch returns.
+BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES->Arg(8 << 20);
 BENCHMARK(BM_RawGrpcUploadOtherProcess)->THROUGHPUT_SIZES;
-BENCHMARK(BM_RawGrpcDownloadOtherProcess)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcDownloadOtherProcess)->THROUGHPUT_SIZES->Arg(8 << 20);
 BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 // Second argument: 0 the default daemon, 1 the one with a large payload cache.
@@ -459,6 +490,8 @@ BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonWriteAnsweredWhenCopied)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
+BENCHMARK(BM_DaemonReadInBatch)->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(8 << 20)
+    ->UseRealTime();
 // Bulk sizes, where shared memory is meant to come close to memcpy.
 #define BULK_SIZES Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "client/client.h"
 #include "gmock/gmock.h"
@@ -134,6 +137,27 @@ TEST_F(MemoryTest, ReusedPayloadMemoryNeverMixesPayloads) {
   }
 }
 
+// A stub of its own for `session_`'s reads, on a channel whose window does not grow:
+// the daemon's answers wait in its transport until they are read.
+std::unique_ptr<v1::GpuCommand::Stub> SlowReaderStub(const DaemonProcess& daemon,
+                                                     uint64_t max_message_bytes) {
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  arguments.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
+  return v1::GpuCommand::NewStub(grpc::CreateCustomChannel(
+      daemon.grpc_target(), grpc::InsecureChannelCredentials(), arguments));
+}
+
+// Has `other` write and read `busy` three times over with bytes of its own, taking memory
+// of the same size from the payload pool.
+void TakePooledMemory(Session& other, const Buffer& busy, uint64_t size, uint32_t seed) {
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::string other_data = testing::RandomBytes(size, seed + i);
+    ASSERT_TRUE(other.Write(busy, 0, other_data).ok());
+    EXPECT_TRUE(other.Read(busy, 0, size).value_or("") == other_data);
+  }
+}
+
 // A read's chunks are sent from its own pooled bytes (Note [Read chunks sent from the
 // read's bytes] in server/rpc/read_chunks.h), which go back to the pool only once gRPC
 // let go of them: reads whose client holds off reading their answers while another
@@ -145,14 +169,7 @@ TEST_F(MemoryTest, AReadsBytesAreNotReusedWhileItsAnswersAreSent) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon(kLargeMessageBytes));
   absl::StatusOr<Session> other = client_->OpenSession(0, "other");
   ASSERT_TRUE(other.ok()) << other.status();
-  // A client whose window does not grow: the daemon's chunks wait in its transport until
-  // they are read.
-  grpc::ChannelArguments arguments;
-  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  arguments.SetMaxReceiveMessageSize(kLargeMessageBytes);
-  auto channel = grpc::CreateCustomChannel(daemon_->grpc_target(),
-                                           grpc::InsecureChannelCredentials(), arguments);
-  std::unique_ptr<v1::GpuCommand::Stub> stub = v1::GpuCommand::NewStub(channel);
+  std::unique_ptr<v1::GpuCommand::Stub> stub = SlowReaderStub(*daemon_, kLargeMessageBytes);
   for (uint64_t size : {3 * kMiB + 5, 20 * kMiB + 77}) {
     Buffer held = MustAllocate(size);
     const std::string held_data = testing::RandomBytes(size, 11);
@@ -163,17 +180,13 @@ TEST_F(MemoryTest, AReadsBytesAreNotReusedWhileItsAnswersAreSent) {
     request.set_session(session_->token());
     request.set_buffer(held.id());
     request.set_size_bytes(size);
-    for (int round = 0; round < 3; ++round) {
+    for (uint32_t round = 0; round < 3; ++round) {
       grpc::ClientContext context;
       std::unique_ptr<grpc::ClientReader<v1::ReadResponse>> reader =
           stub->Read(&context, request);
       // Unread, the answer waits in gRPC's buffers while other transfers take pooled memory.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      for (int i = 0; i < 3; ++i) {
-        std::string other_data = testing::RandomBytes(size, 100 + 10 * round + i);
-        ASSERT_TRUE(other->Write(*busy, 0, other_data).ok());
-        EXPECT_TRUE(other->Read(*busy, 0, size).value_or("") == other_data);
-      }
+      ASSERT_NO_FATAL_FAILURE(TakePooledMemory(*other, *busy, size, 100 + 10 * round));
       std::string received;
       for (v1::ReadResponse response; reader->Read(&response);) received += response.data();
       grpc::Status status = reader->Finish();
@@ -181,6 +194,60 @@ TEST_F(MemoryTest, AReadsBytesAreNotReusedWhileItsAnswersAreSent) {
       EXPECT_TRUE(received == held_data) << size << " bytes, round " << round << ": altered";
     }
   }
+}
+
+// The same for reads in a Submit batch, whose replies are sent from the reads' bytes
+// (Note [A batch's reads sent from their bytes] in server/rpc/submit_replies.h): a batch
+// of a large read, a small one and another large one, answered in two responses (8 MiB
+// allowed), each read receives what its buffer held.
+TEST_F(MemoryTest, ABatchsReadBytesAreNotReusedWhileItsAnswersAreSent) {
+  constexpr uint64_t kLargeMessageBytes = 8 * kMiB;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(kLargeMessageBytes));
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  const std::vector<uint64_t> sizes = {3 * kMiB + 5, 1000, 6 * kMiB + 77};
+  v1::SubmitRequest batch;
+  std::vector<std::string> held_data;
+  std::vector<Buffer> held;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    held.push_back(MustAllocate(sizes[i]));
+    held_data.push_back(testing::RandomBytes(sizes[i], static_cast<uint32_t>(20 + i)));
+    ASSERT_TRUE(session_->Write(held[i], 0, held_data[i]).ok());
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(i + 1);
+    v1::ReadRequest* read = command->mutable_read();
+    read->set_session(session_->token());
+    read->set_buffer(held[i].id());
+    read->set_size_bytes(sizes[i]);
+  }
+  absl::StatusOr<Buffer> busy = other->Allocate(sizes.back());
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  std::unique_ptr<v1::GpuCommand::Stub> stub = SlowReaderStub(*daemon_, kLargeMessageBytes);
+  grpc::ClientContext context;
+  auto stream = stub->Submit(&context);
+  for (uint32_t round = 0; round < 3; ++round) {
+    ASSERT_TRUE(stream->Write(batch));
+    // Unread, the answers wait in gRPC's buffers while other transfers take pooled memory.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (uint64_t size : {sizes[0], sizes[2]}) {
+      ASSERT_NO_FATAL_FAILURE(TakePooledMemory(*other, *busy, size, 200 + 10 * round));
+    }
+    std::vector<v1::CommandReply> replies;
+    for (v1::SubmitResponse response; stream->Read(&response);) {
+      replies.insert(replies.end(), response.replies().begin(), response.replies().end());
+      if (response.batch_done()) break;
+    }
+    ASSERT_EQ(replies.size(), sizes.size()) << "round " << round;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_EQ(replies[i].status().code(), 0) << replies[i].status().message();
+      EXPECT_EQ(replies[i].read().total_bytes(), sizes[i]);
+      EXPECT_TRUE(replies[i].read().data() == held_data[i])
+          << sizes[i] << " bytes, round " << round << ": altered";
+    }
+  }
+  stream->WritesDone();
+  grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 // Continuation messages of a Write are read as protobuf reads them, whatever shape a
