@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "server/rpc/batch_request.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/metrics_interceptor.h"
-#include "server/rpc/raw_messages.h"
 #include "server/rpc/read_chunks.h"
 #include "server/rpc/request_conversion.h"
 #include "server/rpc/submit_replies.h"
@@ -26,7 +26,7 @@ void SubmitReactor::OnReadDone(bool ok) {
   absl::Status parsed;
   if (ok) {
     batch = std::make_unique<InFlight>();
-    parsed = ParseRequest(&incoming_, batch->request);
+    parsed = ParseBatch(&incoming_, environment_->core->payloads(), batch->request);
     if (parsed.ok() && batch->request->commands_size() > kMaxCommandsPerBatch) {
       parsed = absl::InvalidArgumentError(absl::StrCat(
           "a batch holds at most ", kMaxCommandsPerBatch, " commands, not ",

@@ -8,7 +8,7 @@
 // `x_raw_grpc_process`: the same on the callback API in a process of its own,
 // raw_echo_server); minor page faults per transfer in
 // the daemon (`daemon_faults`) and in this process (`client_faults`); allocate/free
-// rates; inline reads in Submit batches against the same downloads.
+// rates; inline writes and reads in Submit batches against the same uploads and downloads.
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 
@@ -373,8 +373,31 @@ void BM_DaemonRead(benchmark::State& state) {
                    raw_process_download_bytes_per_second);
 }
 
-// One inline read of `state.range(0)` bytes per Submit batch, one batch at a time, its
-// answer parsed: what a read in a batch costs against the bare download of the same size.
+// Sends `batch` once per iteration, one batch at a time, and parses its answer, which
+// `answered` checks; reports the throughput of `state.range(0)` bytes per batch against
+// the bare service's `raw` and `raw_process` rates of the same size.
+void MeasureBatches(benchmark::State& state, const v1::SubmitRequest& batch,
+                    const std::function<bool(const v1::SubmitResponse&)>& answered,
+                    const std::map<int64_t, double>& raw,
+                    const std::map<int64_t, double>& raw_process) {
+  bench::RepeatedBatches batches(*SharedDaemon().client, batch);
+  FaultCounter faults(SharedDaemon().process->pid());
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    batches.Send();
+    const v1::SubmitResponse* answer = batches.Receive();
+    if (answer == nullptr || !answered(*answer)) {
+      return state.SkipWithError("a batch was not answered as expected");
+    }
+  }
+  const double seconds = SecondsSince(start);
+  faults.Report(state);
+  ReportThroughput(state, state.range(0), seconds);
+  ReportAgainstRaw(state, seconds, raw, raw_process);
+}
+
+// One inline read of `state.range(0)` bytes per Submit batch: what a read in a batch
+// costs against the bare download of the same size.
 void BM_DaemonReadInBatch(benchmark::State& state) {
   const size_t size = state.range(0);
   Session& session = *SharedDaemon().session;
@@ -385,22 +408,35 @@ void BM_DaemonReadInBatch(benchmark::State& state) {
   read->set_session(session.token());
   read->set_buffer(buffer.id());
   read->set_size_bytes(size);
-  bench::RepeatedBatches batches(*SharedDaemon().client, batch);
-  FaultCounter faults(SharedDaemon().process->pid());
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    batches.Send();
-    const v1::SubmitResponse* answer = batches.Receive();
-    if (answer == nullptr || answer->replies_size() != 1 ||
-        answer->replies(0).read().data().size() != size) {
-      return state.SkipWithError("a batch's read did not return its bytes");
-    }
-  }
-  const double seconds = SecondsSince(start);
-  faults.Report(state);
-  ReportThroughput(state, size, seconds);
-  ReportAgainstRaw(state, seconds, raw_download_bytes_per_second,
-                   raw_process_download_bytes_per_second);
+  MeasureBatches(
+      state, batch,
+      [size](const v1::SubmitResponse& answer) {
+        return answer.replies_size() == 1 && answer.replies(0).read().data().size() == size;
+      },
+      raw_download_bytes_per_second, raw_process_download_bytes_per_second);
+}
+
+// One inline write of `state.range(0)` bytes and a Synchronize per Submit batch: what a
+// write in a batch costs against the bare upload of the same size.
+void BM_DaemonWriteInBatch(benchmark::State& state) {
+  const size_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  (void)session.Write(buffer, 0, std::string(size, 'w'));  // untimed: pages touched
+  v1::SubmitRequest batch;
+  v1::WriteRequest* write = batch.add_commands()->mutable_write();
+  write->mutable_header()->set_session(session.token());
+  write->mutable_header()->set_buffer(buffer.id());
+  write->mutable_header()->set_inline_size_bytes(size);
+  write->set_data(std::string(size, 'w'));
+  batch.add_commands()->mutable_synchronize()->set_session(session.token());
+  MeasureBatches(
+      state, batch,
+      [](const v1::SubmitResponse& answer) {
+        return answer.replies_size() == 2 && answer.replies(0).status().code() == 0 &&
+               answer.replies(1).status().code() == 0;
+      },
+      raw_upload_bytes_per_second, raw_process_upload_bytes_per_second);
 }
 
 // Through the daemon from and into a shared-memory region: no bytes over gRPC, one copy;
@@ -474,10 +510,10 @@ void BM_DaemonAllocateFree(benchmark::State& state) {
   RangeMultiplier(16)->Range(4 << 10, 256 << 20)->Arg(64 << 20)->UseRealTime()
 
 BENCHMARK(BM_Memcpy)->THROUGHPUT_SIZES;
-BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES;
-// Downloads also at 8 MiB: the largest power of two a read in a Submit batch returns.
+// The bare service also at 8 MiB: the largest power of two one Submit batch carries.
+BENCHMARK(BM_RawGrpcUpload)->THROUGHPUT_SIZES->Arg(8 << 20);
 BENCHMARK(BM_RawGrpcDownload)->THROUGHPUT_SIZES->Arg(8 << 20);
-BENCHMARK(BM_RawGrpcUploadOtherProcess)->THROUGHPUT_SIZES;
+BENCHMARK(BM_RawGrpcUploadOtherProcess)->THROUGHPUT_SIZES->Arg(8 << 20);
 BENCHMARK(BM_RawGrpcDownloadOtherProcess)->THROUGHPUT_SIZES->Arg(8 << 20);
 BENCHMARK(BM_CommandWrite)->THROUGHPUT_SIZES;
 BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
@@ -490,8 +526,9 @@ BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonWriteAnsweredWhenCopied)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
-BENCHMARK(BM_DaemonReadInBatch)->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(8 << 20)
-    ->UseRealTime();
+#define BATCH_SIZES Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(8 << 20)->UseRealTime()
+BENCHMARK(BM_DaemonWriteInBatch)->BATCH_SIZES;
+BENCHMARK(BM_DaemonReadInBatch)->BATCH_SIZES;
 // Bulk sizes, where shared memory is meant to come close to memcpy.
 #define BULK_SIZES Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;
