@@ -8,10 +8,11 @@
 // pool: a 1 MiB write in a batch spent most of its time faulting in fresh pages (the
 // parse's copy was half the daemon's CPU) and moved 0.4 GB/s where a unary Write, which
 // parses into pooled memory (Note [Payload pool] in server/command/payload_pool.h), moved
-// 1.1. ParseBatch reads the batch's commands one by one; a command large enough for the
-// pool to keep (a write, but for a client's odd one) is given a write whose data string is
-// taken from the pool before protobuf parses the command into it, which keeps the
-// string's capacity. The command parses as protobuf would parse it: one that turns out to
+// 1.1. ParseBatch reads a batch large enough to hold such a write command by command; a
+// command large enough for the pool to keep (a write, but for a client's odd one) is
+// given a write whose data string is taken from the pool before protobuf parses the
+// command into it, which keeps the string's capacity. A smaller batch (a batch of
+// launches) is parsed whole, as before. The command parses as protobuf would parse it: one that turns out to
 // be of another kind replaces the write (the string then goes back to malloc); but one
 // that names no kind and one whose write is empty are both left naming none (neither
 // has anything to run, and both are refused INVALID_ARGUMENT).
