@@ -12,10 +12,10 @@
 // command large enough for the pool to keep (a write, but for a client's odd one) is
 // given a write whose data string is taken from the pool before protobuf parses the
 // command into it, which keeps the string's capacity. A smaller batch (a batch of
-// launches) is parsed whole, as before. The command parses as protobuf would parse it: one that turns out to
-// be of another kind replaces the write (the string then goes back to malloc); but one
-// that names no kind and one whose write is empty are both left naming none (neither
-// has anything to run, and both are refused INVALID_ARGUMENT).
+// launches) is parsed whole, as before. A command parses as protobuf would parse it: one
+// that turns out to be of another kind replaces the write (the string then goes back to
+// malloc); but one that names no kind and one whose write is empty are both left naming
+// none (neither has anything to run, and both are refused INVALID_ARGUMENT).
 //
 // Thread-safety: as the pool's.
 

@@ -1,5 +1,6 @@
 #include "server/rpc/batch_request.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,7 +36,8 @@ void ExpectParsesAsProtobufDoes(const std::string& wire, const std::string& what
     const absl::Status status = ParseBatch(&buffer, payloads, &parsed);
     v1::SubmitRequest expected;
     const bool expected_ok = expected.ParseFromString(wire);
-    ASSERT_EQ(status.ok(), expected_ok) << what << ", slices of " << slice_bytes << ": " << status;
+    ASSERT_EQ(status.ok(), expected_ok)
+        << what << ", slices of " << slice_bytes << ": " << status;
     if (!expected_ok) {
       EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << what;
       continue;
