@@ -2,13 +2,13 @@
 // over its Unix socket (inline bytes, and from/into a shared-memory region), each also
 // reported as a ratio of a single-threaded memcpy of the same size measured in the same
 // run (counter `x_memcpy`; shared memory: `x_memcpy_p50`, from a memcpy beside each
-// transfer); inline bytes also against a bare gRPC bytes service on the
-// same kind of socket (`x_raw_grpc`: a client-streaming upload and a server-streaming
-// download in chunks of the client library's size, served in this process; and
-// `x_raw_grpc_process`: the same on the callback API in a process of its own,
-// raw_echo_server); minor page faults per transfer in
-// the daemon (`daemon_faults`) and in this process (`client_faults`); allocate/free
-// rates; inline writes and reads in Submit batches against the same uploads and downloads.
+// transfer); inline bytes also against a bare gRPC bytes service on the same kind of
+// socket (`x_raw_grpc`: a client-streaming upload and a server-streaming download in
+// chunks of the client library's size, served in this process; and `x_raw_grpc_process`:
+// the same on the callback API in a process of its own, raw_echo_server; each warmed by
+// one untimed transfer each way); minor page faults per transfer in the daemon
+// (`daemon_faults`) and in this process (`client_faults`); allocate/free rates; inline
+// writes and reads in Submit batches against the same uploads and downloads.
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 
