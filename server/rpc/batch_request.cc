@@ -53,7 +53,7 @@ absl::Status ParseBatch(grpc::ByteBuffer* buffer, PayloadPool& payloads,
   // No command of a smaller batch is large enough: protobuf parses it whole, in one go
   // (command by command costs a launch batch some 5% more of the daemon's time).
   if (buffer->Length() < PayloadPool::kMinCachedBytes) return ParseRequest(buffer, batch);
-  const absl::Status unparsed = UnparsedRequest("not a gpucmd.v1.SubmitRequest");
+  const absl::Status unparsed = UnparsedRequestOf<v1::SubmitRequest>();
   grpc::ProtoBufferReader reader(buffer);
   if (!reader.status().ok()) return unparsed;
   {

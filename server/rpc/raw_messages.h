@@ -27,13 +27,19 @@ inline absl::Status UnparsedRequest(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("the request could not be parsed (", what, ")"));
 }
 
+// The status of a request that did not parse as a `Message`.
+template <typename Message>
+absl::Status UnparsedRequestOf() {
+  return UnparsedRequest(absl::StrCat("not a ", Message::descriptor()->full_name()));
+}
+
 // Parses `buffer` (consumed) into `message`, as gRPC would have.
 template <typename Message>
 absl::Status ParseRequest(grpc::ByteBuffer* buffer, Message* message) {
   if (grpc::SerializationTraits<Message>::Deserialize(buffer, message).ok()) {
     return absl::OkStatus();
   }
-  return UnparsedRequest(absl::StrCat("not a ", Message::descriptor()->full_name()));
+  return UnparsedRequestOf<Message>();
 }
 
 // `message` serialized, as gRPC would send it.
