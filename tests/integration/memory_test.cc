@@ -137,6 +137,42 @@ TEST_F(MemoryTest, ReusedPayloadMemoryNeverMixesPayloads) {
   }
 }
 
+// Large writes in Submit batches parse into pooled memory (Note [A batch's writes parsed
+// into pooled memory] in server/rpc/batch_request.h), strings an earlier payload used:
+// batches of writes of growing and shrinking sizes, each read back, never mix one
+// payload's bytes into another's.
+TEST_F(MemoryTest, BatchedWritesInPooledMemoryNeverMixPayloads) {
+  Buffer buffer = MustAllocate(4 * kMiB);
+  grpc::ClientContext context;
+  auto stream = v1::GpuCommand::NewStub(grpc::CreateChannel(
+                    daemon_->grpc_target(), grpc::InsecureChannelCredentials()))
+                    ->Submit(&context);
+  uint32_t seed = 40;
+  for (uint64_t size : {3 * kMiB / 4, 300 * uint64_t{1024}, 700 * uint64_t{1024},
+                        900 * uint64_t{1024}, 256 * uint64_t{1024}}) {
+    const std::string data = testing::RandomBytes(size, ++seed);
+    v1::SubmitRequest batch;
+    v1::WriteRequest* write = batch.add_commands()->mutable_write();
+    write->mutable_header()->set_session(session_->token());
+    write->mutable_header()->set_buffer(buffer.id());
+    write->mutable_header()->set_inline_size_bytes(size);
+    write->set_data(data);
+    batch.add_commands()->mutable_synchronize()->set_session(session_->token());
+    ASSERT_TRUE(stream->Write(batch));
+    v1::SubmitResponse answer;
+    ASSERT_TRUE(stream->Read(&answer));
+    ASSERT_EQ(answer.replies_size(), 2);
+    EXPECT_EQ(answer.replies(0).status().code(), 0) << answer.replies(0).status().message();
+    EXPECT_EQ(answer.replies(0).write().bytes_written(), size);
+    absl::StatusOr<std::string> read = session_->Read(buffer, 0, size);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(*read == data) << size << " bytes came back altered";
+  }
+  stream->WritesDone();
+  grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 // A stub of its own for `session_`'s reads, on a channel whose window does not grow:
 // the daemon's answers wait in its transport until they are read.
 std::unique_ptr<v1::GpuCommand::Stub> SlowReaderStub(const DaemonProcess& daemon,
