@@ -381,6 +381,54 @@ void BM_DaemonRead(benchmark::State& state) {
                    raw_process_download_bytes_per_second);
 }
 
+// Inline transfers of `state.range(0)` bytes against the bare service in its own process,
+// in alternating chunks of kChunkTransfers each, so that both meet the machine in the same
+// state (this VM's speed drifts within seconds, by more than the gap between the two at a
+// few KiB): the quartiles of the chunk pairs' ratios, bare time over the daemon's
+// (`x_raw_grpc_process_p25`, `_p50`, `_p75`; higher is better). `state.range(1)`: 0 a
+// write answered once copied against an upload, 1 a read against a download.
+void BM_DaemonInlineAlternating(benchmark::State& state) {
+  if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
+  constexpr int kChunkTransfers = 16;
+  const size_t size = state.range(0);
+  const bool reads = state.range(1) == 1;
+  bench::RawBytes::Stub& raw = OtherProcessRawBytes();
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  const std::string data(size, 'a');
+  const auto raw_transfer = [&] {
+    if (reads) {
+      DownloadOnce(raw, size);
+    } else {
+      UploadOnce(raw, data);
+    }
+  };
+  const auto daemon_transfer = [&] {
+    if (reads) {
+      benchmark::DoNotOptimize(session.Read(buffer, 0, size));
+    } else {
+      benchmark::DoNotOptimize(
+          session.Write(buffer, 0, data, 0, std::nullopt, WriteReturns::kWhenCopied));
+    }
+  };
+  // Untimed: both channels warmed each way, the buffer's pages touched.
+  UploadOnce(raw, data);
+  DownloadOnce(raw, size);
+  (void)session.Write(buffer, 0, data);
+  (void)session.Read(buffer, 0, size);
+  const auto time_chunk = [](const auto& transfer) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kChunkTransfers; ++i) transfer();
+    return SecondsSince(start);
+  };
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const double raw_seconds = time_chunk(raw_transfer);
+    ratios.push_back(raw_seconds / time_chunk(daemon_transfer));
+  }
+  bench::ReportQuartiles(state, "x_raw_grpc_process", ratios);
+}
+
 // Sends `batch` once per iteration, one batch at a time, and parses its answer, which
 // `answered` checks; reports the throughput of `state.range(0)` bytes per batch against
 // the bare service's `raw` and `raw_process` rates of the same size.
@@ -534,6 +582,9 @@ BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonWriteAnsweredWhenCopied)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
+BENCHMARK(BM_DaemonInlineAlternating)
+    ->ArgsProduct({{4 << 10, 64 << 10}, {0, 1}})
+    ->UseRealTime();
 #define BATCH_SIZES Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(8 << 20)->UseRealTime()
 BENCHMARK(BM_DaemonWriteInBatch)->BATCH_SIZES;
 BENCHMARK(BM_DaemonReadInBatch)->BATCH_SIZES;
