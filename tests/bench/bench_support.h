@@ -78,6 +78,21 @@ inline ProcessUsage UsageOf(pid_t pid) {
           .cpu_seconds = static_cast<double>(numbers[14 - 3] + numbers[15 - 3]) / ticks_per_second};
 }
 
+// Busy CPU seconds of the whole machine so far, all CPUs together, from /proc/stat's
+// "cpu" line: user, nice, system, irq and softirq (not idle, iowait or steal, the time
+// the hypervisor gave to others). 0 when it cannot be read.
+inline double MachineBusySeconds() {
+  std::ifstream stat("/proc/stat");
+  std::string label;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(stat >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq) ||
+      label != "cpu") {
+    return 0;
+  }
+  return static_cast<double>(user + nice + system + irq + softirq) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // The gpucmdd of the benchmark's runfiles, started with `config` (text-format lines) plus
 // a quiet log and a 16 MiB message limit (with `limits`, more fields of the limits
 // message), with one session open.
@@ -251,13 +266,18 @@ inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Sessi
 // CPU time per launch over a launch benchmark's loop, from its construction to Report:
 // `cpu_us_per_launch` of this process (the caller, its client's threads, an in-process
 // device's stream workers) and, given the daemon's pid, `daemon_cpu_us_per_launch` of
-// gpucmdd. The kernel executor, a child process of either, is in neither.
+// gpucmdd. The kernel executor, a child process of either, is in neither; the whole
+// machine's busy CPU is (`machine_cpu_us_per_launch`, and `machine_busy_cpus`, that CPU
+// over the loop's wall time): on a machine with few CPUs, a path that needs more of them
+// per launch than they have is bound by them, however its work overlaps.
 class LaunchCpuMeter {
  public:
   explicit LaunchCpuMeter(pid_t daemon = -1)
       : daemon_(daemon),
         own_start_(UsageOf(getpid())),
-        daemon_start_(daemon > 0 ? UsageOf(daemon) : ProcessUsage{}) {}
+        daemon_start_(daemon > 0 ? UsageOf(daemon) : ProcessUsage{}),
+        machine_busy_start_(MachineBusySeconds()),
+        start_(std::chrono::steady_clock::now()) {}
 
   void Report(benchmark::State& state) const {
     const double launches =
@@ -268,12 +288,17 @@ class LaunchCpuMeter {
       state.counters["daemon_cpu_us_per_launch"] =
           (UsageOf(daemon_).cpu_seconds - daemon_start_.cpu_seconds) * 1e6 / launches;
     }
+    const double machine_busy = MachineBusySeconds() - machine_busy_start_;
+    state.counters["machine_cpu_us_per_launch"] = machine_busy * 1e6 / launches;
+    state.counters["machine_busy_cpus"] = machine_busy / SecondsSince(start_);
   }
 
  private:
   pid_t daemon_;
   ProcessUsage own_start_;
   ProcessUsage daemon_start_;
+  double machine_busy_start_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // Items/s of a launch benchmark and `x_in_process`: its rate over `baseline_per_second`.

@@ -8,7 +8,9 @@
 // the same on the callback API in a process of its own, raw_echo_server; each warmed by
 // one untimed transfer each way); minor page faults per transfer in the daemon
 // (`daemon_faults`) and in this process (`client_faults`); allocate/free rates; inline
-// writes and reads in Submit batches against the same uploads and downloads.
+// writes and reads in Submit batches against the same uploads and downloads; small inline
+// transfers alternating with the bare service's in chunks (`x_raw_grpc_process_p25`,
+// `_p50`, `_p75`).
 //
 //   bazel run -c opt //tests/bench:copy_bench -- --benchmark_min_time=0.2
 

@@ -2,7 +2,8 @@
 // in-process and through the daemon (unary RPCs, Submit batches one at a time and four
 // in flight). Each rate is also reported as a ratio of its baseline measured earlier in
 // the same run: compiles against the miss (`x_miss`), daemon launches against the
-// in-process rate (`x_in_process`).
+// in-process rate (`x_in_process`); each launch row also gives the CPU it took per launch
+// (bench::LaunchCpuMeter).
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
