@@ -101,7 +101,8 @@ struct BenchDaemon {
     std::string directory = testing::ShortTempDir();
     std::string path = directory + "/bench.textproto";
     std::ofstream(path) << config << "\nlog_level: \"warn\"\n"
-                        << "limits { max_message_bytes: " << kMaxMessageBytes << " " << limits << " }\n"
+                        << "limits { max_message_bytes: " << kMaxMessageBytes << " " << limits
+                        << " }\n"
                         << "compile { cache_dir: \"" << directory << "/cache\" }\n";
     process.emplace(*testing::DaemonProcess::Start({"--listen=unix:" + directory + "/b.sock",
                                                     "--http_listen=127.0.0.1:0",

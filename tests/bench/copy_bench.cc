@@ -74,8 +74,9 @@ void BM_CommandWrite(benchmark::State& state) {
     state.PauseTiming();
     std::string payload = data;
     state.ResumeTiming();
-    benchmark::DoNotOptimize(
-        device.command->Write(kSession, 0, id, CopyLayout::Contiguous(0, size), std::move(payload)));
+    benchmark::DoNotOptimize(device.command->Write(kSession, 0, id,
+                                                   CopyLayout::Contiguous(0, size),
+                                                   std::move(payload)));
     benchmark::DoNotOptimize(WaitFor(device.command->Synchronize(kSession, 0)));
   }
   ReportThroughput(state, size, SecondsSince(start));
