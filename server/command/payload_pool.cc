@@ -1,5 +1,6 @@
 #include "server/command/payload_pool.h"
 
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,18 @@ void PayloadPool::Give(std::string payload) {
   spare_.swap(payload);  // the previous spare is freed outside the lock
 }
 
+std::optional<std::string> PayloadPool::TakeCachedHolding(uint64_t size) {
+  MutexLock lock(&mutex_);
+  for (auto cached = cached_.rbegin(); cached != cached_.rend(); ++cached) {
+    if (cached->capacity() < size) continue;
+    std::string payload = std::move(*cached);
+    cached_.erase(std::next(cached).base());
+    cached_bytes_ -= payload.capacity();
+    return payload;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> PayloadPool::TakeSpare(uint64_t size) {
   MutexLock lock(&mutex_);
   if (spare_.capacity() < size || size <= spare_.capacity() / 2) return std::nullopt;
@@ -53,8 +66,9 @@ void PayloadPool::Grow(std::string& payload, uint64_t size) {
 }
 
 Bytes PayloadPool::TakeBytes(uint64_t size) {
-  std::optional<std::string> spare = TakeSpare(size);
-  std::string payload = spare ? *std::move(spare) : Take();
+  std::optional<std::string> held = TakeCachedHolding(size);
+  if (!held) held = TakeSpare(size);
+  std::string payload = held ? *std::move(held) : Take();
   // Its contents are the caller's to write: not copied into a larger allocation, nor
   // zero-filled where the memory held less before.
   if (payload.capacity() < size) payload.clear();

@@ -92,5 +92,36 @@ TEST(PayloadPoolTest, OnlyAPayloadOfMoreThanHalfTheSparesSizeTakesIt) {
   EXPECT_GE(pool.spare_bytes(), 32 * kMiB) << "the latest payload replaces the spare";
 }
 
+TEST(PayloadPoolTest, AReadTakesACachedStringThatHoldsItBeforeTheSpare) {
+  PayloadPool pool(32 * kMiB);
+  std::string older(16 * kMiB, 'o');
+  std::string newer(16 * kMiB, 'n');
+  const std::byte* newer_memory = reinterpret_cast<const std::byte*>(newer.data());
+  pool.Give(std::move(older));
+  pool.Give(std::move(newer));
+  pool.Give(std::string(16 * kMiB, 's'));  // past the cache: the spare
+  ASSERT_GE(pool.spare_bytes(), 16 * kMiB);
+  ASSERT_GE(pool.cached_bytes(), 32 * kMiB);
+  {
+    Bytes read = pool.TakeBytes(16 * kMiB);
+    EXPECT_EQ(read.data(), newer_memory) << "the most recently cached string that holds it";
+    EXPECT_GE(pool.spare_bytes(), 16 * kMiB) << "the spare is left alone";
+  }
+  EXPECT_GE(pool.cached_bytes(), 32 * kMiB) << "given back to the cache, not released";
+  EXPECT_GE(pool.spare_bytes(), 16 * kMiB);
+}
+
+TEST(PayloadPoolTest, ACachedStringTooSmallLeavesTheReadToTheSpare) {
+  PayloadPool pool(4 * kMiB);
+  pool.Give(std::string(2 * kMiB, 'c'));
+  std::string large(16 * kMiB, 'l');
+  const std::byte* memory = reinterpret_cast<const std::byte*>(large.data());
+  pool.Give(std::move(large));
+  ASSERT_GE(pool.cached_bytes(), 2 * kMiB);
+  Bytes read = pool.TakeBytes(10 * kMiB);
+  EXPECT_EQ(read.data(), memory);
+  EXPECT_GE(pool.cached_bytes(), 2 * kMiB) << "the small string stays cached";
+}
+
 }  // namespace
 }  // namespace gpucmd
