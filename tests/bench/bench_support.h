@@ -93,6 +93,17 @@ inline double MachineBusySeconds() {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Writes `data` into `buffer` and waits until it landed: untimed setup that touches the
+// buffer's pages for the first time (the CPU driver's device memory is host memory,
+// faulted in on first write), as a GPU's allocated memory is resident. A write answers
+// once queued: without the wait, its copy and faults ran inside the first timed
+// transfer (a 256 MiB read row of copy_bench measured 65,000 faults a read, all of them
+// its setup's).
+inline void WriteUntimed(Session& session, const Buffer& buffer, const std::string& data) {
+  (void)session.Write(buffer, 0, data);
+  (void)session.Synchronize(0);
+}
+
 // The gpucmdd of the benchmark's runfiles, started with `config` (text-format lines) plus
 // a quiet log and a 16 MiB message limit (with `limits`, more fields of the limits
 // message), with one session open.

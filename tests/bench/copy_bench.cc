@@ -339,10 +339,7 @@ void MeasureDaemonWrite(benchmark::State& state, WriteReturns returns) {
   Session& session = *daemon.session;
   Buffer buffer = *session.Allocate(size);
   std::string data(size, 'w');
-  // Untimed: the buffer's pages touched for the first time (the CPU driver's device
-  // memory is host memory, faulted in on first write), as a read's are by its setup.
-  (void)session.Write(buffer, 0, data);
-  (void)session.Synchronize(0);
+  bench::WriteUntimed(session, buffer, data);
   const bool synchronize = returns == WriteReturns::kWhenQueued;
   FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
@@ -370,7 +367,7 @@ void BM_DaemonRead(benchmark::State& state) {
   BenchDaemon& daemon = DaemonOfArgument(state);
   Session& session = *daemon.session;
   Buffer buffer = *session.Allocate(size);
-  (void)session.Write(buffer, 0, std::string(size, 'r'));
+  bench::WriteUntimed(session, buffer, std::string(size, 'r'));
   FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -417,7 +414,7 @@ void BM_DaemonInlineAlternating(benchmark::State& state) {
   // Untimed: both channels warmed each way, the buffer's pages touched.
   UploadOnce(raw, data);
   DownloadOnce(raw, size);
-  (void)session.Write(buffer, 0, data);
+  bench::WriteUntimed(session, buffer, data);
   (void)session.Read(buffer, 0, size);
   const auto time_chunk = [](const auto& transfer) {
     const auto start = std::chrono::steady_clock::now();
@@ -461,7 +458,7 @@ void BM_DaemonReadInBatch(benchmark::State& state) {
   const size_t size = state.range(0);
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
-  (void)session.Write(buffer, 0, std::string(size, 'r'));
+  bench::WriteUntimed(session, buffer, std::string(size, 'r'));
   v1::SubmitRequest batch;
   v1::ReadRequest* read = batch.add_commands()->mutable_read();
   read->set_session(session.token());
@@ -481,7 +478,7 @@ void BM_DaemonWriteInBatch(benchmark::State& state) {
   const size_t size = state.range(0);
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
-  (void)session.Write(buffer, 0, std::string(size, 'w'));  // untimed: pages touched
+  bench::WriteUntimed(session, buffer, std::string(size, 'w'));
   v1::SubmitRequest batch;
   v1::WriteRequest* write = batch.add_commands()->mutable_write();
   write->mutable_header()->set_session(session.token());
@@ -548,7 +545,7 @@ void BM_DaemonSharedMemoryRead(benchmark::State& state) {
   size_t size = state.range(0);
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
-  (void)session.Write(buffer, 0, std::string(size, 'r'));
+  bench::WriteUntimed(session, buffer, std::string(size, 'r'));
   SharedMemoryRegion region = *SharedMemoryRegion::Create(session, size);
   MeasureSharedMemoryTransfer(state, session, size, [&] {
     return session.Read(buffer, 0, RegionSlice{region, 0, size});

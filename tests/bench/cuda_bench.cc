@@ -134,7 +134,7 @@ void BM_DaemonRead(benchmark::State& state) {
   if (!HaveGpuOrSkip(state)) return;
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(state.range(0));
-  (void)session.Write(buffer, 0, std::string(state.range(0), 'r'));
+  bench::WriteUntimed(session, buffer, std::string(state.range(0), 'r'));
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(session.Read(buffer, 0, state.range(0)));
   ReportAgainstDirect(state, SecondsSince(start), direct_to_host_bytes_per_second);
