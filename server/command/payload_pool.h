@@ -22,10 +22,11 @@
 // until the daemon has been quiet a while (Note [Freed memory goes back]); memory fresh
 // from the system is reserved in huge pages.
 // A read's buffer takes a cached string that holds it before the spare: the spare is for
-// sizes the cache cannot serve. Writing into lazily released pages again cost far more than into cached
-// ones on a 2-core virtual machine (a 16 MiB read into the spare: some 46 ms, against 5
-// into a cached string), and a read that takes the spare gives it back released again
-// when the cache is full (of a series of writes' payloads, say): every read paid that.
+// sizes the cache cannot serve. Writing into lazily released pages again cost far more
+// than into cached ones on a 2-core virtual machine (a 16 MiB read into the spare: some
+// 46 ms, against 5 into a cached string), and a read that takes the spare gives it back
+// released again when the cache is full (of a series of writes' payloads, say): every
+// read paid that.
 //
 // Thread-safety: every method may be called from any thread.
 
