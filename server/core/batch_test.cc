@@ -225,20 +225,31 @@ std::string ThisThreadName() {
 }
 
 // Note [Brief answers where the work ended]: a small read of a caller whose answer is
-// brief is answered on the stream's worker that ran its copy (unless the copy ended
-// before the task asked to be called back, as a stream's worker already awake may do);
-// a large read, or a caller that does not say so, on a completion thread.
+// brief, queued behind other work on its stream, is answered on the stream's worker that
+// ran its copy (unless the copy ended before the task asked to be called back, as a
+// stream's worker already awake may do); a large read, or a caller that does not say so,
+// on a completion thread. (A small read that finds its stream idle runs its copy where it
+// was queued, inside the task, and is answered off that thread: not what is checked here.)
 TEST_F(BatchTest, SmallReadsOfBriefCallersAreAnsweredWhereTheirCopiesRan) {
+  constexpr uint64_t kBusyBytes = 6 * kMiB;
   std::vector<BatchCommand> setup;
   setup.push_back(Command(1, "allocate", AllocateOp{.size_bytes = 2 * kMiB}));
+  setup.push_back(Command(2, "allocate", AllocateOp{.size_bytes = 2 * kBusyBytes}));
   auto allocated = std::make_shared<Batch>(std::move(setup));
   RunAll(*allocated);
   const BufferRef buffer{.id = allocated->result(0).allocated};
-  // How many of `attempts` reads of `size` bytes were answered on a stream's worker.
+  const BufferRef busy{.id = allocated->result(1).allocated};
+  // How many of `attempts` reads of `size` bytes, each queued behind a copy of kBusyBytes
+  // on the same stream, were answered on a stream's worker.
   auto answered_on_a_stream = [&](int attempts, uint64_t size,
                                   DeviceWorker::Answering answering) {
     int on_a_stream = 0;
     for (int i = 0; i < attempts; ++i) {
+      std::vector<BatchCommand> copy;
+      copy.push_back(Command(1, "copy", CopyOp{.source = busy, .target = busy,
+                                               .target_offset_bytes = kBusyBytes,
+                                               .size_bytes = kBusyBytes}));
+      RunAll(*std::make_shared<Batch>(std::move(copy)));  // queued, not waited for
       std::vector<BatchCommand> commands;
       commands.push_back(Command(1, "read", Read(buffer, size)));
       auto batch = std::make_shared<Batch>(std::move(commands));
