@@ -242,16 +242,21 @@ void DownloadOnce(bench::RawBytes::Stub& stub, size_t size) {
   benchmark::DoNotOptimize(received);
 }
 
-// `transfer` once per iteration, of `state.range(0)` bytes through `stub`, after one
-// untimed upload and download of that size. A channel's HTTP/2 windows grow with the
-// traffic it carried: a fresh one downloaded 1 MiB at 70-80 MB/s, and at 1.6-2.3 GB/s
-// once it had carried an upload, as the daemon's channel has by the time its rows run
-// (each writes its buffer first). Returns the bytes per second.
+// One untimed upload and download of `size` bytes through `stub`. A channel's HTTP/2
+// windows grow with the traffic it carried: a fresh one downloaded 1 MiB at 70-80 MB/s,
+// and at 1.6-2.3 GB/s once it had carried an upload, as the daemon's channel has by the
+// time its rows run (each writes its buffer first).
+void WarmRawChannel(bench::RawBytes::Stub& stub, size_t size) {
+  UploadOnce(stub, std::string(size, 'u'));
+  DownloadOnce(stub, size);
+}
+
+// `transfer` once per iteration, of `state.range(0)` bytes through `stub`, its channel
+// warmed first. Returns the bytes per second.
 double MeasureRawTransfer(benchmark::State& state, bench::RawBytes::Stub& stub,
                           const std::function<void()>& transfer) {
   const size_t size = state.range(0);
-  UploadOnce(stub, std::string(size, 'u'));
-  DownloadOnce(stub, size);
+  WarmRawChannel(stub, size);
   FaultCounter faults(0);
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) transfer();
@@ -412,8 +417,7 @@ void BM_DaemonInlineAlternating(benchmark::State& state) {
     }
   };
   // Untimed: both channels warmed each way, the buffer's pages touched.
-  UploadOnce(raw, data);
-  DownloadOnce(raw, size);
+  WarmRawChannel(raw, size);
   bench::WriteUntimed(session, buffer, data);
   (void)session.Read(buffer, 0, size);
   const auto time_chunk = [](const auto& transfer) {
