@@ -1,17 +1,21 @@
 #include "driver/cpu/copy_engine.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "base/thread_name.h"
 
 namespace gpucmd {
 
 CopyEngine::CopyEngine(int helpers) {
+  if (sched_getaffinity(0, sizeof(cpus_), &cpus_) != 0) CPU_ZERO(&cpus_);
   for (int i = 0; i < helpers; ++i) helpers_.emplace_back([this] {
       NameThisThread("gpucmd-copy");
+      RegisterHelper();
       Help();
     });
 }
@@ -59,6 +63,7 @@ void CopyEngine::Run(size_t parts, absl::FunctionRef<void(size_t)> copy_part) {
   auto job = std::make_shared<Job>(parts, copy_part);
   {
     MutexLock lock(&mutex_);
+    KeepHelpersOffLocked(sched_getcpu());
     const size_t offers = std::min(helpers_.size(), parts - 1);
     for (size_t i = 0; i < offers; ++i) jobs_.push_back(job);
     work_ready_.NotifyAll();
@@ -81,6 +86,23 @@ void CopyEngine::Copy(std::byte* to, const std::byte* from, uint64_t size) {
     const uint64_t offset = part * kPartBytes;
     std::memcpy(to + offset, from + offset, std::min(kPartBytes, size - offset));
   });
+}
+
+void CopyEngine::KeepHelpersOffLocked(int cpu) {
+  if (cpu < 0 || cpu == helpers_kept_off_) return;
+  cpu_set_t others = cpus_;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0) return;
+  // A hint: a helper whose affinity could not be set still helps, wherever it runs.
+  for (pid_t helper : helper_ids_) sched_setaffinity(helper, sizeof(others), &others);
+  helpers_kept_off_ = cpu;
+}
+
+void CopyEngine::RegisterHelper() {
+  MutexLock lock(&mutex_);
+  helper_ids_.push_back(gettid());
+  const int kept_off = std::exchange(helpers_kept_off_, -1);
+  KeepHelpersOffLocked(kept_off);
 }
 
 void CopyEngine::Help() {

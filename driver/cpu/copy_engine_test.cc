@@ -1,6 +1,7 @@
 #include "driver/cpu/copy_engine.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -67,6 +68,43 @@ TEST(CopyEngineTest, AnIdleHelperJoinsTheCopy) {
   });
   EXPECT_TRUE(met) << "no helper took a part";
   EXPECT_EQ(threads.size(), 2u);
+}
+
+// A helper never runs on the CPU its caller runs on (Note [Copies on several cores]): the
+// caller, confined to one CPU, waits in its first part until a helper took one, and every
+// part a helper ran records a CPU other than the caller's.
+TEST(CopyEngineTest, HelpersRunOffTheCallersCpu) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "needs two CPUs";
+  CopyEngine engine(1);  // its CPUs: all of this thread's
+  int home = 0;
+  while (!CPU_ISSET(home, &before)) ++home;
+  cpu_set_t only_home;
+  CPU_ZERO(&only_home);
+  CPU_SET(home, &only_home);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(only_home), &only_home), 0);
+  const pid_t caller = gettid();
+  Mutex mutex;
+  CondVar helped;
+  std::vector<int> helper_cpus;
+  bool met = true;
+  engine.Run(16, [&](size_t) {
+    const int cpu = sched_getcpu();
+    MutexLock lock(&mutex);
+    if (gettid() != caller) {
+      helper_cpus.push_back(cpu);
+      helped.NotifyAll();
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    met = met && helped.AwaitUntil(&mutex, deadline, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return !helper_cpus.empty();
+    });
+  });
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
+  EXPECT_TRUE(met) << "no helper took a part";
+  for (int cpu : helper_cpus) EXPECT_NE(cpu, home) << "a helper ran on its caller's CPU";
 }
 
 // A daemon confined to some CPUs (a service's CPUAffinity, a container's cpuset) starts
