@@ -19,7 +19,7 @@
 // sees no cache shared between CPUs (a VM that exposes no cache topology, like the 2-core
 // development VM), a woken thread is placed on its waker's CPU or on its own last one,
 // even while another CPU idles, and there it waits behind the copying caller until load
-// balancing moves it: 1.7 ms measured, longer than a whole 16 MiB copy, so the helper
+// balancing moves it: 1.6 ms measured, longer than a whole 16 MiB copy, so the helper
 // took no part. The affinity is set only when the caller's CPU changed, and a helper
 // that could run nowhere else (the engine has one CPU) is left as it is.
 //
