@@ -1,9 +1,11 @@
 #include "client/client.h"
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "base/status_macros.h"
 #include "client/read_messages.h"
 #include "client/write_messages.h"
 #include "grpcpp/create_channel.h"
@@ -283,29 +285,53 @@ absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view dat
   return FromGrpcStatus(writer->Finish());
 }
 
-absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
-  request.set_session(handle_->token);
+namespace {
+
+// Sends `request` (the session filled in) and hands each answer, as gRPC received it, to
+// `take` (`first` for the stream's first), until the stream ends or `take` refuses one.
+absl::Status ReadStream(const SessionHandle& session, v1::ReadRequest request,
+                        absl::FunctionRef<absl::Status(grpc::ByteBuffer&, bool first)> take) {
+  request.set_session(session.token);
   grpc::ClientContext context;
-  handle_->connection->PrepareContext(&context);
+  session.connection->PrepareContext(&context);
   // Each answer's bytes are copied once, from gRPC's slices into the result (Note [Read
   // payloads land in place] in client/read_messages.h); the stub's reader would parse
   // them into a message of their own first.
   const grpc::internal::RpcMethod method(ReadMethodName().c_str(),
                                          grpc::internal::RpcMethod::SERVER_STREAMING,
-                                         handle_->connection->channel);
+                                         session.connection->channel);
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
-          handle_->connection->channel.get(), method, &context, request));
-  std::string result;
+          session.connection->channel.get(), method, &context, request));
   grpc::ByteBuffer message;
-  absl::Status appended;
-  for (bool first = true; appended.ok() && reader->Read(&message); first = false) {
-    appended = AppendReadMessage(message, first, result);
+  absl::Status taken;
+  for (bool first = true; taken.ok() && reader->Read(&message); first = false) {
+    taken = take(message, first);
   }
-  if (!appended.ok()) context.TryCancel();
+  if (!taken.ok()) context.TryCancel();
   grpc::Status status = reader->Finish();
-  if (!appended.ok()) return appended;
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!taken.ok()) return taken;
+  return FromGrpcStatus(status);
+}
+
+v1::ReadRequest ContiguousRead(const Buffer& buffer, uint64_t offset, uint64_t size,
+                               uint64_t stream) {
+  v1::ReadRequest request;
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  request.set_size_bytes(size);
+  return request;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
+  std::string result;
+  RETURN_IF_ERROR(ReadStream(*handle_, std::move(request),
+                             [&result](grpc::ByteBuffer& message, bool first) {
+                               return AppendReadMessage(message, first, result);
+                             }));
   return result;
 }
 
@@ -350,12 +376,21 @@ absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSl
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,
                                           uint64_t stream) {
-  v1::ReadRequest request;
-  request.set_stream(stream);
-  request.set_buffer(buffer.id());
-  request.set_offset_bytes(offset);
-  request.set_size_bytes(size);
-  return ReadRequest(std::move(request));
+  return ReadRequest(ContiguousRead(buffer, offset, size, stream));
+}
+
+absl::Status Session::Read(const Buffer& buffer, uint64_t offset, absl::Span<std::byte> into,
+                           uint64_t stream) {
+  size_t filled = 0;
+  RETURN_IF_ERROR(ReadStream(*handle_, ContiguousRead(buffer, offset, into.size(), stream),
+                             [&](grpc::ByteBuffer& message, bool) {
+                               return CopyReadMessage(message, into, filled);
+                             }));
+  if (filled != into.size()) {
+    return absl::InternalError(absl::StrCat("the daemon answered a read of ", into.size(),
+                                            " bytes with ", filled));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t offset,

@@ -11,6 +11,7 @@
 // thread-safe). A Session belongs to one owner; it closes itself when destroyed.
 
 #include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "gpucmd/v1/gpucmd.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -209,6 +211,11 @@ class Session {
                      uint64_t stream = 0);
   absl::StatusOr<std::string> Read(const Buffer& buffer, uint64_t offset, uint64_t size,
                                    uint64_t stream = 0);
+  // Device -> `into`, as many bytes as it holds, from `offset`: for callers that keep
+  // their own memory (the Read above allocates the result for each call). Its bytes are
+  // unspecified after an error.
+  absl::Status Read(const Buffer& buffer, uint64_t offset, absl::Span<std::byte> into,
+                    uint64_t stream = 0);
   // Device -> shared memory: the slice's size from `offset` lands in the slice.
   absl::Status Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
                     uint64_t stream = 0);

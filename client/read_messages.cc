@@ -71,4 +71,21 @@ absl::Status AppendReadMessage(grpc::ByteBuffer& message, bool first, std::strin
   return absl::OkStatus();
 }
 
+absl::Status CopyReadMessage(grpc::ByteBuffer& message, absl::Span<std::byte> into,
+                             size_t& filled) {
+  const size_t room = into.size() - filled;
+  uint64_t total = 0;
+  uint64_t data_bytes = 0;
+  const bool copied = ForEachField(message, total, [&](auto& input, uint32_t size) {
+    data_bytes = size;  // a later `data` field replaces an earlier one, as in parsing
+    return size <= room && input.ReadRaw(into.data() + filled, static_cast<int>(size));
+  });
+  if (!copied) {
+    return absl::InternalError(
+        "a Read answer from the daemon did not parse, or carried more bytes than asked");
+  }
+  filled += data_bytes;
+  return absl::OkStatus();
+}
+
 }  // namespace gpucmd

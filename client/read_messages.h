@@ -11,9 +11,11 @@
 // slices into the result, which the first message's `total_bytes` reserves whole (in
 // huge pages from base/huge_pages.h's threshold).
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace gpucmd {
@@ -26,6 +28,14 @@ const std::string& ReadMethodName();
 // says it is the stream's first message, whose `total_bytes` reserves the whole read.
 // INTERNAL, with `result` as it was, for a message that does not parse.
 absl::Status AppendReadMessage(grpc::ByteBuffer& message, bool first, std::string& result);
+
+// Copies the `data` of `message`, one ReadResponse as gRPC received it, into `into` from
+// `filled` on, and advances `filled` past it (the last `data` field of the message counts,
+// as in parsing). INTERNAL for a message that does not parse, or whose bytes do not fit
+// in `into` past `filled`; `filled` stays as it was then, and `into`'s bytes past it are
+// unspecified.
+absl::Status CopyReadMessage(grpc::ByteBuffer& message, absl::Span<std::byte> into,
+                             size_t& filled);
 
 }  // namespace gpucmd
 

@@ -70,6 +70,69 @@ TEST(ReadMessagesTest, AMessageThatDoesNotParseLeavesTheResultAsItWas) {
   }
 }
 
+TEST(ReadMessagesTest, TheDataOfEachAnswerLandsInPlaceAsParsingWouldGiveIt) {
+  for (size_t slice_bytes : {size_t{1}, size_t{7}, size_t{4096}, size_t{1} << 30}) {
+    std::string expected;
+    std::vector<grpc::ByteBuffer> messages;
+    for (size_t size : {size_t{0}, size_t{1}, size_t{300}, size_t{70000}}) {
+      v1::ReadResponse answer;
+      answer.set_data(Bytes(size, static_cast<int>(size)));
+      answer.set_total_bytes(size == 0 ? 70301 : 0);
+      expected += answer.data();
+      messages.push_back(Received(answer.SerializeAsString(), slice_bytes));
+    }
+    std::vector<std::byte> memory(expected.size() + 1, std::byte{0xEE});
+    const absl::Span<std::byte> into = absl::MakeSpan(memory).first(expected.size());
+    size_t filled = 0;
+    for (grpc::ByteBuffer& message : messages) {
+      ASSERT_TRUE(CopyReadMessage(message, into, filled).ok()) << filled;
+    }
+    EXPECT_EQ(filled, expected.size());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(memory.data()), expected.size()),
+              expected)
+        << "slices of " << slice_bytes;
+    EXPECT_EQ(memory.back(), std::byte{0xEE}) << "a byte past the target changed";
+  }
+}
+
+TEST(ReadMessagesTest, OfRepeatedDataTheLastLandsAsInParsing) {
+  std::string wire;
+  wire += std::string("\x0a\x05", 2) + "stale";   // data = "stale"
+  wire += std::string("\x48\x96\x01", 3);        // field 9 = 150
+  wire += std::string("\x0a\x03", 2) + "new";     // data = "new"
+  v1::ReadResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire));
+  std::vector<std::byte> memory(8);
+  size_t filled = 2;
+  grpc::ByteBuffer message = Received(wire, 3);
+  ASSERT_TRUE(CopyReadMessage(message, absl::MakeSpan(memory), filled).ok());
+  EXPECT_EQ(filled, 2 + parsed.data().size());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(memory.data()) + 2, 3), parsed.data());
+}
+
+TEST(ReadMessagesTest, AnswerThatDoesNotParseOrFitLeavesWhatWasFilled) {
+  v1::ReadResponse answer;
+  answer.set_data(Bytes(1000, 3));
+  const std::string wire = answer.SerializeAsString();
+  std::vector<std::byte> memory(1000);
+  for (size_t cut : {size_t{1}, size_t{2}, size_t{500}, wire.size() - 1}) {
+    size_t filled = 0;
+    grpc::ByteBuffer message = Received(wire.substr(0, cut), 64);
+    EXPECT_EQ(CopyReadMessage(message, absl::MakeSpan(memory), filled).code(),
+              absl::StatusCode::kInternal)
+        << cut;
+    EXPECT_EQ(filled, 0u) << cut;
+  }
+  // One byte more than the room left: refused before anything is copied past it.
+  std::vector<std::byte> small(1001, std::byte{0xEE});
+  size_t filled = 2;
+  grpc::ByteBuffer message = Received(wire, 64);
+  EXPECT_EQ(CopyReadMessage(message, absl::MakeSpan(small).first(1001), filled).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(filled, 2u);
+  EXPECT_EQ(small[2], std::byte{0xEE});
+}
+
 TEST(ReadMessagesTest, TheMethodIsTheServicesRead) {
   EXPECT_EQ(ReadMethodName(), "/gpucmd.v1.GpuCommand/Read");
 }

@@ -367,7 +367,9 @@ void BM_DaemonWriteAnsweredWhenCopied(benchmark::State& state) {
   MeasureDaemonWrite(state, WriteReturns::kWhenCopied);
 }
 
-void BM_DaemonRead(benchmark::State& state) {
+// An inline read of `state.range(0)` bytes per iteration, by `read(session, buffer)`.
+void MeasureDaemonRead(benchmark::State& state,
+                       const std::function<absl::Status(Session&, const Buffer&)>& read) {
   size_t size = state.range(0);
   BenchDaemon& daemon = DaemonOfArgument(state);
   Session& session = *daemon.session;
@@ -375,15 +377,27 @@ void BM_DaemonRead(benchmark::State& state) {
   bench::WriteUntimed(session, buffer, std::string(size, 'r'));
   FaultCounter faults(daemon.process->pid());
   auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    absl::StatusOr<std::string> read = session.Read(buffer, 0, size);
-    benchmark::DoNotOptimize(read);
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(read(session, buffer));
   const double seconds = SecondsSince(start);
   faults.Report(state);
   ReportThroughput(state, size, seconds);
   ReportAgainstRaw(state, seconds, raw_download_bytes_per_second,
                    raw_process_download_bytes_per_second);
+}
+
+// Each read's bytes in a string the client allocates for it.
+void BM_DaemonRead(benchmark::State& state) {
+  MeasureDaemonRead(state, [size = state.range(0)](Session& session, const Buffer& buffer) {
+    return session.Read(buffer, 0, size).status();
+  });
+}
+
+// Each read's bytes into the same memory of the caller's, touched before the loop.
+void BM_DaemonReadInto(benchmark::State& state) {
+  std::vector<std::byte> memory(state.range(0), std::byte{1});
+  MeasureDaemonRead(state, [&memory](Session& session, const Buffer& buffer) {
+    return session.Read(buffer, 0, absl::MakeSpan(memory));
+  });
 }
 
 // Inline transfers of `state.range(0)` bytes against the bare service in its own process,
@@ -586,6 +600,7 @@ BENCHMARK(BM_CommandRead)->THROUGHPUT_SIZES;
 BENCHMARK(BM_DaemonWrite)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonWriteAnsweredWhenCopied)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonRead)->DAEMON_SIZES;
+BENCHMARK(BM_DaemonReadInto)->DAEMON_SIZES;
 BENCHMARK(BM_DaemonInlineAlternating)
     ->ArgsProduct({{4 << 10, 64 << 10}, {0, 1}})
     ->UseRealTime();

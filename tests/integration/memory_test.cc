@@ -104,6 +104,45 @@ TEST_F(MemoryTest, WriteThenReadRoundTripsSmallAndChunkedPayloads) {
   }
 }
 
+// A read into the caller's memory lands the same bytes as a read that returns them, at
+// an offset and across several answers (messages of at most 1 MiB here), and leaves the
+// caller's bytes around it alone.
+TEST_F(MemoryTest, AReadIntoTheCallersMemoryLandsInPlace) {
+  for (uint64_t size : {uint64_t{1}, uint64_t{4096}, 3 * kMiB + 77}) {
+    Buffer buffer = MustAllocate(size + 100);
+    const std::string data = testing::RandomBytes(size + 100, static_cast<uint32_t>(size));
+    ASSERT_TRUE(session_->Write(buffer, 0, data).ok());
+    std::vector<std::byte> memory(size + 2, std::byte{0xEE});
+    absl::Status read = session_->Read(buffer, 100, absl::MakeSpan(memory).subspan(1, size));
+    ASSERT_TRUE(read.ok()) << read;
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(memory.data()) + 1, size),
+              data.substr(100))
+        << size << " bytes";
+    EXPECT_EQ(memory.front(), std::byte{0xEE}) << "a byte before the target changed";
+    EXPECT_EQ(memory.back(), std::byte{0xEE}) << "a byte past the target changed";
+  }
+}
+
+// A read into the caller's memory is refused as any read is: past the buffer's end, or
+// of another session's buffer; the daemon serves on.
+TEST_F(MemoryTest, AReadIntoTheCallersMemoryIsCheckedLikeAnyRead) {
+  Buffer buffer = MustAllocate(4096);
+  std::vector<std::byte> memory(4097);
+  EXPECT_EQ(session_->Read(buffer, 0, absl::MakeSpan(memory)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Read(buffer, 4096, absl::MakeSpan(memory).first(1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> theirs = other->Allocate(64);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(session_->Read(*theirs, 0, absl::MakeSpan(memory).first(16)).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(session_->Write(buffer, 0, std::string(4096, 'k')).ok());
+  ASSERT_TRUE(session_->Read(buffer, 0, absl::MakeSpan(memory).first(4096)).ok());
+  EXPECT_EQ(memory[4095], std::byte{'k'});
+}
+
 // A write answered once copied is refused as any write is, before anything is queued,
 // and an empty one (which queues nothing) answers at once, whatever runs on its stream.
 TEST_F(MemoryTest, AWriteAnsweredOnceCopiedIsCheckedLikeAnyWrite) {
