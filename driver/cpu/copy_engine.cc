@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <utility>
+#include <optional>
 
 #include "base/thread_name.h"
 
@@ -88,21 +88,28 @@ void CopyEngine::Copy(std::byte* to, const std::byte* from, uint64_t size) {
   });
 }
 
-void CopyEngine::KeepHelpersOffLocked(int cpu) {
-  if (cpu < 0 || cpu == helpers_kept_off_) return;
+std::optional<cpu_set_t> CopyEngine::CpusOtherThan(int cpu) const {
   cpu_set_t others = cpus_;
-  CPU_CLR(cpu, &others);
-  if (CPU_COUNT(&others) == 0) return;
+  if (cpu >= 0) CPU_CLR(cpu, &others);
+  if (cpu < 0 || CPU_COUNT(&others) == 0) return std::nullopt;
+  return others;
+}
+
+void CopyEngine::KeepHelpersOffLocked(int cpu) {
+  if (cpu == helpers_kept_off_) return;
+  const std::optional<cpu_set_t> others = CpusOtherThan(cpu);
+  if (!others) return;
   // A hint: a helper whose affinity could not be set still helps, wherever it runs.
-  for (pid_t helper : helper_ids_) sched_setaffinity(helper, sizeof(others), &others);
+  for (pid_t helper : helper_ids_) sched_setaffinity(helper, sizeof(*others), &*others);
   helpers_kept_off_ = cpu;
 }
 
 void CopyEngine::RegisterHelper() {
   MutexLock lock(&mutex_);
   helper_ids_.push_back(gettid());
-  const int kept_off = std::exchange(helpers_kept_off_, -1);
-  KeepHelpersOffLocked(kept_off);
+  if (const std::optional<cpu_set_t> others = CpusOtherThan(helpers_kept_off_)) {
+    sched_setaffinity(0, sizeof(*others), &*others);
+  }
 }
 
 void CopyEngine::Help() {

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -87,6 +88,8 @@ class CopyEngine {
     size_t parts_done ABSL_GUARDED_BY(mutex) = 0;
   };
 
+  // The engine's CPUs less `cpu`; none when `cpu` is -1 or the engine has no other.
+  std::optional<cpu_set_t> CpusOtherThan(int cpu) const;
   // Keeps every registered helper off `cpu` (Note [Copies on several cores]), unless
   // they are kept off it already.
   void KeepHelpersOffLocked(int cpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
