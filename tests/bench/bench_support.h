@@ -260,19 +260,27 @@ class RepeatedBatches {
   v1::SubmitResponse replies_;
 };
 
-// One EmptyLaunchBatch per iteration, with `in_flight` batches sent before their
-// replies are read (1: one round trip per batch); returns the loop's seconds.
+// One message sent and one answer received per iteration, with `in_flight` messages sent
+// before their answers are read (1: one round trip each); returns the loop's seconds.
+template <typename Send, typename Receive>
+double PipelinedSeconds(benchmark::State& state, int in_flight, Send send, Receive receive) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 1; i < in_flight; ++i) send();
+  for (auto _ : state) {
+    send();
+    receive();
+  }
+  for (int i = 1; i < in_flight; ++i) receive();
+  return SecondsSince(start);
+}
+
+// One EmptyLaunchBatch per iteration, `in_flight` batches at a time (PipelinedSeconds);
+// returns the loop's seconds, before the call is closed.
 inline double LaunchThroughSubmit(benchmark::State& state, Client& client, Session& session,
                                   const std::string& kernel, int in_flight = 1) {
   RepeatedBatches batches(client, EmptyLaunchBatch(session, kernel));
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 1; i < in_flight; ++i) batches.Send();
-  for (auto _ : state) {
-    batches.Send();
-    batches.Receive();
-  }
-  for (int i = 1; i < in_flight; ++i) batches.Receive();
-  return SecondsSince(start);  // before the call is closed
+  return PipelinedSeconds(
+      state, in_flight, [&batches] { batches.Send(); }, [&batches] { batches.Receive(); });
 }
 
 // CPU time per launch over a launch benchmark's loop, from its construction to Report:

@@ -31,6 +31,7 @@ class EchoServerProcess {
   EchoServerProcess& operator=(const EchoServerProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

@@ -1,9 +1,9 @@
 // Compile cost (miss, memory-cache hit, disk-cache hit) and empty-kernel launch rates
 // in-process and through the daemon (unary RPCs, Submit batches one at a time and four
-// in flight). Each rate is also reported as a ratio of its baseline measured earlier in
-// the same run: compiles against the miss (`x_miss`), daemon launches against the
-// in-process rate (`x_in_process`); each launch row also gives the CPU it took per launch
-// (bench::LaunchCpuMeter).
+// in flight), and the same batches' bytes through a bare gRPC stream. Each rate is also
+// reported as a ratio of its baseline measured earlier in the same run: compiles against
+// the miss (`x_miss`), daemon launches against the in-process rate (`x_in_process`); each
+// launch row also gives the CPU it took per launch (bench::LaunchCpuMeter).
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
@@ -19,10 +19,12 @@
 #include "client/client.h"
 #include "driver/cpu/cpu_compiler.h"
 #include "driver/cpu/cpu_driver.h"
+#include "gpucmd/bench/raw_bytes.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/command/command.h"
 #include "server/core/compile_cache.h"
 #include "tests/bench/bench_support.h"
+#include "tests/bench/echo_baseline.h"
 
 namespace gpucmd {
 namespace {
@@ -172,6 +174,43 @@ void BM_LaunchEmptyDaemonSubmitFourInFlight(benchmark::State& state) {
   cpu.Report(state);
 }
 
+// The four-in-flight row's messages through a bare gRPC stream instead of the daemon:
+// raw_echo_server's Exchange, on the callback API over a Unix socket as the daemon
+// serves, answers each batch's bytes with as many bytes as the daemon's answer to it
+// takes, and does nothing else. Its rate and CPU per launch (`daemon_cpu_us_per_launch`
+// is the bare server's here) are what gRPC alone costs the batched path, the floor under
+// the daemon's rows.
+void BM_LaunchBatchBareStreamFourInFlight(benchmark::State& state) {
+  if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
+  EmptyKernelDaemon& shared = SharedDaemon();
+  bench::Chunk batch;
+  {
+    bench::RepeatedBatches daemon_batches(
+        *shared.daemon.client, bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel));
+    daemon_batches.Send();
+    const v1::SubmitResponse* answer = daemon_batches.Receive();
+    if (answer == nullptr) return state.SkipWithError("the daemon did not answer a batch");
+    batch.set_reply_bytes(answer->ByteSizeLong());
+    batch.set_data(bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel)
+                       .SerializeAsString());
+  }
+  std::unique_ptr<bench::RawBytes::Stub> stub = bench::RawBytes::NewStub(grpc::CreateChannel(
+      "unix:" + bench::SharedEcho().socket, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<bench::Chunk, bench::Chunk>> stream =
+      stub->Exchange(&context);
+  bench::Chunk answer;
+  bench::LaunchCpuMeter cpu(bench::SharedEcho().server.pid());
+  const double seconds = bench::PipelinedSeconds(
+      state, /*in_flight=*/4, [&] { stream->Write(batch); }, [&] { stream->Read(&answer); });
+  ReportLaunchRate(state, seconds, in_process_launches_per_second);
+  cpu.Report(state);
+  stream->WritesDone();
+  if (grpc::Status status = stream->Finish(); !status.ok()) {
+    state.SkipWithError(("Exchange ended " + status.error_message()).c_str());
+  }
+}
+
 // Submit batches (range(0) in flight) against the in-process rate, in alternating chunks
 // of kChunkBatches batches each, so that both meet the machine in the same state (this
 // VM's speed drifts within seconds): the quartiles of the chunk pairs' ratios
@@ -213,6 +252,7 @@ BENCHMARK(BM_LaunchEmptyInProcess)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmitFourInFlight)->UseRealTime();
+BENCHMARK(BM_LaunchBatchBareStreamFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
 
 }  // namespace

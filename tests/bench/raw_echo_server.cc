@@ -9,8 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "base/lock_order_checks.h"
@@ -97,6 +101,62 @@ class UploadReactor final : public grpc::ServerReadReactor<gpucmd::bench::Chunk>
   uint64_t received_ = 0;
 };
 
+// Exchange on the callback API: each chunk read is owed a reply of its reply_bytes,
+// written in order while reading goes on; the call ends once the client is done sending
+// and every reply is written. As the daemon's Submit reactor does, it decides under its
+// lock and calls gRPC outside it.
+class ExchangeReactor final : public grpc::ServerBidiReactor<gpucmd::bench::Chunk,
+                                                               gpucmd::bench::Chunk> {
+ public:
+  ExchangeReactor() { StartRead(&incoming_); }
+  void OnReadDone(bool ok) override {
+    const uint64_t reply_bytes = incoming_.reply_bytes();
+    if (ok) StartRead(&incoming_);  // reads are one at a time: `incoming_` is free again
+    std::unique_lock lock(mutex_);
+    if (ok) {
+      owed_.push_back(reply_bytes);
+    } else {
+      reads_done_ = true;
+    }
+    Advance(lock);
+  }
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mutex_);
+    writing_ = false;
+    if (!ok) owed_.clear();  // the client is gone: its reads end the call
+    Advance(lock);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  // Starts the next reply, or ends the call, when either is due; unlocks `lock` first.
+  void Advance(std::unique_lock<std::mutex>& lock) {
+    std::optional<uint64_t> reply;
+    bool finish = false;
+    if (!writing_ && !owed_.empty()) {
+      writing_ = true;
+      reply = owed_.front();
+      owed_.pop_front();
+    } else if (!writing_ && reads_done_ && !finished_) {
+      finished_ = finish = true;
+    }
+    lock.unlock();
+    if (reply) {
+      outgoing_.mutable_data()->assign(*reply, 'r');  // only the one writer touches it
+      StartWrite(&outgoing_);
+    }
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  gpucmd::bench::Chunk incoming_;
+  gpucmd::bench::Chunk outgoing_;
+  std::mutex mutex_;
+  std::deque<uint64_t> owed_;  // guarded by mutex_, as are the flags
+  bool writing_ = false;
+  bool reads_done_ = false;
+  bool finished_ = false;
+};
+
 class CallbackRawBytes final : public gpucmd::bench::RawBytes::CallbackService {
   grpc::ServerReadReactor<gpucmd::bench::Chunk>* Upload(
       grpc::CallbackServerContext*, gpucmd::bench::UploadResponse* response) override {
@@ -105,6 +165,10 @@ class CallbackRawBytes final : public gpucmd::bench::RawBytes::CallbackService {
   grpc::ServerWriteReactor<gpucmd::bench::Chunk>* Download(
       grpc::CallbackServerContext*, const gpucmd::bench::DownloadRequest* request) override {
     return new DownloadReactor(*request);
+  }
+  grpc::ServerBidiReactor<gpucmd::bench::Chunk, gpucmd::bench::Chunk>* Exchange(
+      grpc::CallbackServerContext*) override {
+    return new ExchangeReactor();
   }
 };
 
