@@ -7,6 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "client/read_messages.h"
+#include "client/request_builders.h"
 #include "client/write_messages.h"
 #include "grpcpp/create_channel.h"
 
@@ -314,16 +315,6 @@ absl::Status ReadStream(const SessionHandle& session, v1::ReadRequest request,
   return FromGrpcStatus(status);
 }
 
-v1::ReadRequest ContiguousRead(const Buffer& buffer, uint64_t offset, uint64_t size,
-                               uint64_t stream) {
-  v1::ReadRequest request;
-  request.set_stream(stream);
-  request.set_buffer(buffer.id());
-  request.set_offset_bytes(offset);
-  request.set_size_bytes(size);
-  return request;
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
@@ -335,24 +326,9 @@ absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
   return result;
 }
 
-namespace {
-
-void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
-  out->set_region(slice.region.id());
-  out->set_offset_bytes(slice.offset_bytes);
-  out->set_size_bytes(slice.size_bytes);
-}
-
-}  // namespace
-
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                             uint64_t stream) {
-  v1::WriteHeader header;
-  header.set_session(handle_->token);
-  header.set_stream(stream);
-  header.set_buffer(buffer.id());
-  header.set_offset_bytes(offset);
-  SetSlice(source, header.mutable_shared_memory());
+  const v1::WriteHeader header = SharedWrite(handle_->token, buffer, offset, source, stream);
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
   v1::WriteResponse response;
@@ -361,13 +337,7 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionS
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
                            uint64_t stream) {
-  v1::ReadRequest request;
-  request.set_session(handle_->token);
-  request.set_stream(stream);
-  request.set_buffer(buffer.id());
-  request.set_offset_bytes(offset);
-  request.set_size_bytes(target.size_bytes);
-  SetSlice(target, request.mutable_shared_memory());
+  const v1::ReadRequest request = SharedRead(handle_->token, buffer, offset, target, stream);
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
   v1::ReadResponse response;
@@ -376,13 +346,14 @@ absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSl
 
 absl::StatusOr<std::string> Session::Read(const Buffer& buffer, uint64_t offset, uint64_t size,
                                           uint64_t stream) {
-  return ReadRequest(ContiguousRead(buffer, offset, size, stream));
+  return ReadRequest(ContiguousRead(handle_->token, buffer, offset, size, stream));
 }
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, absl::Span<std::byte> into,
                            uint64_t stream) {
   size_t filled = 0;
-  RETURN_IF_ERROR(ReadStream(*handle_, ContiguousRead(buffer, offset, into.size(), stream),
+  v1::ReadRequest request = ContiguousRead(handle_->token, buffer, offset, into.size(), stream);
+  RETURN_IF_ERROR(ReadStream(*handle_, std::move(request),
                              [&](grpc::ByteBuffer& message, bool) {
                                return CopyReadMessage(message, into, filled);
                              }));
@@ -409,14 +380,8 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  v1::CopyRequest request;
-  request.set_session(handle_->token);
-  request.set_stream(stream);
-  request.set_source_buffer(source.id());
-  request.set_source_offset_bytes(source_offset);
-  request.set_target_buffer(target.id());
-  request.set_target_offset_bytes(target_offset);
-  request.set_size_bytes(size_bytes);
+  const v1::CopyRequest request = CopyBetween(handle_->token, source, source_offset, target,
+                                              target_offset, size_bytes, stream);
   v1::CopyResponse response;
   return FromGrpcStatus(handle_->connection->stub->Copy(&context, request, &response));
 }
@@ -424,9 +389,7 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
 absl::Status Session::Synchronize(std::optional<uint64_t> stream, std::string* kernel_output) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  v1::SynchronizeRequest request;
-  request.set_session(handle_->token);
-  if (stream) request.set_stream(*stream);
+  const v1::SynchronizeRequest request = SynchronizeOf(handle_->token, stream);
   v1::SynchronizeResponse response;
   absl::Status status =
       FromGrpcStatus(handle_->connection->stub->Synchronize(&context, request, &response));
@@ -481,14 +444,7 @@ absl::Status Session::Launch(const std::string& kernel_id, const LaunchShape& sh
                              const std::vector<v1::KernelArg>& args, uint64_t stream) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  v1::LaunchRequest request;
-  request.set_session(handle_->token);
-  request.set_stream(stream);
-  request.set_kernel_id(kernel_id);
-  *request.mutable_grid() = shape.grid;
-  *request.mutable_block() = shape.block;
-  request.set_dynamic_shared_memory_bytes(shape.dynamic_shared_memory_bytes);
-  for (const v1::KernelArg& arg : args) *request.add_args() = arg;
+  const v1::LaunchRequest request = LaunchOf(handle_->token, kernel_id, shape, args, stream);
   v1::LaunchResponse response;
   return FromGrpcStatus(handle_->connection->stub->Launch(&context, request, &response));
 }

@@ -49,6 +49,7 @@ std::string GrpcTarget(const std::string& target);
 
 class Client;
 class Session;
+class SubmitStream;
 // A client's connection to the daemon, shared by the Client and its sessions: a session
 // may outlive the Client that opened it.
 struct ClientConnection {
@@ -250,6 +251,7 @@ class Session {
   friend class Client;
   friend class Buffer;
   friend class SharedMemoryRegion;
+  friend class SubmitStream;
   class Lease;
   Session(std::shared_ptr<const ClientConnection> connection, std::string token,
           std::unique_ptr<Lease> lease);

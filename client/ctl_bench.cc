@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "client/ctl_output.h"
+#include "client/submit_stream.h"
 
 namespace gpucmd {
 namespace {
@@ -67,26 +68,21 @@ absl::StatusOr<double> LaunchOnce(Session& session, const std::function<absl::St
   return 0;
 }
 
-// Sends one Submit batch of launches and waits for its replies: how many were queued.
-// A full queue (backpressure) makes it wait for the queued ones.
-absl::StatusOr<double> SubmitLaunches(Client& client, Session& session,
-                                      const v1::SubmitRequest& batch) {
-  grpc::ClientContext context;
-  auto stream = client.stub().Submit(&context);
-  v1::SubmitResponse replies;
-  if (!stream->Write(batch) || !stream->Read(&replies)) return FromGrpcStatus(stream->Finish());
-  stream->WritesDone();
-  RETURN_IF_ERROR(FromGrpcStatus(stream->Finish()));
+// Sends one Submit batch of launches on `stream` and waits for its replies: how many were
+// queued. A full queue (backpressure) makes it wait for the queued ones.
+absl::StatusOr<double> SubmitLaunches(SubmitStream& stream, Session& session,
+                                      const Batch& batch) {
+  ASSIGN_OR_RETURN(BatchReplies replies, stream.Run(batch));
   double queued = 0;
   bool full = false;
-  for (const v1::CommandReply& reply : replies.replies()) {
-    const auto code = static_cast<absl::StatusCode>(reply.status().code());
-    if (code == absl::StatusCode::kOk) {
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const absl::Status status = replies.status(i);
+    if (status.ok()) {
       ++queued;
-    } else if (code == absl::StatusCode::kResourceExhausted) {
+    } else if (absl::IsResourceExhausted(status)) {
       full = true;
     } else {
-      return absl::Status(code, reply.status().message());
+      return status;
     }
   }
   if (full) RETURN_IF_ERROR(session.Synchronize());
@@ -136,20 +132,16 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
           },
           synchronize),
       "launches/s");
-  v1::SubmitRequest batch;
+  Batch batch(session);
   for (int i = 0; i < kBatchSize; ++i) {
-    v1::Command* command = batch.add_commands();
-    command->set_sequence(i);
-    v1::LaunchRequest* launch = command->mutable_launch();
-    launch->set_session(session.token());
-    launch->set_kernel_id(kernel->kernel_id());
-    *launch->mutable_grid() = MakeDim3(1);
-    *launch->mutable_block() = MakeDim3(1);
-    *launch->add_args() = Int32Argument(0);
+    batch.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
   }
+  absl::StatusOr<SubmitStream> stream = SubmitStream::Open(session);
+  if (!stream.ok()) return stream.status();
   add(absl::StrCat("empty launches + Synchronize, Submit batches of ", kBatchSize),
-      Rate(seconds, [&] { return SubmitLaunches(client, session, batch); }, synchronize),
+      Rate(seconds, [&] { return SubmitLaunches(*stream, session, batch); }, synchronize),
       "launches/s");
+  RETURN_IF_ERROR(stream->Close());
 
   const uint64_t size = options.transfer_bytes;
   absl::StatusOr<Buffer> buffer = session.Allocate(size);

@@ -1,0 +1,179 @@
+#include "client/submit_stream.h"
+
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/request_builders.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gpucmd {
+
+namespace {
+
+// What the daemon takes in one batch (SubmitRequest.commands in gpucmd.proto).
+constexpr size_t kMaxCommandsPerBatch = 16384;
+
+}  // namespace
+
+Batch::Batch(const Session& session) : token_(session.token()) {}
+
+v1::Command& Batch::Add() {
+  v1::Command& command = *request_.add_commands();
+  command.set_sequence(request_.commands_size() - 1);
+  return command;
+}
+
+size_t Batch::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
+                    uint64_t stream) {
+  v1::WriteRequest& write = *Add().mutable_write();
+  v1::WriteHeader& header = *write.mutable_header();
+  header.set_session(token_);
+  header.set_stream(stream);
+  header.set_buffer(buffer.id());
+  header.set_offset_bytes(offset);
+  header.set_inline_size_bytes(data.size());
+  write.set_data(data.data(), data.size());
+  return size() - 1;
+}
+
+size_t Batch::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
+                    uint64_t stream) {
+  *Add().mutable_write()->mutable_header() = SharedWrite(token_, buffer, offset, source, stream);
+  return size() - 1;
+}
+
+size_t Batch::Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream) {
+  *Add().mutable_read() = ContiguousRead(token_, buffer, offset, size, stream);
+  return this->size() - 1;
+}
+
+size_t Batch::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
+                   uint64_t stream) {
+  *Add().mutable_read() = SharedRead(token_, buffer, offset, target, stream);
+  return size() - 1;
+}
+
+size_t Batch::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                   uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
+  *Add().mutable_copy() =
+      CopyBetween(token_, source, source_offset, target, target_offset, size_bytes, stream);
+  return size() - 1;
+}
+
+size_t Batch::Launch(const std::string& kernel_id, const LaunchShape& shape,
+                     const std::vector<v1::KernelArg>& args, uint64_t stream) {
+  *Add().mutable_launch() = LaunchOf(token_, kernel_id, shape, args, stream);
+  return size() - 1;
+}
+
+size_t Batch::Synchronize(std::optional<uint64_t> stream) {
+  *Add().mutable_synchronize() = SynchronizeOf(token_, stream);
+  return size() - 1;
+}
+
+absl::Status BatchReplies::status(size_t index) const {
+  const v1::CommandStatus& status = reply(index).status();
+  return absl::Status(static_cast<absl::StatusCode>(status.code()), status.message());
+}
+
+absl::Status BatchReplies::FirstError() const {
+  for (size_t i = 0; i < replies_.size(); ++i) {
+    if (absl::Status failed = status(i); !failed.ok()) {
+      return absl::Status(failed.code(), absl::StrCat("command ", i, " of the batch: ",
+                                                      failed.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct SubmitStream::Call {
+  std::shared_ptr<const ClientConnection> connection;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SubmitRequest, v1::SubmitResponse>> stream;
+  std::atomic<size_t> owed{0};  // batches sent (or being sent) and not yet received
+  std::atomic<bool> closed{false};
+};
+
+SubmitStream::SubmitStream(std::unique_ptr<Call> call) : call_(std::move(call)) {}
+SubmitStream::SubmitStream(SubmitStream&&) noexcept = default;
+SubmitStream::~SubmitStream() {
+  if (call_ == nullptr || call_->closed) return;
+  // Answers nobody will receive are not waited for.
+  if (call_->owed > 0) call_->context.TryCancel();
+  Close().IgnoreError();
+}
+
+absl::StatusOr<SubmitStream> SubmitStream::Open(Session& session) {
+  auto call = std::make_unique<Call>();
+  call->connection = session.handle_->connection;
+  call->stream = call->connection->stub->Submit(&call->context);
+  if (call->stream == nullptr) return absl::UnavailableError("the Submit call did not start");
+  return SubmitStream(std::move(call));
+}
+
+absl::Status SubmitStream::Send(const Batch& batch) {
+  if (call_ == nullptr || call_->closed) {
+    return absl::FailedPreconditionError("the Submit stream is closed");
+  }
+  if (batch.size() > kMaxCommandsPerBatch) {
+    return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ",
+                                                   kMaxCommandsPerBatch, " commands, not ",
+                                                   batch.size(), ": split it"));
+  }
+  const size_t bytes = batch.request().ByteSizeLong();
+  const auto limit = static_cast<size_t>(call_->connection->options.max_message_bytes);
+  if (bytes > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a batch of ", bytes, " bytes is over the message limit of ", limit,
+        ": split it, or send large payloads with Session::Write or a region slice"));
+  }
+  ++call_->owed;  // before it can be answered: a receiving thread may wait for it at once
+  if (!call_->stream->Write(batch.request())) {
+    --call_->owed;
+    return absl::UnavailableError("the Submit call ended; Receive reports why");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchReplies> SubmitStream::Receive() {
+  if (call_ == nullptr || call_->closed) {
+    return absl::FailedPreconditionError("the Submit stream is closed");
+  }
+  if (call_->owed == 0) return absl::FailedPreconditionError("no batch is waiting for answers");
+  std::vector<v1::CommandReply> replies;
+  v1::SubmitResponse response;
+  while (call_->stream->Read(&response)) {
+    for (v1::CommandReply& reply : *response.mutable_replies()) {
+      replies.push_back(std::move(reply));
+    }
+    if (response.batch_done()) {
+      --call_->owed;
+      return BatchReplies(std::move(replies));
+    }
+  }
+  call_->closed = true;
+  call_->owed = 0;
+  absl::Status ended = FromGrpcStatus(call_->stream->Finish());
+  if (ended.ok()) return absl::InternalError("the Submit call ended before its answers");
+  return ended;
+}
+
+absl::StatusOr<BatchReplies> SubmitStream::Run(const Batch& batch) {
+  if (absl::Status sent = Send(batch); !sent.ok()) return sent;
+  return Receive();
+}
+
+absl::Status SubmitStream::Close() {
+  if (call_ == nullptr || call_->closed) {
+    return absl::FailedPreconditionError("the Submit stream is closed");
+  }
+  call_->stream->WritesDone();
+  v1::SubmitResponse dropped;
+  while (call_->stream->Read(&dropped)) {
+  }
+  call_->closed = true;
+  return FromGrpcStatus(call_->stream->Finish());
+}
+
+}  // namespace gpucmd

@@ -1,0 +1,313 @@
+// The C++ client's Submit stream through the real daemon: batches of writes, launches,
+// copies, reads and synchronizes in one round trip, several in flight, answered in
+// order; failed commands answered in place while the rest run; batches the daemon would
+// refuse refused before they are sent; a call the daemon ends reported by Receive.
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "client/client.h"
+#include "client/submit_stream.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon_process.h"
+
+namespace gpucmd {
+namespace {
+
+using ::gpucmd::testing::DaemonProcess;
+using ::gpucmd::testing::ShortTempDir;
+using ::testing::HasSubstr;
+
+constexpr int kMaxMessageBytes = 1 << 20;
+// The least the daemon takes (four messages): a batch of 16384 commands holds more.
+constexpr uint64_t kMaxSubmitBytes = 4 * kMaxMessageBytes;
+constexpr int kInts = 1024;
+
+constexpr char kAddOne[] = R"CUDA(
+extern "C" __global__ void add_one(int* data, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] += 1;
+}
+)CUDA";
+
+std::string IntBytes(const std::vector<int>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int));
+}
+
+std::vector<int> IntsOf(const std::string& bytes) {
+  std::vector<int> values(bytes.size() / sizeof(int));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(int));
+  return values;
+}
+
+// The README's example, as it is there.
+// `kernel` takes one int* and adds one to each int of 4 blocks of 256 threads.
+absl::StatusOr<std::string> Batched(gpucmd::Session& session, const gpucmd::Buffer& x,
+                                    const std::string& kernel) {
+  gpucmd::Batch batch(session);
+  batch.Write(x, 0, std::string(4096, '\0'));
+  batch.Launch(kernel, {gpucmd::MakeDim3(4), gpucmd::MakeDim3(256)},
+               {gpucmd::BufferArgument(x, gpucmd::v1::ACCESS_READ_WRITE)});
+  const size_t read = batch.Read(x, 0, 4096);
+  ASSIGN_OR_RETURN(gpucmd::SubmitStream stream, gpucmd::SubmitStream::Open(session));
+  RETURN_IF_ERROR(stream.Send(batch));                  // send more before receiving, if you like
+  ASSIGN_OR_RETURN(gpucmd::BatchReplies replies, stream.Receive());
+  RETURN_IF_ERROR(replies.FirstError());                // or replies.status(i) per command
+  return replies.read_bytes(read);                      // 1024 ints of 1
+}
+
+class SubmitClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string directory = ShortTempDir();
+    std::string config = directory + "/gpucmdd.textproto";
+    std::ofstream(config) << "limits { max_message_bytes: " << kMaxMessageBytes
+                          << " max_submit_bytes: " << kMaxSubmitBytes << " }\n";
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
+                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_.emplace(*std::move(daemon));
+    ClientOptions options;
+    options.max_message_bytes = kMaxMessageBytes;
+    absl::StatusOr<std::unique_ptr<Client>> client =
+        Client::Connect(daemon_->grpc_target(), options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    absl::StatusOr<Session> session = client_->OpenSession(0, "submit-client-test");
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_.emplace(*std::move(session));
+    absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(kAddOne, "add_one");
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    add_one_ = compiled->kernel_id();
+    absl::StatusOr<Buffer> buffer = session_->Allocate(kInts * sizeof(int));
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    buffer_.emplace(*std::move(buffer));
+  }
+
+  void TearDown() override {
+    buffer_.reset();
+    session_.reset();
+    client_.reset();
+  }
+
+  SubmitStream MustOpen() {
+    absl::StatusOr<SubmitStream> stream = SubmitStream::Open(*session_);
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    return *std::move(stream);
+  }
+
+  // Adds one to every int of the buffer, then reads them back: returns the read's place.
+  size_t AddOneAndRead(Batch& batch) {
+    batch.Launch(add_one_, {MakeDim3(kInts / 256), MakeDim3(256)},
+                 {BufferArgument(*buffer_, v1::ACCESS_READ_WRITE), Int32Argument(kInts)});
+    return batch.Read(*buffer_, 0, kInts * sizeof(int));
+  }
+
+  std::optional<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  std::optional<Session> session_;
+  std::string add_one_;
+  std::optional<Buffer> buffer_;
+};
+
+TEST_F(SubmitClientTest, ABatchWritesLaunchesAndReadsInOneRoundTrip) {
+  std::vector<int> values(kInts);
+  for (int i = 0; i < kInts; ++i) values[i] = i * 3;
+  Batch batch(*session_);
+  EXPECT_EQ(batch.Write(*buffer_, 0, IntBytes(values)), 0u);
+  const size_t read = AddOneAndRead(batch);
+  EXPECT_EQ(read, 2u);
+  EXPECT_EQ(batch.Synchronize(), 3u);
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  ASSERT_EQ(replies->size(), 4u);
+  EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  for (int& value : values) ++value;
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), values);
+  EXPECT_TRUE(replies->read_bytes(0).empty());  // not a read
+  EXPECT_TRUE(stream.Close().ok());
+}
+
+TEST_F(SubmitClientTest, TheReadmeExampleRuns) {
+  absl::StatusOr<v1::CompileResponse> bump = session_->Compile(R"CUDA(
+      extern "C" __global__ void bump(int* data) {
+        data[blockIdx.x * blockDim.x + threadIdx.x] += 1;
+      }
+      )CUDA", "bump");
+  ASSERT_TRUE(bump.ok()) << bump.status();
+  absl::StatusOr<std::string> bytes = Batched(*session_, *buffer_, bump->kernel_id());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(IntsOf(*bytes), std::vector<int>(kInts, 1));
+}
+
+TEST_F(SubmitClientTest, BatchesInFlightAreAnsweredInTheOrderSent) {
+  ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
+  Batch batch(*session_);
+  const size_t read = AddOneAndRead(batch);
+  SubmitStream stream = MustOpen();
+  constexpr int kInFlight = 4;
+  for (int i = 0; i < kInFlight; ++i) ASSERT_TRUE(stream.Send(batch).ok());
+  for (int i = 1; i <= kInFlight; ++i) {
+    absl::StatusOr<BatchReplies> replies = stream.Receive();
+    ASSERT_TRUE(replies.ok()) << replies.status();
+    EXPECT_EQ(IntsOf(replies->read_bytes(read)), std::vector<int>(kInts, i)) << "batch " << i;
+  }
+  EXPECT_EQ(stream.Receive().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SubmitClientTest, AnswersSpreadOverSeveralMessagesComeBackAsOneBatch) {
+  constexpr uint64_t kReadBytes = 384 << 10;  // three take more than one message
+  absl::StatusOr<Buffer> large = session_->Allocate(3 * kReadBytes);
+  ASSERT_TRUE(large.ok()) << large.status();
+  std::string bytes(3 * kReadBytes, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + i / 4096);
+  ASSERT_TRUE(session_->Write(*large, 0, bytes).ok());
+  Batch batch(*session_);
+  for (uint64_t part = 0; part < 3; ++part) batch.Read(*large, part * kReadBytes, kReadBytes);
+  batch.Synchronize();
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  ASSERT_EQ(replies->size(), 4u);
+  for (uint64_t part = 0; part < 3; ++part) {
+    EXPECT_TRUE(replies->read_bytes(part) == bytes.substr(part * kReadBytes, kReadBytes))
+        << "part " << part;
+  }
+  EXPECT_TRUE(replies->status(3).ok()) << replies->status(3);
+}
+
+TEST_F(SubmitClientTest, OneThreadSendsWhileAnotherReceives) {
+  ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
+  Batch batch(*session_);
+  const size_t read = AddOneAndRead(batch);
+  SubmitStream stream = MustOpen();
+  constexpr int kBatches = 40;
+  std::thread sender([&] {
+    for (int i = 0; i < kBatches; ++i) ASSERT_TRUE(stream.Send(batch).ok());
+  });
+  for (int i = 1; i <= kBatches; ++i) {
+    absl::StatusOr<BatchReplies> replies;
+    do {  // until the sender has sent the batch this waits for
+      replies = stream.Receive();
+    } while (replies.status().code() == absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(replies.ok()) << replies.status();
+    EXPECT_EQ(IntsOf(replies->read_bytes(read))[0], i);
+  }
+  sender.join();
+}
+
+TEST_F(SubmitClientTest, AFailedCommandIsAnsweredInPlaceAndTheOthersRun) {
+  absl::StatusOr<Buffer> freed = session_->Allocate(64);
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  Batch batch(*session_);
+  batch.Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 7)));
+  const size_t gone = batch.Read(*freed, 0, 64);
+  const size_t past_the_end = batch.Read(*buffer_, kInts * sizeof(int) - 4, 8);
+  const size_t read = batch.Read(*buffer_, 0, kInts * sizeof(int));
+  ASSERT_TRUE(freed->Free().ok());
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(replies->status(gone).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(replies->status(past_the_end).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(replies->status(read).ok()) << replies->status(read);
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), std::vector<int>(kInts, 7));
+  EXPECT_EQ(replies->FirstError().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(replies->FirstError().message(), HasSubstr("command 1 of the batch"));
+  // The stream serves on.
+  Batch next(*session_);
+  next.Synchronize();
+  absl::StatusOr<BatchReplies> after = stream.Run(next);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(after->FirstError().ok());
+}
+
+TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
+  SubmitStream stream = MustOpen();
+  Batch too_many(*session_);
+  for (int i = 0; i <= 16384; ++i) too_many.Synchronize();
+  absl::Status refused = stream.Send(too_many);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("at most 16384 commands"));
+  Batch too_large(*session_);
+  too_large.Write(*buffer_, 0, std::string(kMaxMessageBytes, 'x'));
+  refused = stream.Send(too_large);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("over the message limit"));
+  EXPECT_EQ(stream.Receive().status().code(), absl::StatusCode::kFailedPrecondition);
+  // Neither reached the daemon: the stream serves on.
+  Batch batch(*session_);
+  batch.Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 5)));
+  const size_t read = batch.Read(*buffer_, 0, kInts * sizeof(int));
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), std::vector<int>(kInts, 5));
+}
+
+TEST_F(SubmitClientTest, ACallTheDaemonEndsIsReportedByReceiveAndTheStreamStops) {
+  SubmitStream stream = MustOpen();
+  Batch first(*session_);
+  first.Synchronize();
+  // 16384 commands take more than the daemon's memory for batches (limits.max_submit_bytes).
+  Batch over_budget(*session_);
+  for (int i = 0; i < 16384; ++i) over_budget.Synchronize();
+  ASSERT_TRUE(stream.Send(first).ok());
+  ASSERT_TRUE(stream.Send(over_budget).ok());
+  absl::StatusOr<BatchReplies> answered = stream.Receive();  // the batch before it
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_EQ(answered->size(), 1u);
+  absl::StatusOr<BatchReplies> ended = stream.Receive();
+  EXPECT_EQ(ended.status().code(), absl::StatusCode::kResourceExhausted) << ended.status();
+  EXPECT_THAT(ended.status().message(), HasSubstr("max_submit_bytes"));
+  EXPECT_EQ(stream.Send(first).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stream.Close().code(), absl::StatusCode::kFailedPrecondition);
+  // The session serves on.
+  EXPECT_TRUE(session_->Synchronize().ok());
+}
+
+TEST_F(SubmitClientTest, RegionSlicesCarryABatchsBytesBothWays) {
+  absl::StatusOr<SharedMemoryRegion> region =
+      SharedMemoryRegion::Create(*session_, 2 * kInts * sizeof(int));
+  ASSERT_TRUE(region.ok()) << region.status();
+  std::vector<int> values(kInts);
+  for (int i = 0; i < kInts; ++i) values[i] = 1000 - i;
+  std::memcpy(region->data(), values.data(), kInts * sizeof(int));
+  Batch batch(*session_);
+  batch.Write(*buffer_, 0, RegionSlice{*region, 0, kInts * sizeof(int)});
+  AddOneAndRead(batch);  // and the bytes inline too
+  batch.Read(*buffer_, 0, RegionSlice{*region, kInts * sizeof(int), kInts * sizeof(int)});
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  ASSERT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  for (int& value : values) ++value;
+  std::vector<int> landed(kInts);
+  std::memcpy(landed.data(), region->data() + kInts * sizeof(int), kInts * sizeof(int));
+  EXPECT_EQ(landed, values);
+  EXPECT_EQ(IntsOf(replies->read_bytes(2)), values);
+}
+
+TEST_F(SubmitClientTest, AStreamDestroyedWithAnswersOwedEndsItsCall) {
+  Batch batch(*session_);
+  AddOneAndRead(batch);
+  {
+    SubmitStream stream = MustOpen();
+    ASSERT_TRUE(stream.Send(batch).ok());
+    ASSERT_TRUE(stream.Send(batch).ok());
+  }  // not received
+  EXPECT_TRUE(session_->Synchronize().ok());
+  absl::StatusOr<std::string> bytes = session_->Read(*buffer_, 0, sizeof(int));
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+}
+
+}  // namespace
+}  // namespace gpucmd
