@@ -164,6 +164,15 @@ TEST_F(SubmitClientTest, BatchesInFlightAreAnsweredInTheOrderSent) {
   EXPECT_EQ(stream.Receive().status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(SubmitClientTest, AnEmptyBatchIsAnsweredWithNoReplies) {
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(Batch(*session_));
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(replies->size(), 0u);
+  EXPECT_TRUE(replies->FirstError().ok());
+  EXPECT_TRUE(stream.Close().ok());
+}
+
 TEST_F(SubmitClientTest, AnswersSpreadOverSeveralMessagesComeBackAsOneBatch) {
   constexpr uint64_t kReadBytes = 384 << 10;  // three take more than one message
   absl::StatusOr<Buffer> large = session_->Allocate(3 * kReadBytes);
