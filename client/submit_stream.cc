@@ -1,6 +1,7 @@
 #include "client/submit_stream.h"
 
 #include <atomic>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,9 @@ struct SubmitStream::Call {
   std::unique_ptr<grpc::ClientReaderWriter<v1::SubmitRequest, v1::SubmitResponse>> stream;
   std::atomic<size_t> owed{0};  // batches sent (or being sent) and not yet received
   std::atomic<bool> closed{false};
+  // Held while a batch is written, and while Receive ends the call: gRPC takes a Write
+  // beside a Read on another thread, not beside Finish.
+  std::mutex sending;
 };
 
 SubmitStream::SubmitStream(std::unique_ptr<Call> call) : call_(std::move(call)) {}
@@ -104,7 +108,7 @@ SubmitStream::~SubmitStream() {
   Close().IgnoreError();
 }
 
-absl::StatusOr<SubmitStream> SubmitStream::Open(Session& session) {
+absl::StatusOr<SubmitStream> SubmitStream::Open(const Session& session) {
   auto call = std::make_unique<Call>();
   call->connection = session.handle_->connection;
   call->stream = call->connection->stub->Submit(&call->context);
@@ -128,6 +132,8 @@ absl::Status SubmitStream::Send(const Batch& batch) {
         "a batch of ", bytes, " bytes is over the message limit of ", limit,
         ": split it, or send large payloads with Session::Write or a region slice"));
   }
+  std::lock_guard<std::mutex> sending(call_->sending);
+  if (call_->closed) return absl::FailedPreconditionError("the Submit stream is closed");
   ++call_->owed;  // before it can be answered: a receiving thread may wait for it at once
   if (!call_->stream->Write(batch.request())) {
     --call_->owed;
@@ -152,6 +158,7 @@ absl::StatusOr<BatchReplies> SubmitStream::Receive() {
       return BatchReplies(std::move(replies));
     }
   }
+  std::lock_guard<std::mutex> sending(call_->sending);
   call_->closed = true;
   call_->owed = 0;
   absl::Status ended = FromGrpcStatus(call_->stream->Finish());

@@ -100,7 +100,7 @@ class BatchReplies {
 // cancels the call when answers are owed (their batches may have run, or not).
 class SubmitStream {
  public:
-  static absl::StatusOr<SubmitStream> Open(Session& session);
+  static absl::StatusOr<SubmitStream> Open(const Session& session);
   SubmitStream(SubmitStream&&) noexcept;
   SubmitStream& operator=(SubmitStream&&) = delete;
   ~SubmitStream();
