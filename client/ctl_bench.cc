@@ -71,7 +71,7 @@ absl::StatusOr<double> LaunchOnce(Session& session, const std::function<absl::St
 // Sends one Submit batch of launches on `stream` and waits for its replies: how many were
 // queued. A full queue (backpressure) makes it wait for the queued ones.
 absl::StatusOr<double> SubmitLaunches(SubmitStream& stream, Session& session,
-                                      const Batch& batch) {
+                                      const SubmitBatch& batch) {
   ASSIGN_OR_RETURN(BatchReplies replies, stream.Run(batch));
   double queued = 0;
   bool full = false;
@@ -132,7 +132,7 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
           },
           synchronize),
       "launches/s");
-  Batch batch(session);
+  SubmitBatch batch(session);
   for (int i = 0; i < kBatchSize; ++i) {
     batch.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
   }

@@ -12,8 +12,8 @@ void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
 
 }  // namespace
 
-v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer,
-                               uint64_t offset, uint64_t size, uint64_t stream) {
+v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
+                               uint64_t size, uint64_t stream) {
   v1::ReadRequest request;
   request.set_session(session);
   request.set_stream(stream);
@@ -42,8 +42,8 @@ v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, ui
 }
 
 v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
-                            uint64_t source_offset, const Buffer& target,
-                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
+                            uint64_t source_offset, const Buffer& target, uint64_t target_offset,
+                            uint64_t size_bytes, uint64_t stream) {
   v1::CopyRequest request;
   request.set_session(session);
   request.set_stream(stream);
@@ -69,8 +69,7 @@ v1::LaunchRequest LaunchOf(const std::string& session, const std::string& kernel
   return request;
 }
 
-v1::SynchronizeRequest SynchronizeOf(const std::string& session,
-                                     std::optional<uint64_t> stream) {
+v1::SynchronizeRequest SynchronizeOf(const std::string& session, std::optional<uint64_t> stream) {
   v1::SynchronizeRequest request;
   request.set_session(session);
   if (stream) request.set_stream(*stream);

@@ -2,7 +2,7 @@
 #define GPUCMDD_CLIENT_REQUEST_BUILDERS_H_
 
 // The requests of the client's typed calls, built once for both ways of sending them: a
-// Session's unary calls and a Batch's commands (client/submit_stream.h). Each names the
+// Session's unary calls and a SubmitBatch's commands (client/submit_stream.h). Each names the
 // session whose token is `session`.
 //
 // Thread-safety: pure functions.
@@ -18,8 +18,8 @@
 namespace gpucmd {
 
 // `size` bytes of `buffer` from `offset`, answered inline.
-v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer,
-                               uint64_t offset, uint64_t size, uint64_t stream);
+v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
+                               uint64_t size, uint64_t stream);
 // The target slice's size of `buffer` from `offset`, into the slice.
 v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                            const RegionSlice& target, uint64_t stream);
@@ -27,14 +27,13 @@ v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uin
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
                             const RegionSlice& source, uint64_t stream);
 v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
-                            uint64_t source_offset, const Buffer& target,
-                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream);
+                            uint64_t source_offset, const Buffer& target, uint64_t target_offset,
+                            uint64_t size_bytes, uint64_t stream);
 v1::LaunchRequest LaunchOf(const std::string& session, const std::string& kernel_id,
                            const LaunchShape& shape, const std::vector<v1::KernelArg>& args,
                            uint64_t stream);
 // Every stream of the session when `stream` is absent.
-v1::SynchronizeRequest SynchronizeOf(const std::string& session,
-                                     std::optional<uint64_t> stream);
+v1::SynchronizeRequest SynchronizeOf(const std::string& session, std::optional<uint64_t> stream);
 
 }  // namespace gpucmd
 

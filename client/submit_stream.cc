@@ -17,16 +17,16 @@ constexpr size_t kMaxCommandsPerBatch = 16384;
 
 }  // namespace
 
-Batch::Batch(const Session& session) : token_(session.token()) {}
+SubmitBatch::SubmitBatch(const Session& session) : token_(session.token()) {}
 
-v1::Command& Batch::Add() {
+v1::Command& SubmitBatch::Add() {
   v1::Command& command = *request_.add_commands();
   command.set_sequence(request_.commands_size() - 1);
   return command;
 }
 
-size_t Batch::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
-                    uint64_t stream) {
+size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
+                          uint64_t stream) {
   v1::WriteRequest& write = *Add().mutable_write();
   v1::WriteHeader& header = *write.mutable_header();
   header.set_session(token_);
@@ -38,37 +38,37 @@ size_t Batch::Write(const Buffer& buffer, uint64_t offset, absl::string_view dat
   return size() - 1;
 }
 
-size_t Batch::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
-                    uint64_t stream) {
+size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
+                          uint64_t stream) {
   *Add().mutable_write()->mutable_header() = SharedWrite(token_, buffer, offset, source, stream);
   return size() - 1;
 }
 
-size_t Batch::Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream) {
+size_t SubmitBatch::Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream) {
   *Add().mutable_read() = ContiguousRead(token_, buffer, offset, size, stream);
   return this->size() - 1;
 }
 
-size_t Batch::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
-                   uint64_t stream) {
+size_t SubmitBatch::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
+                         uint64_t stream) {
   *Add().mutable_read() = SharedRead(token_, buffer, offset, target, stream);
   return size() - 1;
 }
 
-size_t Batch::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
-                   uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
+size_t SubmitBatch::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                         uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
   *Add().mutable_copy() =
       CopyBetween(token_, source, source_offset, target, target_offset, size_bytes, stream);
   return size() - 1;
 }
 
-size_t Batch::Launch(const std::string& kernel_id, const LaunchShape& shape,
-                     const std::vector<v1::KernelArg>& args, uint64_t stream) {
+size_t SubmitBatch::Launch(const std::string& kernel_id, const LaunchShape& shape,
+                           const std::vector<v1::KernelArg>& args, uint64_t stream) {
   *Add().mutable_launch() = LaunchOf(token_, kernel_id, shape, args, stream);
   return size() - 1;
 }
 
-size_t Batch::Synchronize(std::optional<uint64_t> stream) {
+size_t SubmitBatch::Synchronize(std::optional<uint64_t> stream) {
   *Add().mutable_synchronize() = SynchronizeOf(token_, stream);
   return size() - 1;
 }
@@ -81,8 +81,8 @@ absl::Status BatchReplies::status(size_t index) const {
 absl::Status BatchReplies::FirstError() const {
   for (size_t i = 0; i < replies_.size(); ++i) {
     if (absl::Status failed = status(i); !failed.ok()) {
-      return absl::Status(failed.code(), absl::StrCat("command ", i, " of the batch: ",
-                                                      failed.message()));
+      return absl::Status(failed.code(),
+                          absl::StrCat("command ", i, " of the batch: ", failed.message()));
     }
   }
   return absl::OkStatus();
@@ -116,21 +116,20 @@ absl::StatusOr<SubmitStream> SubmitStream::Open(const Session& session) {
   return SubmitStream(std::move(call));
 }
 
-absl::Status SubmitStream::Send(const Batch& batch) {
+absl::Status SubmitStream::Send(const SubmitBatch& batch) {
   if (call_ == nullptr || call_->closed) {
     return absl::FailedPreconditionError("the Submit stream is closed");
   }
   if (batch.size() > kMaxCommandsPerBatch) {
-    return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ",
-                                                   kMaxCommandsPerBatch, " commands, not ",
-                                                   batch.size(), ": split it"));
+    return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ", kMaxCommandsPerBatch,
+                                                   " commands, not ", batch.size(), ": split it"));
   }
   const size_t bytes = batch.request().ByteSizeLong();
   const auto limit = static_cast<size_t>(call_->connection->options.max_message_bytes);
   if (bytes > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a batch of ", bytes, " bytes is over the message limit of ", limit,
-        ": split it, or send large payloads with Session::Write or a region slice"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", bytes, " bytes is over the message limit of ", limit,
+                     ": split it, or send large payloads with Session::Write or a region slice"));
   }
   std::lock_guard<std::mutex> sending(call_->sending);
   if (call_->closed) return absl::FailedPreconditionError("the Submit stream is closed");
@@ -166,7 +165,7 @@ absl::StatusOr<BatchReplies> SubmitStream::Receive() {
   return ended;
 }
 
-absl::StatusOr<BatchReplies> SubmitStream::Run(const Batch& batch) {
+absl::StatusOr<BatchReplies> SubmitStream::Run(const SubmitBatch& batch) {
   if (absl::Status sent = Send(batch); !sent.ok()) return sent;
   return Receive();
 }

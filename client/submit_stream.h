@@ -4,7 +4,7 @@
 // Batches of commands in one round trip each, several in flight: the C++ client's side of
 // the Submit stream (gpucmd.proto), the throughput path for many small commands.
 //
-//   gpucmd::Batch batch(session);
+//   gpucmd::SubmitBatch batch(session);
 //   batch.Write(x, 0, bytes);
 //   batch.Launch(kernel_id, shape, {gpucmd::BufferArgument(x, gpucmd::v1::ACCESS_READ_WRITE)});
 //   const size_t read = batch.Read(x, 0, bytes.size());
@@ -18,7 +18,7 @@
 // each; a failed command does not stop the ones after it (those that depend on what it
 // was to write fail with it). Batches on one stream run in the order sent.
 //
-// Thread-safety: a Batch belongs to one thread. A SubmitStream may have one thread
+// Thread-safety: a SubmitBatch belongs to one thread. A SubmitStream may have one thread
 // sending and another receiving at once; it is closed (or destroyed) while neither does.
 
 #include <cstddef>
@@ -40,15 +40,14 @@ namespace gpucmd {
 // where BatchReplies holds its answer. A batch is one message: its inline bytes must fit
 // the message limit (ClientOptions::max_message_bytes), and a read in it returns at most
 // the daemon's read chunk; more goes through Session::Write and Read or a region slice.
-class Batch {
+class SubmitBatch {
  public:
   // Commands of `session` (its token is copied: the batch may outlive the Session object
   // but not the session itself).
-  explicit Batch(const Session& session);
+  explicit SubmitBatch(const Session& session);
 
   // Host -> device: `data` at `offset` of `buffer`.
-  size_t Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
-               uint64_t stream = 0);
+  size_t Write(const Buffer& buffer, uint64_t offset, absl::string_view data, uint64_t stream = 0);
   // Host -> device from shared memory: the slice's bytes land at `offset`.
   size_t Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                uint64_t stream = 0);
@@ -108,13 +107,13 @@ class SubmitStream {
   // Sends `batch`. A batch of more commands than the daemon takes (16384) or larger than
   // the message limit is INVALID_ARGUMENT here, and the stream serves on; a batch of none
   // is sent and answered with no replies.
-  absl::Status Send(const Batch& batch);
+  absl::Status Send(const SubmitBatch& batch);
   // The answers to the oldest batch sent and not yet received. Once the call ended, its
   // status: the daemon ends it for a batch it cannot take (over its memory for batches:
   // RESOURCE_EXHAUSTED), after answering the batches before it.
   absl::StatusOr<BatchReplies> Receive();
   // Sends and receives one batch: one round trip.
-  absl::StatusOr<BatchReplies> Run(const Batch& batch);
+  absl::StatusOr<BatchReplies> Run(const SubmitBatch& batch);
   // Ends the call once the answers still owed are received (and dropped); reports its
   // status. Later calls are FAILED_PRECONDITION.
   absl::Status Close();

@@ -51,16 +51,16 @@ std::vector<int> IntsOf(const std::string& bytes) {
 // `kernel` takes one int* and adds one to each int of 4 blocks of 256 threads.
 absl::StatusOr<std::string> Batched(gpucmd::Session& session, const gpucmd::Buffer& x,
                                     const std::string& kernel) {
-  gpucmd::Batch batch(session);
+  gpucmd::SubmitBatch batch(session);
   batch.Write(x, 0, std::string(4096, '\0'));
   batch.Launch(kernel, {gpucmd::MakeDim3(4), gpucmd::MakeDim3(256)},
                {gpucmd::BufferArgument(x, gpucmd::v1::ACCESS_READ_WRITE)});
   const size_t read = batch.Read(x, 0, 4096);
   ASSIGN_OR_RETURN(gpucmd::SubmitStream stream, gpucmd::SubmitStream::Open(session));
-  RETURN_IF_ERROR(stream.Send(batch));                  // send more before receiving, if you like
+  RETURN_IF_ERROR(stream.Send(batch));  // send more before receiving, if you like
   ASSIGN_OR_RETURN(gpucmd::BatchReplies replies, stream.Receive());
-  RETURN_IF_ERROR(replies.FirstError());                // or replies.status(i) per command
-  return replies.read_bytes(read);                      // 1024 ints of 1
+  RETURN_IF_ERROR(replies.FirstError());  // or replies.status(i) per command
+  return replies.read_bytes(read);        // 1024 ints of 1
 }
 
 class SubmitClientTest : public ::testing::Test {
@@ -105,7 +105,7 @@ class SubmitClientTest : public ::testing::Test {
   }
 
   // Adds one to every int of the buffer, then reads them back: returns the read's place.
-  size_t AddOneAndRead(Batch& batch) {
+  size_t AddOneAndRead(SubmitBatch& batch) {
     batch.Launch(add_one_, {MakeDim3(kInts / 256), MakeDim3(256)},
                  {BufferArgument(*buffer_, v1::ACCESS_READ_WRITE), Int32Argument(kInts)});
     return batch.Read(*buffer_, 0, kInts * sizeof(int));
@@ -121,7 +121,7 @@ class SubmitClientTest : public ::testing::Test {
 TEST_F(SubmitClientTest, ABatchWritesLaunchesAndReadsInOneRoundTrip) {
   std::vector<int> values(kInts);
   for (int i = 0; i < kInts; ++i) values[i] = i * 3;
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   EXPECT_EQ(batch.Write(*buffer_, 0, IntBytes(values)), 0u);
   const size_t read = AddOneAndRead(batch);
   EXPECT_EQ(read, 2u);
@@ -142,7 +142,8 @@ TEST_F(SubmitClientTest, TheReadmeExampleRuns) {
       extern "C" __global__ void bump(int* data) {
         data[blockIdx.x * blockDim.x + threadIdx.x] += 1;
       }
-      )CUDA", "bump");
+      )CUDA",
+                                                               "bump");
   ASSERT_TRUE(bump.ok()) << bump.status();
   absl::StatusOr<std::string> bytes = Batched(*session_, *buffer_, bump->kernel_id());
   ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -151,7 +152,7 @@ TEST_F(SubmitClientTest, TheReadmeExampleRuns) {
 
 TEST_F(SubmitClientTest, BatchesInFlightAreAnsweredInTheOrderSent) {
   ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   const size_t read = AddOneAndRead(batch);
   SubmitStream stream = MustOpen();
   constexpr int kInFlight = 4;
@@ -166,7 +167,7 @@ TEST_F(SubmitClientTest, BatchesInFlightAreAnsweredInTheOrderSent) {
 
 TEST_F(SubmitClientTest, AnEmptyBatchIsAnsweredWithNoReplies) {
   SubmitStream stream = MustOpen();
-  absl::StatusOr<BatchReplies> replies = stream.Run(Batch(*session_));
+  absl::StatusOr<BatchReplies> replies = stream.Run(SubmitBatch(*session_));
   ASSERT_TRUE(replies.ok()) << replies.status();
   EXPECT_EQ(replies->size(), 0u);
   EXPECT_TRUE(replies->FirstError().ok());
@@ -180,7 +181,7 @@ TEST_F(SubmitClientTest, AnswersSpreadOverSeveralMessagesComeBackAsOneBatch) {
   std::string bytes(3 * kReadBytes, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + i / 4096);
   ASSERT_TRUE(session_->Write(*large, 0, bytes).ok());
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   for (uint64_t part = 0; part < 3; ++part) batch.Read(*large, part * kReadBytes, kReadBytes);
   batch.Synchronize();
   SubmitStream stream = MustOpen();
@@ -196,7 +197,7 @@ TEST_F(SubmitClientTest, AnswersSpreadOverSeveralMessagesComeBackAsOneBatch) {
 
 TEST_F(SubmitClientTest, OneThreadSendsWhileAnotherReceives) {
   ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   const size_t read = AddOneAndRead(batch);
   SubmitStream stream = MustOpen();
   constexpr int kBatches = 40;
@@ -217,7 +218,7 @@ TEST_F(SubmitClientTest, OneThreadSendsWhileAnotherReceives) {
 TEST_F(SubmitClientTest, AFailedCommandIsAnsweredInPlaceAndTheOthersRun) {
   absl::StatusOr<Buffer> freed = session_->Allocate(64);
   ASSERT_TRUE(freed.ok()) << freed.status();
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   batch.Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 7)));
   const size_t gone = batch.Read(*freed, 0, 64);
   const size_t past_the_end = batch.Read(*buffer_, kInts * sizeof(int) - 4, 8);
@@ -233,7 +234,7 @@ TEST_F(SubmitClientTest, AFailedCommandIsAnsweredInPlaceAndTheOthersRun) {
   EXPECT_EQ(replies->FirstError().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(replies->FirstError().message(), HasSubstr("command 1 of the batch"));
   // The stream serves on.
-  Batch next(*session_);
+  SubmitBatch next(*session_);
   next.Synchronize();
   absl::StatusOr<BatchReplies> after = stream.Run(next);
   ASSERT_TRUE(after.ok()) << after.status();
@@ -242,19 +243,19 @@ TEST_F(SubmitClientTest, AFailedCommandIsAnsweredInPlaceAndTheOthersRun) {
 
 TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
   SubmitStream stream = MustOpen();
-  Batch too_many(*session_);
+  SubmitBatch too_many(*session_);
   for (int i = 0; i <= 16384; ++i) too_many.Synchronize();
   absl::Status refused = stream.Send(too_many);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.message(), HasSubstr("at most 16384 commands"));
-  Batch too_large(*session_);
+  SubmitBatch too_large(*session_);
   too_large.Write(*buffer_, 0, std::string(kMaxMessageBytes, 'x'));
   refused = stream.Send(too_large);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.message(), HasSubstr("over the message limit"));
   EXPECT_EQ(stream.Receive().status().code(), absl::StatusCode::kFailedPrecondition);
   // Neither reached the daemon: the stream serves on.
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   batch.Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 5)));
   const size_t read = batch.Read(*buffer_, 0, kInts * sizeof(int));
   absl::StatusOr<BatchReplies> replies = stream.Run(batch);
@@ -264,10 +265,10 @@ TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
 
 TEST_F(SubmitClientTest, ACallTheDaemonEndsIsReportedByReceiveAndTheStreamStops) {
   SubmitStream stream = MustOpen();
-  Batch first(*session_);
+  SubmitBatch first(*session_);
   first.Synchronize();
   // 16384 commands take more than the daemon's memory for batches (limits.max_submit_bytes).
-  Batch over_budget(*session_);
+  SubmitBatch over_budget(*session_);
   for (int i = 0; i < 16384; ++i) over_budget.Synchronize();
   ASSERT_TRUE(stream.Send(first).ok());
   ASSERT_TRUE(stream.Send(over_budget).ok());
@@ -290,7 +291,7 @@ TEST_F(SubmitClientTest, RegionSlicesCarryABatchsBytesBothWays) {
   std::vector<int> values(kInts);
   for (int i = 0; i < kInts; ++i) values[i] = 1000 - i;
   std::memcpy(region->data(), values.data(), kInts * sizeof(int));
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   batch.Write(*buffer_, 0, RegionSlice{*region, 0, kInts * sizeof(int)});
   AddOneAndRead(batch);  // and the bytes inline too
   batch.Read(*buffer_, 0, RegionSlice{*region, kInts * sizeof(int), kInts * sizeof(int)});
@@ -306,7 +307,7 @@ TEST_F(SubmitClientTest, RegionSlicesCarryABatchsBytesBothWays) {
 }
 
 TEST_F(SubmitClientTest, AStreamDestroyedWithAnswersOwedEndsItsCall) {
-  Batch batch(*session_);
+  SubmitBatch batch(*session_);
   AddOneAndRead(batch);
   {
     SubmitStream stream = MustOpen();
