@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "client/request_builders.h"
 #include "grpcpp/grpcpp.h"
 
@@ -116,10 +117,15 @@ absl::StatusOr<SubmitStream> SubmitStream::Open(const Session& session) {
   return SubmitStream(std::move(call));
 }
 
-absl::Status SubmitStream::Send(const SubmitBatch& batch) {
+absl::Status SubmitStream::CheckOpen() const {
   if (call_ == nullptr || call_->closed) {
     return absl::FailedPreconditionError("the Submit stream is closed");
   }
+  return absl::OkStatus();
+}
+
+absl::Status SubmitStream::Send(const SubmitBatch& batch) {
+  RETURN_IF_ERROR(CheckOpen());
   if (batch.size() > kMaxCommandsPerBatch) {
     return absl::InvalidArgumentError(absl::StrCat("a batch holds at most ", kMaxCommandsPerBatch,
                                                    " commands, not ", batch.size(), ": split it"));
@@ -132,7 +138,7 @@ absl::Status SubmitStream::Send(const SubmitBatch& batch) {
                      ": split it, or send large payloads with Session::Write or a region slice"));
   }
   std::lock_guard<std::mutex> sending(call_->sending);
-  if (call_->closed) return absl::FailedPreconditionError("the Submit stream is closed");
+  RETURN_IF_ERROR(CheckOpen());  // again: Receive may have ended the call meanwhile
   ++call_->owed;  // before it can be answered: a receiving thread may wait for it at once
   if (!call_->stream->Write(batch.request())) {
     --call_->owed;
@@ -142,9 +148,7 @@ absl::Status SubmitStream::Send(const SubmitBatch& batch) {
 }
 
 absl::StatusOr<BatchReplies> SubmitStream::Receive() {
-  if (call_ == nullptr || call_->closed) {
-    return absl::FailedPreconditionError("the Submit stream is closed");
-  }
+  RETURN_IF_ERROR(CheckOpen());
   if (call_->owed == 0) return absl::FailedPreconditionError("no batch is waiting for answers");
   std::vector<v1::CommandReply> replies;
   v1::SubmitResponse response;
@@ -171,9 +175,7 @@ absl::StatusOr<BatchReplies> SubmitStream::Run(const SubmitBatch& batch) {
 }
 
 absl::Status SubmitStream::Close() {
-  if (call_ == nullptr || call_->closed) {
-    return absl::FailedPreconditionError("the Submit stream is closed");
-  }
+  RETURN_IF_ERROR(CheckOpen());
   call_->stream->WritesDone();
   v1::SubmitResponse dropped;
   while (call_->stream->Read(&dropped)) {

@@ -121,6 +121,8 @@ class SubmitStream {
  private:
   struct Call;
   explicit SubmitStream(std::unique_ptr<Call> call);
+  // FAILED_PRECONDITION once moved from or closed.
+  absl::Status CheckOpen() const;
 
   std::unique_ptr<Call> call_;  // null once moved from
 };

@@ -104,6 +104,13 @@ class SubmitClientTest : public ::testing::Test {
     return *std::move(stream);
   }
 
+  // Zeroes the buffer; then `batch` adds one to each of its ints and reads them back.
+  // Returns the read's place in the batch.
+  size_t ZeroedThenAddOneAndRead(SubmitBatch& batch) {
+    EXPECT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
+    return AddOneAndRead(batch);
+  }
+
   // Adds one to every int of the buffer, then reads them back: returns the read's place.
   size_t AddOneAndRead(SubmitBatch& batch) {
     batch.Launch(add_one_, {MakeDim3(kInts / 256), MakeDim3(256)},
@@ -151,9 +158,8 @@ TEST_F(SubmitClientTest, TheReadmeExampleRuns) {
 }
 
 TEST_F(SubmitClientTest, BatchesInFlightAreAnsweredInTheOrderSent) {
-  ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
   SubmitBatch batch(*session_);
-  const size_t read = AddOneAndRead(batch);
+  const size_t read = ZeroedThenAddOneAndRead(batch);
   SubmitStream stream = MustOpen();
   constexpr int kInFlight = 4;
   for (int i = 0; i < kInFlight; ++i) ASSERT_TRUE(stream.Send(batch).ok());
@@ -196,9 +202,8 @@ TEST_F(SubmitClientTest, AnswersSpreadOverSeveralMessagesComeBackAsOneBatch) {
 }
 
 TEST_F(SubmitClientTest, OneThreadSendsWhileAnotherReceives) {
-  ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
   SubmitBatch batch(*session_);
-  const size_t read = AddOneAndRead(batch);
+  const size_t read = ZeroedThenAddOneAndRead(batch);
   SubmitStream stream = MustOpen();
   constexpr int kBatches = 40;
   std::thread sender([&] {
