@@ -15,10 +15,25 @@
 // driver/hip), wraps its API's calls one by one and is the only code that sees the
 // vendor's headers. Each leaf names its driver: `using CudaDriver = GpuDriver<CudaVendor>`.
 //
+// Note [Waiting for the GPU without spinning]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A thread that synchronizes with an event busy-waits, by default, until the device gets
+// there (cuEventSynchronize, hipEventSynchronize): a completion thread waiting for a
+// session's 50 ms kernel would burn a CPU for 50 ms, one per session waiting, taking the
+// CPUs the daemon's other threads and the clients need. So the vendors create events for
+// blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync), where the thread sleeps
+// until the device wakes it. Being woken adds latency (an interrupt and a wake-up), so
+// GpuEvent::Wait first polls the event for kPollBeforeSleeping: a wait that ends sooner
+// (a Synchronize with little or nothing queued) is answered as fast as a busy-wait
+// would, and a longer one costs at most that much CPU before it sleeps. Whole-stream
+// synchronizations (an allocation, a relocation's copies) are brief and the device
+// thread's own; they wait as the context schedules them.
+//
 // Thread-safety: the backend's methods may be called from any thread (each enters the
 // device on the calling thread); its Context belongs to the device thread; events may
 // be waited for and dropped on any thread.
 
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <memory>
@@ -77,6 +92,7 @@ concept GpuVendor =
       { vendor.SynchronizeStream(stream) } -> std::same_as<absl::Status>;
       // OK, or the sticky error that corrupted the context (UNAVAILABLE).
       { vendor.StickyError(stream) } -> std::same_as<absl::Status>;
+      // An event for blocking waits (Note [Waiting for the GPU without spinning]).
       { vendor.CreateEvent() } -> std::same_as<absl::StatusOr<typename V::EventHandle>>;
       vendor.DestroyEvent(event);
       { vendor.RecordEvent(event, stream) } -> std::same_as<absl::Status>;
@@ -122,9 +138,17 @@ class GpuEvent {
  public:
   GpuEvent() = default;
 
+  // How long Wait polls before it sleeps (Note [Waiting for the GPU without spinning]).
+  static constexpr std::chrono::microseconds kPollBeforeSleeping{50};
+
   absl::Status Wait() const {
     if (handle_ == nullptr) return error_;
     RETURN_IF_ERROR(handle_->vendor.Enter());
+    const auto sleep_from = std::chrono::steady_clock::now() + kPollBeforeSleeping;
+    do {
+      if (handle_->vendor.EventDone(handle_->event)) return absl::OkStatus();
+    } while (std::chrono::steady_clock::now() < sleep_from);
+    // Sleeps until the device completes the event, or returns its error.
     return handle_->vendor.SynchronizeEvent(handle_->event);
   }
 

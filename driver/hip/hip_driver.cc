@@ -64,8 +64,9 @@ absl::Status HipVendor::StickyError(hipStream_t stream) const {
 
 absl::StatusOr<hipEvent_t> HipVendor::CreateEvent() const {
   hipEvent_t event = nullptr;
-  RETURN_IF_ERROR(HipStatus(hipEventCreateWithFlags(&event, hipEventDisableTiming),
-                            "hipEventCreateWithFlags"));
+  RETURN_IF_ERROR(
+      HipStatus(hipEventCreateWithFlags(&event, hipEventDisableTiming | hipEventBlockingSync),
+                "hipEventCreateWithFlags"));
   return event;
 }
 

@@ -1,10 +1,12 @@
 #include "driver/testing/fake_devices.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace gpucmd::fake {
@@ -15,12 +17,22 @@ struct Allocation {
   int device;
 };
 
+using Clock = std::chrono::steady_clock;
+
+struct Event {
+  bool blocking_waits = false;
+  Clock::time_point complete_at;  // the epoch until recorded: complete
+};
+
 struct State {
   std::mutex mutex;
   int device_count = 1;
   bool memory_pools = true;
   int async_allocations = 0;
   int events_created = 0;
+  std::chrono::microseconds event_latency{0};
+  std::map<uintptr_t, Event> events;
+  int sleeping_event_waits = 0;
   uintptr_t next_handle = 0x1000;
   std::map<uintptr_t, Allocation> allocations;
   size_t allocated[kMaxDevices] = {};
@@ -52,6 +64,13 @@ std::map<uintptr_t, size_t>::const_iterator Holding(const std::map<uintptr_t, si
 }
 
 int Clamp(int device) { return device < 0 ? 0 : (device >= kMaxDevices ? kMaxDevices - 1 : device); }
+
+// When `event` completes, and whether waiting for it sleeps.
+Event EventOf(uintptr_t event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  auto it = Get().events.find(event);
+  return it == Get().events.end() ? Event() : it->second;
+}
 
 }  // namespace
 
@@ -130,9 +149,38 @@ uintptr_t NewHandle() {
   return ++Get().next_handle;
 }
 
-void CountEventCreated() {
+void CreateEvent(uintptr_t event, bool blocking_waits) {
   std::lock_guard<std::mutex> lock(Get().mutex);
   ++Get().events_created;
+  Get().events[event] = Event{.blocking_waits = blocking_waits};
+}
+
+void RecordEvent(uintptr_t event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().events[event].complete_at = Clock::now() + Get().event_latency;
+}
+
+bool EventComplete(uintptr_t event) { return Clock::now() >= EventOf(event).complete_at; }
+
+void WaitForEvent(uintptr_t event) {
+  const Event state = EventOf(event);
+  if (state.blocking_waits) {
+    if (Clock::now() < state.complete_at) {
+      {
+        std::lock_guard<std::mutex> lock(Get().mutex);
+        ++Get().sleeping_event_waits;
+      }
+      std::this_thread::sleep_until(state.complete_at);
+    }
+    return;
+  }
+  while (Clock::now() < state.complete_at) {
+  }
+}
+
+void DestroyEvent(uintptr_t event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().events.erase(event);
 }
 
 uintptr_t AddFunction(const std::string& entry_point) {
@@ -223,6 +271,14 @@ extern "C" int fake_gpu_async_allocations() {
 extern "C" int fake_gpu_events_created() {
   std::lock_guard<std::mutex> lock(Get().mutex);
   return Get().events_created;
+}
+extern "C" void fake_gpu_set_event_latency_us(int microseconds) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Get().event_latency = std::chrono::microseconds(microseconds);
+}
+extern "C" int fake_gpu_sleeping_event_waits() {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Get().sleeping_event_waits;
 }
 extern "C" void fake_gpu_inject_sticky_error(int device, int error) {
   InjectStickyError(device, error);

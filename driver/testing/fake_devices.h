@@ -56,7 +56,17 @@ void CountAsyncAllocation();
 
 // Handles for streams, events, modules: distinct non-null values.
 uintptr_t NewHandle();
-void CountEventCreated();
+
+// Events. A recorded event completes the fake_gpu_set_event_latency_us control's time
+// after its record (0 by default: at once), as a GPU's event completes once the work
+// queued before it ran; an event never recorded is complete. Waiting for one sleeps when
+// it was created for blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync) and
+// busy-waits otherwise, as the GPU runtimes document for their event synchronization.
+void CreateEvent(uintptr_t event, bool blocking_waits);
+void RecordEvent(uintptr_t event);
+bool EventComplete(uintptr_t event);
+void WaitForEvent(uintptr_t event);
+void DestroyEvent(uintptr_t event);
 
 // A loaded kernel's handle (1-based) and, from it, whether launching it faults.
 uintptr_t AddFunction(const std::string& entry_point);

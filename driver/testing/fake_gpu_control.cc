@@ -30,6 +30,8 @@ absl::StatusOr<FakeGpuControl> Load(const std::string& runfile) {
   resolve("fake_gpu_set_memory_pools", control.set_memory_pools);
   resolve("fake_gpu_async_allocations", control.async_allocations);
   resolve("fake_gpu_events_created", control.events_created);
+  resolve("fake_gpu_set_event_latency_us", control.set_event_latency_us);
+  resolve("fake_gpu_sleeping_event_waits", control.sleeping_event_waits);
   resolve("fake_gpu_inject_sticky_error", control.inject_sticky_error);
   resolve("fake_gpu_inject_error_for_good", control.inject_error_for_good);
   resolve("fake_gpu_context_resets", control.context_resets);

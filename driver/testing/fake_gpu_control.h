@@ -24,6 +24,11 @@ struct FakeGpuControl {
   int (*async_allocations)();
   // How many events were created.
   int (*events_created)();
+  // Events recorded from now on complete this long after their record (0: at once).
+  void (*set_event_latency_us)(int microseconds);
+  // How many event waits slept: waits for an event made for blocking waits that was not
+  // complete yet.
+  int (*sleeping_event_waits)();
   // Every later call on `device`'s context returns `error` (the double's own error code)
   // until the context is reset.
   void (*inject_sticky_error)(int device, int error);

@@ -2,14 +2,17 @@
 #define GPUCMDD_DRIVER_TESTING_GPU_DOUBLE_TESTS_H_
 
 // Typed tests of a GPU driver over its test double: what the double lets a test see and
-// real hardware does not — which allocator pages come from, and whether events are
-// reused. A leaf runs them beside the conformance suite, with a ConformanceBackend<D>
-// that also has `static const FakeGpuControl& Fake()`:
+// real hardware does not — which allocator pages come from, whether events are reused,
+// and whether a wait for the device sleeps. A leaf runs them beside the conformance
+// suite, with a ConformanceBackend<D> that also has `static const FakeGpuControl& Fake()`:
 //
 //   INSTANTIATE_TYPED_TEST_SUITE_P(FakeCuda, GpuDoubleTest, CudaDriver);
 //
 // The backend must expose its event pool (`event_pool()`).
 
+#include <time.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -85,9 +88,50 @@ TYPED_TEST_P(GpuDoubleTest, EventsAreReusedOnceTheirLastCopyIsGone) {
   EXPECT_EQ(this->Fake().events_created(), created) << "every event came from the pool";
 }
 
+// The CPU time the calling thread used so far.
+inline double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// The double busy-waits for an event made without blocking waits, as the GPU runtimes
+// do (Note [Waiting for the GPU without spinning]).
+TYPED_TEST_P(GpuDoubleTest, AWaitForTheDeviceSleepsInsteadOfSpinning) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  this->Fake().set_event_latency_us(400'000);
+  auto event = backend->stream(0).RecordEvent();
+  this->Fake().set_event_latency_us(0);
+  ASSERT_FALSE(event.IsComplete());
+  const int sleeping_waits = this->Fake().sleeping_event_waits();
+  const double cpu_before = ThreadCpuSeconds();
+  EXPECT_TRUE(event.Wait().ok());
+  EXPECT_LT(ThreadCpuSeconds() - cpu_before, 0.1) << "the wait spun through the 400 ms";
+  EXPECT_TRUE(event.IsComplete()) << "Wait returned before the device got there";
+  EXPECT_EQ(this->Fake().sleeping_event_waits(), sleeping_waits + 1);
+}
+
+TYPED_TEST_P(GpuDoubleTest, AWaitThatEndsWithinThePollingWindowDoesNotSleep) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  using Event = typename TypeParam::Backend::Stream::Event;
+  static_assert(Event::kPollBeforeSleeping > std::chrono::microseconds(20));
+  this->Fake().set_event_latency_us(20);
+  auto event = backend->stream(0).RecordEvent();
+  this->Fake().set_event_latency_us(0);
+  const int sleeping_waits = this->Fake().sleeping_event_waits();
+  EXPECT_TRUE(event.Wait().ok());
+  EXPECT_TRUE(event.IsComplete());
+  EXPECT_EQ(this->Fake().sleeping_event_waits(), sleeping_waits)
+      << "the event completed within the polling window; no sleep was needed";
+}
+
 REGISTER_TYPED_TEST_SUITE_P(GpuDoubleTest, PagesComeFromTheMemoryPoolWhereTheDeviceHasOne,
                             PagesFallBackToPlainAllocationWithoutMemoryPools,
-                            EventsAreReusedOnceTheirLastCopyIsGone);
+                            EventsAreReusedOnceTheirLastCopyIsGone,
+                            AWaitForTheDeviceSleepsInsteadOfSpinning,
+                            AWaitThatEndsWithinThePollingWindowDoesNotSleep);
 
 }  // namespace gpucmd
 

@@ -6,7 +6,8 @@
 // daemon; empty-kernel launch rate in-process (Command<CudaDriver>) against the daemon,
 // unary and in Submit batches (`x_in_process`); the medians of an empty unary launch and
 // an idle Synchronize, each alternating with a raw gRPC echo across processes
-// (`x_raw_p50`). Benchmarks that need a GPU skip themselves, saying why, where there is
+// (`x_raw_p50`); the daemon's CPU while a session waits for long kernels
+// (`daemon_busy_cpus`). Benchmarks that need a GPU skip themselves, saying why, where there is
 // none.
 
 #include <algorithm>
@@ -332,6 +333,32 @@ void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
       bench::DaemonCalls{&*daemon.process, bench::kSynchronizeRpc});
 }
 
+// gpucmdd's CPU while a session waits for long kernels: each iteration launches kSpin for
+// kSpinTicks of the GPU's clock (about 50 ms on a 2 GHz GPU) and synchronizes.
+// `daemon_busy_cpus` is the daemon's CPU seconds over the loop's wall seconds: about 1
+// where its completion thread busy-waits for the kernel, near 0 where it sleeps (Note
+// [Waiting for the GPU without spinning] in driver/gpu/gpu_driver.h); `wait_ms` is one
+// launch and Synchronize.
+void BM_DaemonCpuWhileWaiting(benchmark::State& state) {
+  constexpr int64_t kSpinTicks = 100'000'000;
+  if (!HaveGpuOrSkip(state)) return;
+  BenchDaemon& daemon = SharedDaemon();
+  Session& session = *daemon.session;
+  absl::StatusOr<v1::CompileResponse> spin = session.Compile(kernels::kSpin, "spin");
+  if (!spin.ok()) return state.SkipWithError(std::string(spin.status().message()).c_str());
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  const double cpu_before = bench::UsageOf(daemon.process->pid()).cpu_seconds;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(session.Launch(spin->kernel_id(), one, {Int64Argument(kSpinTicks)}));
+    benchmark::DoNotOptimize(session.Synchronize());
+  }
+  const double seconds = SecondsSince(start);
+  const double cpu_seconds = bench::UsageOf(daemon.process->pid()).cpu_seconds - cpu_before;
+  state.counters["daemon_busy_cpus"] = cpu_seconds / seconds;
+  state.counters["wait_ms"] = seconds * 1e3 / static_cast<double>(state.iterations());
+}
+
 #define TRANSFER_SIZES RangeMultiplier(16)->Range(64 << 10, 256 << 20)->UseRealTime()
 
 BENCHMARK(BM_NvrtcCompile)->Unit(benchmark::kMillisecond);
@@ -349,6 +376,7 @@ BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 BENCHMARK(BM_AgainstEchoEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AgainstEchoIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DaemonCpuWhileWaiting)->UseRealTime()->Iterations(10)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gpucmd

@@ -2,10 +2,11 @@
 // GPU. It implements the calls the CUDA driver makes over the fake devices of
 // driver/testing/fake_devices.h (host memory, sticky errors, context resets, a trapping
 // kernel): streams that run every operation at once (so ordering holds trivially),
-// events that are always complete, and copies (contiguous, 2D, device to device) that
-// honour their parameters exactly — which is what it is for: running the driver
-// conformance suite and the CUDA daemon against the real CudaDriver code in CI. Modules
-// are accepted and kernels not executed. Never install it.
+// events that complete at once or after a latency a test sets (fake_devices.h), and
+// copies (contiguous, 2D, device to device) that honour their parameters exactly — which
+// is what it is for: running the driver conformance suite and the CUDA daemon against the
+// real CudaDriver code in CI. Modules are accepted and kernels not executed. Never
+// install it.
 
 #include <cuda.h>
 
@@ -117,15 +118,29 @@ CUresult StreamDestroy(CUstream) { return CUDA_SUCCESS; }
 CUresult StreamSynchronize(CUstream) { return Sticky(); }
 CUresult StreamQuery(CUstream) { return Sticky(); }
 CUresult StreamWaitEvent(CUstream, CUevent, unsigned int) { return Sticky(); }
-CUresult EventCreate(CUevent* event, unsigned int) {
+CUresult EventCreate(CUevent* event, unsigned int flags) {
   *event = NewHandle<CUevent>();
-  fake::CountEventCreated();
+  fake::CreateEvent(reinterpret_cast<uintptr_t>(*event), (flags & CU_EVENT_BLOCKING_SYNC) != 0);
   return CUDA_SUCCESS;
 }
-CUresult EventRecord(CUevent, CUstream) { return Sticky(); }
-CUresult EventQuery(CUevent) { return Sticky(); }
-CUresult EventSynchronize(CUevent) { return Sticky(); }
-CUresult EventDestroy(CUevent) { return CUDA_SUCCESS; }
+CUresult EventRecord(CUevent event, CUstream) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  fake::RecordEvent(reinterpret_cast<uintptr_t>(event));
+  return CUDA_SUCCESS;
+}
+CUresult EventQuery(CUevent event) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  return fake::EventComplete(reinterpret_cast<uintptr_t>(event)) ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_NOT_READY;
+}
+CUresult EventSynchronize(CUevent event) {
+  fake::WaitForEvent(reinterpret_cast<uintptr_t>(event));
+  return Sticky();
+}
+CUresult EventDestroy(CUevent event) {
+  fake::DestroyEvent(reinterpret_cast<uintptr_t>(event));
+  return CUDA_SUCCESS;
+}
 CUresult MemAlloc(CUdeviceptr* pointer, size_t bytes) {
   if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
   void* memory = fake::AllocateDevice(bytes);

@@ -1,12 +1,12 @@
 // A TEST DOUBLE of the HIP runtime library (libamdhip64.so.5), for CI machines without an
 // AMD GPU: the calls the HIP driver makes, over the fake devices of
 // driver/testing/fake_devices.h (host memory, sticky errors, device resets, a trapping
-// kernel). Streams run every operation at once, events are always complete, copies
-// (contiguous, 2D, device to device) honour their parameters exactly. The HIP driver links
-// the runtime, so a test runs with this library's directory first in LD_LIBRARY_PATH;
-// its symbols carry the runtime's version nodes (fake_libamdhip64.lds). Its hiprtc
-// "compiles" every program into a placeholder code object that only this double can load.
-// Never install it.
+// kernel). Streams run every operation at once, events complete at once or after a
+// latency a test sets (fake_devices.h), copies (contiguous, 2D, device to device) honour
+// their parameters exactly. The HIP driver links the runtime, so a test runs with this
+// library's directory first in LD_LIBRARY_PATH; its symbols carry the runtime's version
+// nodes (fake_libamdhip64.lds). Its hiprtc "compiles" every program into a placeholder
+// code object that only this double can load. Never install it.
 
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
@@ -90,15 +90,28 @@ hipError_t hipStreamDestroy(hipStream_t) { return hipSuccess; }
 hipError_t hipStreamSynchronize(hipStream_t) { return Sticky(); }
 hipError_t hipStreamQuery(hipStream_t) { return Sticky(); }
 hipError_t hipStreamWaitEvent(hipStream_t, hipEvent_t, unsigned int) { return Sticky(); }
-hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned) {
+hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags) {
   *event = NewHandle<hipEvent_t>();
-  fake::CountEventCreated();
+  fake::CreateEvent(reinterpret_cast<uintptr_t>(*event), (flags & hipEventBlockingSync) != 0);
   return hipSuccess;
 }
-hipError_t hipEventRecord(hipEvent_t, hipStream_t) { return Sticky(); }
-hipError_t hipEventQuery(hipEvent_t) { return Sticky(); }
-hipError_t hipEventSynchronize(hipEvent_t) { return Sticky(); }
-hipError_t hipEventDestroy(hipEvent_t) { return hipSuccess; }
+hipError_t hipEventRecord(hipEvent_t event, hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  fake::RecordEvent(reinterpret_cast<uintptr_t>(event));
+  return hipSuccess;
+}
+hipError_t hipEventQuery(hipEvent_t event) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  return fake::EventComplete(reinterpret_cast<uintptr_t>(event)) ? hipSuccess : hipErrorNotReady;
+}
+hipError_t hipEventSynchronize(hipEvent_t event) {
+  fake::WaitForEvent(reinterpret_cast<uintptr_t>(event));
+  return Sticky();
+}
+hipError_t hipEventDestroy(hipEvent_t event) {
+  fake::DestroyEvent(reinterpret_cast<uintptr_t>(event));
+  return hipSuccess;
+}
 hipError_t hipMalloc(void** pointer, size_t bytes) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
   *pointer = fake::AllocateDevice(bytes);
