@@ -24,10 +24,11 @@
 // blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync), where the thread sleeps
 // until the device wakes it. Being woken adds latency (an interrupt and a wake-up), so
 // GpuEvent::Wait first polls the event for kPollBeforeSleeping: a wait that ends sooner
-// (a Synchronize with little or nothing queued) is answered as fast as a busy-wait
-// would, and a longer one costs at most that much CPU before it sleeps. Whole-stream
-// synchronizations (an allocation, a relocation's copies) are brief and the device
-// thread's own; they wait as the context schedules them.
+// (a Synchronize with little or nothing queued, a copy of a few MiB) is answered as fast
+// as a busy-wait would, and a longer one costs that much CPU before it sleeps, paying the
+// wake-up on top of a wait several times its length. Whole-stream synchronizations (an
+// allocation, a relocation's copies) are brief and the device thread's own; they wait as
+// the context schedules them.
 //
 // Thread-safety: the backend's methods may be called from any thread (each enters the
 // device on the calling thread); its Context belongs to the device thread; events may
@@ -139,7 +140,7 @@ class GpuEvent {
   GpuEvent() = default;
 
   // How long Wait polls before it sleeps (Note [Waiting for the GPU without spinning]).
-  static constexpr std::chrono::microseconds kPollBeforeSleeping{50};
+  static constexpr std::chrono::microseconds kPollBeforeSleeping{200};
 
   absl::Status Wait() const {
     if (handle_ == nullptr) return error_;
