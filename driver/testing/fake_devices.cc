@@ -19,6 +19,12 @@ struct Allocation {
 
 using Clock = std::chrono::steady_clock;
 
+// The event latency the double starts with (kEventLatencyVariable; 0 when unset).
+std::chrono::microseconds InitialEventLatency() {
+  const char* text = std::getenv(kEventLatencyVariable);
+  return std::chrono::microseconds(text == nullptr ? 0 : std::strtoll(text, nullptr, 10));
+}
+
 struct Event {
   bool blocking_waits = false;
   Clock::time_point complete_at;  // the epoch until recorded: complete
@@ -30,7 +36,7 @@ struct State {
   bool memory_pools = true;
   int async_allocations = 0;
   int events_created = 0;
-  std::chrono::microseconds event_latency{0};
+  std::chrono::microseconds event_latency = InitialEventLatency();
   std::map<uintptr_t, Event> events;
   int sleeping_event_waits = 0;
   uintptr_t next_handle = 0x1000;

@@ -30,6 +30,7 @@ inline constexpr size_t kFakeDeviceBytes = size_t{256} << 20;
 inline constexpr int kMaxDevices = 8;
 inline constexpr char kTrapEntryPoint[] = "fake_device_trap";
 inline constexpr char kFatalTrapEntryPoint[] = "fake_device_fatal_trap";
+inline constexpr char kEventLatencyVariable[] = "GPUCMD_FAKE_EVENT_LATENCY_US";
 
 int DeviceCount();
 void SetCurrentDevice(int device);
@@ -58,8 +59,9 @@ void CountAsyncAllocation();
 uintptr_t NewHandle();
 
 // Events. A recorded event completes the fake_gpu_set_event_latency_us control's time
-// after its record (0 by default: at once), as a GPU's event completes once the work
-// queued before it ran; an event never recorded is complete. Waiting for one sleeps when
+// after its record (at first kEventLatencyVariable's, in microseconds, so that a test can
+// set it for a daemon it starts; else 0: at once), as a GPU's event completes once the
+// work queued before it ran; an event never recorded is complete. Waiting for one sleeps when
 // it was created for blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync) and
 // busy-waits otherwise, as the GPU runtimes document for their event synchronization.
 void CreateEvent(uintptr_t event, bool blocking_waits);

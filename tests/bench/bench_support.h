@@ -10,7 +10,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +21,12 @@
 #include "grpcpp/grpcpp.h"
 #include "server/command/command_interface.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/process_census.h"
 
 namespace gpucmd::bench {
+
+using ::gpucmd::testing::ProcessUsage;
+using ::gpucmd::testing::UsageOf;
 
 inline constexpr int kMaxMessageBytes = 16 << 20;
 // The kernel of the launch benchmarks: one int parameter, nothing done.
@@ -49,33 +52,6 @@ inline void ReportQuartiles(benchmark::State& state, const std::string& prefix,
                                   std::pair{"_p75", 0.75}}) {
     state.counters[prefix + suffix] = Percentile(ratios, fraction);
   }
-}
-
-// What process `pid` has used so far, from /proc/PID/stat: minor page faults, and CPU
-// seconds (user and system, all its threads, not its children). Zeros when it cannot be
-// read.
-struct ProcessUsage {
-  uint64_t minor_faults = 0;
-  double cpu_seconds = 0;
-};
-inline ProcessUsage UsageOf(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  // After the command name, which ends with the last ')', state is field 3; minflt is 10,
-  // utime 14 and stime 15, in clock ticks.
-  size_t end = line.rfind(')');
-  if (end == std::string::npos) return {};
-  std::istringstream fields(line.substr(end + 2));
-  std::vector<uint64_t> numbers;
-  std::string field;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    numbers.push_back(i == 3 ? 0 : std::stoull(field));
-  }
-  if (numbers.size() < 13) return {};
-  const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return {.minor_faults = numbers[10 - 3],
-          .cpu_seconds = static_cast<double>(numbers[14 - 3] + numbers[15 - 3]) / ticks_per_second};
 }
 
 // Busy CPU seconds of the whole machine so far, all CPUs together, from /proc/stat's

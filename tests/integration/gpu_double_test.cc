@@ -12,6 +12,7 @@
 // GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
 // LD_LIBRARY_PATH.
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/process_census.h"
 #include "tests/testing/random_bytes.h"
 
 namespace gpucmd {
@@ -109,6 +111,29 @@ TEST_F(GpuDoubleTest, CopiesGoThroughTheDriver) {
   ASSERT_TRUE(session.Write(*target, 64, rows, 0, pitched).ok());
   EXPECT_EQ(session.ReadPitched(*target, 64, pitched).value_or(""), rows);
   EXPECT_TRUE(session.Synchronize().ok());
+}
+
+// Note [Waiting for the GPU without spinning] in driver/gpu/gpu_driver.h, through the
+// daemon: a Synchronize waits for a launch's event, which the double completes half a
+// second after its record; a thread busy-waiting for it would take the daemon half a
+// second of CPU.
+TEST_F(GpuDoubleTest, ASynchronizeWaitingForTheDeviceLeavesTheDaemonIdle) {
+  setenv("GPUCMD_FAKE_EVENT_LATENCY_US", "500000", 1);
+  StartDaemon("");
+  unsetenv("GPUCMD_FAKE_EVENT_LATENCY_US");
+  Session session = Open("waits");
+  absl::StatusOr<v1::CompileResponse> empty =
+      session.Compile("extern \"C\" __global__ void empty(int n) {}", "empty");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  ASSERT_TRUE(session.Launch(empty->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                             {Int32Argument(0)}).ok());
+  const testing::ProcessUsage before = testing::UsageOf(daemon_->pid());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(session.Synchronize().ok());
+  const testing::ProcessUsage after = testing::UsageOf(daemon_->pid());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400))
+      << "the Synchronize did not wait for the launch's event";
+  EXPECT_LT(after.cpu_seconds - before.cpu_seconds, 0.25) << "the daemon spun while it waited";
 }
 
 TEST_F(GpuDoubleTest, SharedMemoryRegionsAreRegisteredWithTheDevice) {

@@ -1,5 +1,7 @@
 #include "tests/testing/process_census.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -73,6 +75,25 @@ std::vector<pid_t> ThreadsOfChildrenMatching(pid_t parent, const std::string& ma
     return false;
   });
   return threads;
+}
+
+ProcessUsage UsageOf(pid_t pid) {
+  const std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  // After the command name, which ends with the last ')', come the state (field 3), minflt
+  // (10), utime (14) and stime (15), the times in clock ticks.
+  const size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return {};
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(name_end + 2), ' ');
+  uint64_t minor_faults = 0, user_ticks = 0, system_ticks = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[10 - 3], &minor_faults) ||
+      !absl::SimpleAtoi(fields[14 - 3], &user_ticks) ||
+      !absl::SimpleAtoi(fields[15 - 3], &system_ticks)) {
+    return {};
+  }
+  const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return {.minor_faults = minor_faults,
+          .cpu_seconds = static_cast<double>(user_ticks + system_ticks) / ticks_per_second};
 }
 
 }  // namespace gpucmd::testing

@@ -2,12 +2,13 @@
 #define GPUCMDD_TESTS_TESTING_PROCESS_CENSUS_H_
 
 // Processes a test started (or had started), found by their command lines in /proc:
-// whether they are gone, and which threads they run.
+// whether they are gone, which threads they run, and what they have used.
 //
 // Thread-safety: none needed; it reads /proc only.
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ bool NoProcessMatches(const std::string& marker);
 // The thread ids of the running children of `parent` whose command line contains
 // `marker`.
 std::vector<pid_t> ThreadsOfChildrenMatching(pid_t parent, const std::string& marker);
+
+// What a process has used so far: minor page faults, and CPU seconds (user and system,
+// all its threads, not its children).
+struct ProcessUsage {
+  uint64_t minor_faults = 0;
+  double cpu_seconds = 0;
+};
+// From /proc/PID/stat; zeros when it cannot be read.
+ProcessUsage UsageOf(pid_t pid);
 
 }  // namespace gpucmd::testing
 
