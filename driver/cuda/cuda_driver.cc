@@ -123,8 +123,8 @@ absl::Status CudaVendor::StickyError(CUstream stream) const {
 
 absl::StatusOr<CUevent> CudaVendor::CreateEvent() const {
   CUevent event = nullptr;
-  RETURN_IF_ERROR(Check(
-      api_->EventCreate(&event, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC), "cuEventCreate"));
+  RETURN_IF_ERROR(Check(api_->EventCreate(&event, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC),
+                        "cuEventCreate"));
   return event;
 }
 

@@ -7,8 +7,8 @@
 // unary and in Submit batches (`x_in_process`); the medians of an empty unary launch and
 // an idle Synchronize, each alternating with a raw gRPC echo across processes
 // (`x_raw_p50`); the daemon's CPU while a session waits for long kernels
-// (`daemon_busy_cpus`). Benchmarks that need a GPU skip themselves, saying why, where there is
-// none.
+// (`daemon_busy_cpus`). Benchmarks that need a GPU skip themselves, saying why, where
+// there is none.
 
 #include <algorithm>
 #include <cstring>
