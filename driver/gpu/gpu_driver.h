@@ -18,7 +18,8 @@
 // Note [Waiting for the GPU without spinning]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A thread that synchronizes with an event busy-waits, by default, until the device gets
-// there (cuEventSynchronize, hipEventSynchronize): a completion thread waiting for a
+// there (cuEventSynchronize, as CUDA documents; hipEventSynchronize, whose blocking flag
+// HIP documents as "waiting will yield CPU"): a completion thread waiting for a
 // session's 50 ms kernel would burn a CPU for 50 ms, one per session waiting, taking the
 // CPUs the daemon's other threads and the clients need. So the vendors create events for
 // blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync), where the thread sleeps
