@@ -61,10 +61,10 @@ uintptr_t NewHandle();
 // Events. A recorded event completes the fake_gpu_set_event_latency_us control's time
 // after its record (at first kEventLatencyVariable's, in microseconds, so that a test can
 // set it for a daemon it starts; else 0: at once), as a GPU's event completes once the
-// work queued before it ran; an event never recorded is complete. Waiting for one sleeps when
-// it was created for blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync) and
-// busy-waits otherwise, as cuEventSynchronize does (Note [Waiting for the GPU without
-// spinning] in driver/gpu/gpu_driver.h).
+// work queued before it ran; an event never recorded is complete. Waiting for one sleeps
+// when it was created for blocking waits (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync)
+// and busy-waits otherwise, as cuEventSynchronize does (Note [Waiting for the GPU
+// without spinning] in driver/gpu/gpu_driver.h).
 void CreateEvent(uintptr_t event, bool blocking_waits);
 void RecordEvent(uintptr_t event);
 bool EventComplete(uintptr_t event);
