@@ -183,16 +183,15 @@ void BM_LaunchEmptyDaemonSubmitFourInFlight(benchmark::State& state) {
 void BM_LaunchBatchBareStreamFourInFlight(benchmark::State& state) {
   if (!bench::SharedEcho().ready) return state.SkipWithError("raw_echo_server did not start");
   EmptyKernelDaemon& shared = SharedDaemon();
+  const v1::SubmitRequest request = bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel);
   bench::Chunk batch;
+  batch.set_data(request.SerializeAsString());
   {
-    bench::RepeatedBatches daemon_batches(
-        *shared.daemon.client, bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel));
+    bench::RepeatedBatches daemon_batches(*shared.daemon.client, request);
     daemon_batches.Send();
     const v1::SubmitResponse* answer = daemon_batches.Receive();
     if (answer == nullptr) return state.SkipWithError("the daemon did not answer a batch");
     batch.set_reply_bytes(answer->ByteSizeLong());
-    batch.set_data(bench::EmptyLaunchBatch(*shared.daemon.session, shared.kernel)
-                       .SerializeAsString());
   }
   std::unique_ptr<bench::RawBytes::Stub> stub = bench::RawBytes::NewStub(grpc::CreateChannel(
       "unix:" + bench::SharedEcho().socket, grpc::InsecureChannelCredentials()));

@@ -4,13 +4,13 @@
 // refuse refused before they are sent; a call the daemon ends reported by Receive.
 
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "client/client.h"
 #include "client/submit_stream.h"
@@ -22,7 +22,6 @@ namespace gpucmd {
 namespace {
 
 using ::gpucmd::testing::DaemonProcess;
-using ::gpucmd::testing::ShortTempDir;
 using ::testing::HasSubstr;
 
 constexpr int kMaxMessageBytes = 1 << 20;
@@ -66,13 +65,9 @@ absl::StatusOr<std::string> Batched(gpucmd::Session& session, const gpucmd::Buff
 class SubmitClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string directory = ShortTempDir();
-    std::string config = directory + "/gpucmdd.textproto";
-    std::ofstream(config) << "limits { max_message_bytes: " << kMaxMessageBytes
-                          << " max_submit_bytes: " << kMaxSubmitBytes << " }\n";
-    absl::StatusOr<DaemonProcess> daemon =
-        DaemonProcess::Start({"--listen=unix:" + directory + "/gpucmdd.sock",
-                              "--http_listen=127.0.0.1:0", "--config=" + config});
+    absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+        absl::StrCat("limits { max_message_bytes: ", kMaxMessageBytes,
+                     " max_submit_bytes: ", kMaxSubmitBytes, " }\n"));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_.emplace(*std::move(daemon));
     ClientOptions options;
