@@ -52,6 +52,7 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuStreamSynchronize", api.StreamSynchronize);
   resolve("cuStreamQuery", api.StreamQuery);
   resolve("cuStreamWaitEvent", api.StreamWaitEvent);
+  resolve("cuStreamAddCallback", api.StreamAddCallback);
   resolve("cuEventCreate", api.EventCreate);
   resolve("cuEventRecord", api.EventRecord);
   resolve("cuEventQuery", api.EventQuery);
@@ -76,7 +77,6 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuModuleUnload", api.ModuleUnload);
   resolve("cuFuncSetAttribute", api.FuncSetAttribute);
   resolve("cuLaunchKernel", api.LaunchKernel);
-  resolve("cuLaunchHostFunc", api.LaunchHostFunc);
   resolve("cuTensorMapEncodeTiled", api.TensorMapEncodeTiled);
   if (!missing.ok()) return missing;
   if (CUresult result = api.Init(0); result != CUDA_SUCCESS) {

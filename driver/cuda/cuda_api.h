@@ -34,6 +34,7 @@ struct CudaApi {
   decltype(&::cuStreamSynchronize) StreamSynchronize;
   decltype(&::cuStreamQuery) StreamQuery;
   decltype(&::cuStreamWaitEvent) StreamWaitEvent;
+  decltype(&::cuStreamAddCallback) StreamAddCallback;
   decltype(&::cuEventCreate) EventCreate;
   decltype(&::cuEventRecord) EventRecord;
   decltype(&::cuEventQuery) EventQuery;
@@ -58,7 +59,6 @@ struct CudaApi {
   decltype(&::cuModuleUnload) ModuleUnload;
   decltype(&::cuFuncSetAttribute) FuncSetAttribute;
   decltype(&::cuLaunchKernel) LaunchKernel;
-  decltype(&::cuLaunchHostFunc) LaunchHostFunc;
   decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled;
 };
 

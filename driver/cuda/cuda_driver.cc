@@ -138,6 +138,16 @@ absl::Status CudaVendor::StreamWaitEvent(CUstream stream, CUevent event) const {
   return Check(api_->StreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
 }
 
+absl::Status CudaVendor::AddCallback(CUstream stream,
+                                      absl::AnyInvocable<void()>& callback) const {
+  void* held = HoldCallback(callback);
+  absl::Status added = Check(
+      api_->StreamAddCallback(stream, &RunHeldCallback<CUstream, CUresult>, held, 0),
+      "cuStreamAddCallback");
+  if (!added.ok()) UnholdCallback(held, callback);
+  return added;
+}
+
 absl::Status CudaVendor::SynchronizeEvent(CUevent event) const {
   return Check(api_->EventSynchronize(event), "cuEventSynchronize");
 }

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "driver/cuda/cuda_api.h"
 #include "driver/device_description.h"
@@ -44,6 +45,8 @@ class CudaVendor {
   void DestroyEvent(CUevent event) const;
   absl::Status RecordEvent(CUevent event, CUstream stream) const;
   absl::Status StreamWaitEvent(CUstream stream, CUevent event) const;
+  // cuStreamAddCallback, not cuLaunchHostFunc: it calls back after a device error too.
+  absl::Status AddCallback(CUstream stream, absl::AnyInvocable<void()>& callback) const;
   absl::Status SynchronizeEvent(CUevent event) const;
   bool EventDone(CUevent event) const;
 
@@ -95,6 +98,7 @@ using CudaStream = GpuStream<CudaVendor>;
 using CudaContext = GpuContext<CudaVendor>;
 
 static_assert(Driver<CudaDriver>);
+static_assert(NotifyingEvent<CudaStream::Event>);
 
 // The parameters of cuMemcpy2DAsync for `copy`.
 CUDA_MEMCPY2D Pitched2DCopy(const PitchedCopy& copy);

@@ -17,7 +17,9 @@
 //
 // Note [Waiting for the GPU without spinning]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A thread that synchronizes with an event busy-waits, by default, until the device gets
+// Most waits are called back (Note [Completions called back on a GPU]); the rest (for room
+// in a drop queue, for freed memory, whole-stream synchronizations) block a thread. A
+// thread that synchronizes with an event busy-waits, by default, until the device gets
 // there (cuEventSynchronize, as CUDA documents; hipEventSynchronize, whose blocking flag
 // HIP documents as "waiting will yield CPU"): a completion thread waiting for a
 // session's 50 ms kernel would burn a CPU for 50 ms, one per session waiting, taking the
@@ -31,9 +33,28 @@
 // allocation, a relocation's copies) are brief and the device thread's own; they wait as
 // the context schedules them.
 //
+// Note [Completions called back on a GPU]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A wait for the device need not hold a thread at all: GpuEvent::OnComplete has the
+// runtime say when the event completed, so the server's completions are called back
+// (Note [Completions called back] in server/core/device_worker.h) as the CPU driver's
+// are, and however many sessions wait on long kernels, no completion thread is held by
+// one. Each stream has a notice stream beside it, which waits for the event
+// (cuStreamWaitEvent) and then runs a runtime callback (cuStreamAddCallback,
+// hipStreamAddCallback): the stream's own work never waits for a callback, nor a callback
+// for work queued after its event. The runtime calls back on a thread of its own that
+// must not call the API, so the callback only relays to the backend's notice thread
+// (driver/gpu/notice_thread.h), which runs what the server hooked on the event. The
+// runtime calls back after a device error too; the completion's wait then reports it.
+// The price is latency on brief waits: the runtime's callback thread and the notice
+// thread each wake once the event completed, where a completion thread polling the event
+// saw it at once (cuda_bench's BM_AgainstEchoLaunchThenSynchronize measures a launch and
+// its Synchronize on a GPU).
+//
 // Thread-safety: the backend's methods may be called from any thread (each enters the
 // device on the calling thread); its Context belongs to the device thread; events may
-// be waited for and dropped on any thread.
+// be waited for and dropped on any thread, and hooked (OnComplete) while their stream
+// lives.
 
 #include <chrono>
 #include <concepts>
@@ -45,13 +66,16 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "base/file.h"
 #include "base/status_macros.h"
 #include "driver/driver.h"
 #include "driver/event_pool.h"
+#include "driver/gpu/notice_thread.h"
 #include "driver/module_store.h"
 
 namespace gpucmd {
@@ -65,6 +89,25 @@ struct PitchedCopy {
   uint64_t device_stride_bytes = 0;
   bool to_device = false;
 };
+
+// The heap half of a vendor's AddCallback: HoldCallback moves `callback` to the heap for
+// the runtime; RunHeldCallback<Args...>, a function of the runtime's callback signature
+// (its Args, then the data pointer), runs and frees it; UnholdCallback gives it back
+// when the runtime refused it.
+inline void* HoldCallback(absl::AnyInvocable<void()>& callback) {
+  return new absl::AnyInvocable<void()>(std::move(callback));
+}
+
+inline void UnholdCallback(void* held, absl::AnyInvocable<void()>& callback) {
+  std::unique_ptr<absl::AnyInvocable<void()>> taken(static_cast<absl::AnyInvocable<void()>*>(held));
+  callback = std::move(*taken);
+}
+
+template <typename... Ignored>
+void RunHeldCallback(Ignored..., void* held) {
+  std::unique_ptr<absl::AnyInvocable<void()>> taken(static_cast<absl::AnyInvocable<void()>*>(held));
+  (*taken)();
+}
 
 // The stream and event priorities a device offers: numerically, least and greatest.
 struct StreamPriorities {
@@ -83,7 +126,8 @@ concept GpuVendor =
              typename V::ModuleHandle module, typename V::FunctionHandle function, int ordinal,
              int priority, uint64_t size, DeviceAddress address, std::byte* host,
              const std::string& text, const PitchedCopy& pitched, Dim3 grid,
-             const LaunchSpec& spec, std::vector<void*>& params, bool reset) {
+             const LaunchSpec& spec, std::vector<void*>& params, bool reset,
+             absl::AnyInvocable<void()>& callback) {
       { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
       { vendor.memory_capacity_bytes() } -> std::same_as<uint64_t>;
       { vendor.Enter() } -> std::same_as<absl::Status>;
@@ -101,6 +145,10 @@ concept GpuVendor =
       { vendor.StreamWaitEvent(stream, event) } -> std::same_as<absl::Status>;
       { vendor.SynchronizeEvent(event) } -> std::same_as<absl::Status>;
       { vendor.EventDone(event) } -> std::same_as<bool>;
+      // Has the runtime call `callback` once the work enqueued on `stream` so far ran, or
+      // failed, on a thread of its own where it must not call the API; on an error the
+      // callback is left in `callback`, not called (HoldCallback and its kin).
+      { vendor.AddCallback(stream, callback) } -> std::same_as<absl::Status>;
       // Memory.
       { vendor.MemoryPoolsSupported() } -> std::same_as<absl::StatusOr<bool>>;
       { vendor.KeepPoolMemory() } -> std::same_as<absl::Status>;
@@ -159,13 +207,35 @@ class GpuEvent {
     return handle_->vendor.Enter().ok() && handle_->vendor.EventDone(handle_->event);
   }
 
+  // Runs `callback` on the backend's notice thread once the event completed or its device
+  // failed, or at once on the calling thread when it is complete (or cannot be entered,
+  // which its Wait then reports). Note [Completions called back on a GPU].
+  void OnComplete(absl::AnyInvocable<void()> callback) const {
+    if (handle_ == nullptr || !handle_->vendor.Enter().ok() ||
+        handle_->vendor.EventDone(handle_->event)) {
+      callback();
+      return;
+    }
+    const Handle& handle = *handle_;
+    absl::AnyInvocable<void()> report = handle.notices->Relay(std::move(callback));
+    if (!handle.vendor.StreamWaitEvent(handle.notice_stream, handle.event).ok() ||
+        !handle.vendor.AddCallback(handle.notice_stream, report).ok()) {
+      report();  // the callback's wait reports why
+    }
+  }
+
  private:
   friend class GpuStream<V>;
   using Pool = EventPool<typename V::EventHandle>;
 
   struct Handle {
-    Handle(V vendor, typename V::EventHandle event, std::shared_ptr<Pool> pool)
-        : vendor(std::move(vendor)), event(event), pool(std::move(pool)) {}
+    Handle(V vendor, typename V::EventHandle event, std::shared_ptr<Pool> pool,
+           typename V::StreamHandle notice_stream, NoticeThread* notices)
+        : vendor(std::move(vendor)),
+          event(event),
+          pool(std::move(pool)),
+          notice_stream(notice_stream),
+          notices(notices) {}
     Handle(const Handle&) = delete;
     Handle& operator=(const Handle&) = delete;
     ~Handle() { pool->Give(event); }
@@ -173,6 +243,9 @@ class GpuEvent {
     const V vendor;
     const typename V::EventHandle event;
     const std::shared_ptr<Pool> pool;
+    // The recording stream's notice stream, and where its callbacks run.
+    const typename V::StreamHandle notice_stream;
+    NoticeThread* const notices;
   };
 
   std::shared_ptr<Handle> handle_;  // null: complete
@@ -188,12 +261,21 @@ class GpuStream {
   using Signal = GpuStream*;
   using Handle = typename V::StreamHandle;
 
-  GpuStream(V vendor, Handle stream, std::shared_ptr<typename Event::Pool> events)
-      : vendor_(std::move(vendor)), stream_(stream), events_(std::move(events)) {}
+  // `notice_stream` (the stream's own, destroyed with it) and `notices` carry its events'
+  // OnComplete (Note [Completions called back on a GPU]); `notices` outlives the stream.
+  GpuStream(V vendor, Handle stream, std::shared_ptr<typename Event::Pool> events,
+            Handle notice_stream, NoticeThread* notices)
+      : vendor_(std::move(vendor)),
+        stream_(stream),
+        events_(std::move(events)),
+        notice_stream_(notice_stream),
+        notices_(notices) {}
   ~GpuStream() {
     if (Enter().ok()) {
-      vendor_.SynchronizeStream(stream_).IgnoreError();  // nobody to report to
-      vendor_.DestroyStream(stream_);
+      for (Handle stream : {stream_, notice_stream_}) {
+        vendor_.SynchronizeStream(stream).IgnoreError();  // nobody to report to
+        vendor_.DestroyStream(stream);
+      }
     }
   }
   GpuStream(const GpuStream&) = delete;
@@ -204,7 +286,8 @@ class GpuStream {
     if (Enter().ok()) {
       if (absl::StatusOr<typename V::EventHandle> raw = events_->Take(); raw.ok()) {
         if (vendor_.RecordEvent(*raw, stream_).ok()) {
-          event.handle_ = std::make_shared<typename Event::Handle>(vendor_, *raw, events_);
+          event.handle_ = std::make_shared<typename Event::Handle>(vendor_, *raw, events_,
+                                                                   notice_stream_, notices_);
           return event;
         }
         events_->Give(*raw);
@@ -237,6 +320,8 @@ class GpuStream {
   const V vendor_;
   const Handle stream_;
   const std::shared_ptr<typename Event::Pool> events_;
+  const Handle notice_stream_;
+  NoticeThread* const notices_;
 };
 
 template <GpuVendor V>
@@ -289,11 +374,20 @@ class GpuBackend {
           if (vendor.Enter().ok()) vendor.DestroyEvent(event);
         });
     ASSIGN_OR_RETURN(StreamPriorities priorities, vendor.StreamPriorityRange());
+    backend->notices_ =
+        std::make_unique<NoticeThread>(absl::StrCat("gpucmd-notices", options.ordinal));
     for (int i = 0; i < options.stream_count; ++i) {
       // Stream 0 gets the highest priority: it carries relocation copies.
       ASSIGN_OR_RETURN(typename V::StreamHandle stream,
                        vendor.CreateStream(i == 0 ? priorities.greatest : priorities.least));
-      backend->streams_.push_back(std::make_unique<Stream>(vendor, stream, backend->events_));
+      absl::StatusOr<typename V::StreamHandle> notice_stream =
+          vendor.CreateStream(priorities.greatest);
+      if (!notice_stream.ok()) {
+        vendor.DestroyStream(stream);
+        return notice_stream.status();
+      }
+      backend->streams_.push_back(std::make_unique<Stream>(
+          vendor, stream, backend->events_, *notice_stream, backend->notices_.get()));
     }
     ASSIGN_OR_RETURN(backend->context_.collectives, vendor.CreateStream(priorities.least));
     ASSIGN_OR_RETURN(bool memory_pools, vendor.MemoryPoolsSupported());
@@ -308,6 +402,8 @@ class GpuBackend {
 
   ~GpuBackend() {
     streams_.clear();
+    // After the streams, whose synchronization let the runtime call back what it will.
+    notices_.reset();
     // Every event is back by now (the Command and its reads went first).
     if (events_ != nullptr) events_->DestroyIdle();
     const V& vendor = context_.vendor;
@@ -391,6 +487,8 @@ class GpuBackend {
 
   GpuContext<V> context_;
   std::shared_ptr<EventPoolType> events_;
+  // Runs the events' OnComplete callbacks; before the streams, which use it.
+  std::unique_ptr<NoticeThread> notices_;
   // Pages come from the device's memory pool on this stream, synchronized before they
   // are handed out; null where the device has no memory pools (plain allocation).
   typename V::StreamHandle allocation_stream_{};

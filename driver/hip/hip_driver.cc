@@ -80,6 +80,16 @@ absl::Status HipVendor::StreamWaitEvent(hipStream_t stream, hipEvent_t event) co
   return HipStatus(hipStreamWaitEvent(stream, event, 0), "hipStreamWaitEvent");
 }
 
+absl::Status HipVendor::AddCallback(hipStream_t stream,
+                                     absl::AnyInvocable<void()>& callback) const {
+  void* held = HoldCallback(callback);
+  absl::Status added = HipStatus(
+      hipStreamAddCallback(stream, &RunHeldCallback<hipStream_t, hipError_t>, held, 0),
+      "hipStreamAddCallback");
+  if (!added.ok()) UnholdCallback(held, callback);
+  return added;
+}
+
 absl::Status HipVendor::SynchronizeEvent(hipEvent_t event) const {
   return HipStatus(hipEventSynchronize(event), "hipEventSynchronize");
 }

@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "driver/device_description.h"
 #include "driver/gpu/gpu_driver.h"
@@ -44,6 +45,8 @@ class HipVendor {
   void DestroyEvent(hipEvent_t event) const;
   absl::Status RecordEvent(hipEvent_t event, hipStream_t stream) const;
   absl::Status StreamWaitEvent(hipStream_t stream, hipEvent_t event) const;
+  // hipStreamAddCallback: it calls back after a device error too.
+  absl::Status AddCallback(hipStream_t stream, absl::AnyInvocable<void()>& callback) const;
   absl::Status SynchronizeEvent(hipEvent_t event) const;
   bool EventDone(hipEvent_t event) const;
 
@@ -88,6 +91,7 @@ using HipStream = GpuStream<HipVendor>;
 using HipContext = GpuContext<HipVendor>;
 
 static_assert(Driver<HipDriver>);
+static_assert(NotifyingEvent<HipStream::Event>);
 
 // The AMD GPUs of this machine; UNAVAILABLE "no HIP device" without one.
 absl::StatusOr<std::vector<DeviceDescription>> DescribeHipDevices();

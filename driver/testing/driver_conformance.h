@@ -9,6 +9,7 @@
 //   INSTANTIATE_TYPED_TEST_SUITE_P(Cpu, DriverConformanceTest, CpuDriver);
 
 #include <cstring>
+#include <future>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -214,6 +215,30 @@ TYPED_TEST_P(DriverConformanceTest, EventWaitBlocksUntilPriorWorkCompleted) {
   EXPECT_EQ(this->Contents(out), data);
 }
 
+// Where a driver's events can call back (NotifyingEvent), they do so once the work before
+// them ran: the callback sees the copy's bytes.
+TYPED_TEST_P(DriverConformanceTest, EventsCallBackOnceTheirWorkRan) {
+  using Event = typename TypeParam::Stream::Event;
+  if constexpr (!NotifyingEvent<Event>) {
+    GTEST_SKIP() << "this driver's events cannot call back";
+  } else {
+    constexpr uint64_t kSize = 16 << 20;
+    DeviceResource device = this->Device(kSize);
+    std::vector<uint8_t> data = this->RandomBytes(kSize, 30);
+    Bytes staged = this->Pinned(kSize, data);
+    Bytes out = this->Pinned(kSize);
+    auto& stream = this->backend_->stream(0);
+    this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
+    ASSERT_TRUE(TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, kSize), out, stream).ok());
+    Event event = stream.RecordEvent();
+    std::promise<bool> saw_the_bytes;
+    event.OnComplete([&] {
+      saw_the_bytes.set_value(event.IsComplete() && this->Contents(out) == data);
+    });
+    EXPECT_TRUE(saw_the_bytes.get_future().get());
+  }
+}
+
 TYPED_TEST_P(DriverConformanceTest, OutOfMemoryIsResourceExhaustedAndRecoverable) {
   const uint64_t capacity = this->backend_->capacity_bytes();
   const uint64_t chunk = capacity / 8;
@@ -297,6 +322,7 @@ REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
                             PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
                             BulkCopiesMoveEveryByte, EventsOrderWorkAcrossStreams,
                             EventWaitBlocksUntilPriorWorkCompleted,
+                            EventsCallBackOnceTheirWorkRan,
                             OutOfMemoryIsResourceExhaustedAndRecoverable,
                             PinnedBytesGoBackToTheirOwner,
                             StickyErrorIsReportedUntilTheBackendIsRecreated);

@@ -1,9 +1,12 @@
 #include "driver/testing/fake_devices.h"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -30,6 +33,12 @@ struct Event {
   Clock::time_point complete_at;  // the epoch until recorded: complete
 };
 
+struct StreamCallback {
+  uintptr_t stream;
+  int device;
+  std::function<void(int error)> callback;
+};
+
 struct State {
   std::mutex mutex;
   int device_count = 1;
@@ -39,6 +48,14 @@ struct State {
   std::chrono::microseconds event_latency = InitialEventLatency();
   std::map<uintptr_t, Event> events;
   int sleeping_event_waits = 0;
+  // Streams' callbacks: when each stream's events waited for complete, its callbacks not
+  // run yet, and the callbacks by when they are due (then by when they were added).
+  std::map<uintptr_t, Clock::time_point> stream_ready_at;
+  std::map<uintptr_t, int> stream_callbacks_left;
+  std::map<std::pair<Clock::time_point, uint64_t>, StreamCallback> callbacks;
+  uint64_t callbacks_added = 0;
+  bool callback_thread_started = false;
+  std::condition_variable callbacks_changed;
   uintptr_t next_handle = 0x1000;
   std::map<uintptr_t, Allocation> allocations;
   size_t allocated[kMaxDevices] = {};
@@ -67,6 +84,30 @@ std::map<uintptr_t, size_t>::const_iterator Holding(const std::map<uintptr_t, si
   if (it == ranges.begin()) return ranges.end();
   --it;
   return start + bytes <= it->first + it->second ? it : ranges.end();
+}
+
+// The double's callback thread: runs each stream callback when it is due.
+void RunStreamCallbacks() {
+  State& state = Get();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  while (true) {
+    if (state.callbacks.empty()) {
+      state.callbacks_changed.wait(lock);
+      continue;
+    }
+    auto first = state.callbacks.begin();
+    if (Clock::now() < first->first.first) {
+      state.callbacks_changed.wait_until(lock, first->first.first);
+      continue;
+    }
+    StreamCallback due = std::move(first->second);
+    state.callbacks.erase(first);
+    lock.unlock();
+    due.callback(StickyErrorOf(due.device));
+    lock.lock();
+    --state.stream_callbacks_left[due.stream];
+    state.callbacks_changed.notify_all();
+  }
 }
 
 int Clamp(int device) { return device < 0 ? 0 : (device >= kMaxDevices ? kMaxDevices - 1 : device); }
@@ -187,6 +228,33 @@ void WaitForEvent(uintptr_t event) {
 void DestroyEvent(uintptr_t event) {
   std::lock_guard<std::mutex> lock(Get().mutex);
   Get().events.erase(event);
+}
+
+void StreamWaitEvent(uintptr_t stream, uintptr_t event) {
+  const Clock::time_point complete_at = EventOf(event).complete_at;
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  Clock::time_point& ready_at = Get().stream_ready_at[stream];
+  ready_at = std::max(ready_at, complete_at);
+}
+
+void AddStreamCallback(uintptr_t stream, std::function<void(int error)> callback) {
+  State& state = Get();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.callback_thread_started) {
+    std::thread(RunStreamCallbacks).detach();  // as long as the process: the state is too
+    state.callback_thread_started = true;
+  }
+  const Clock::time_point due = std::max(Clock::now(), state.stream_ready_at[stream]);
+  state.callbacks.emplace(std::make_pair(due, state.callbacks_added++),
+                          StreamCallback{stream, current_device, std::move(callback)});
+  ++state.stream_callbacks_left[stream];
+  state.callbacks_changed.notify_all();
+}
+
+void WaitForStreamCallbacks(uintptr_t stream) {
+  State& state = Get();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.callbacks_changed.wait(lock, [&] { return state.stream_callbacks_left[stream] == 0; });
 }
 
 uintptr_t AddFunction(const std::string& entry_point) {

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace gpucmd::fake {
@@ -70,6 +71,17 @@ void RecordEvent(uintptr_t event);
 bool EventComplete(uintptr_t event);
 void WaitForEvent(uintptr_t event);
 void DestroyEvent(uintptr_t event);
+
+// Stream callbacks (cuStreamAddCallback, hipStreamAddCallback). The double's streams run
+// every operation at once, except that StreamWaitEvent has `stream`'s later callbacks
+// wait for `event` too. A callback added to a stream runs on the double's callback thread
+// (one, as a runtime's) after the stream's earlier callbacks, once every event the
+// stream was made to wait for completed, with its device's sticky error then (0: none).
+// WaitForStreamCallbacks returns once every callback added to `stream` ran: a
+// synchronization of the stream waits for them.
+void StreamWaitEvent(uintptr_t stream, uintptr_t event);
+void AddStreamCallback(uintptr_t stream, std::function<void(int error)> callback);
+void WaitForStreamCallbacks(uintptr_t stream);
 
 // A loaded kernel's handle (1-based) and, from it, whether launching it faults.
 uintptr_t AddFunction(const std::string& entry_point);

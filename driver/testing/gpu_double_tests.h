@@ -3,8 +3,9 @@
 
 // Typed tests of a GPU driver over its test double: what the double lets a test see and
 // real hardware does not — which allocator pages come from, whether events are reused,
-// and whether a wait for the device sleeps. A leaf runs them beside the conformance
-// suite, with a ConformanceBackend<D> that also has `static const FakeGpuControl& Fake()`:
+// whether a wait for the device sleeps, and when events call back. A leaf runs them
+// beside the conformance suite, with a ConformanceBackend<D> that also has
+// `static const FakeGpuControl& Fake()`:
 //
 //   INSTANTIATE_TYPED_TEST_SUITE_P(FakeCuda, GpuDoubleTest, CudaDriver);
 //
@@ -14,8 +15,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_name.h"
 #include "driver/testing/driver_conformance.h"
 #include "driver/testing/fake_gpu_control.h"
 #include "gtest/gtest.h"
@@ -127,11 +133,81 @@ TYPED_TEST_P(GpuDoubleTest, AWaitThatEndsWithinThePollingWindowDoesNotSleep) {
       << "the event completed within the polling window; no sleep was needed";
 }
 
+// Note [Completions called back on a GPU]: an event's callback runs on the backend's
+// notice thread once the event completed, with no thread of the caller's waiting, and it
+// waits for its own event only: a callback on another stream, whose event completes
+// sooner, runs first.
+TYPED_TEST_P(GpuDoubleTest, ACallbackRunsOnceItsOwnEventCompletedWithoutAThreadWaiting) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  this->Fake().set_event_latency_us(600'000);
+  auto slow = backend->stream(0).RecordEvent();
+  this->Fake().set_event_latency_us(100'000);
+  auto fast = backend->stream(1).RecordEvent();
+  this->Fake().set_event_latency_us(0);
+  struct Called {
+    std::string thread;
+    bool complete = false;
+  };
+  Mutex mutex;
+  std::vector<std::string> order;
+  std::promise<Called> slow_called, fast_called;
+  const int sleeping_waits = this->Fake().sleeping_event_waits();
+  auto hook = [&](const auto& event, const std::string& name, std::promise<Called>& called) {
+    event.OnComplete([&, name] {
+      {
+        MutexLock lock(&mutex);
+        order.push_back(name);
+      }
+      called.set_value({NameOfThisThread(), event.IsComplete()});
+    });
+  };
+  hook(slow, "slow", slow_called);
+  hook(fast, "fast", fast_called);
+  for (std::promise<Called>* called : {&fast_called, &slow_called}) {
+    const Called result = called->get_future().get();
+    EXPECT_EQ(result.thread, "gpucmd-notices0");
+    EXPECT_TRUE(result.complete) << "called back before the event completed";
+  }
+  MutexLock lock(&mutex);
+  EXPECT_EQ(order, (std::vector<std::string>{"fast", "slow"}));
+  EXPECT_EQ(this->Fake().sleeping_event_waits(), sleeping_waits) << "a thread waited";
+}
+
+TYPED_TEST_P(GpuDoubleTest, ACompleteEventCallsBackAtOnceOnTheCallingThread) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  auto event = backend->stream(0).RecordEvent();
+  ASSERT_TRUE(event.IsComplete());
+  std::thread::id called_on;
+  event.OnComplete([&called_on] { called_on = std::this_thread::get_id(); });
+  EXPECT_EQ(called_on, std::this_thread::get_id());
+}
+
+// A device error does not lose the callback: the runtime still calls back, and the wait
+// it is for reports the error.
+TYPED_TEST_P(GpuDoubleTest, ACallbackRunsAfterADeviceErrorAndItsWaitReportsIt) {
+  auto backend = this->MakeBackend(/*memory_pools=*/true);
+  ASSERT_NE(backend, nullptr);
+  this->Fake().set_event_latency_us(200'000);
+  auto event = backend->stream(0).RecordEvent();
+  this->Fake().set_event_latency_us(0);
+  std::promise<absl::Status> waited;
+  event.OnComplete([&] { waited.set_value(event.Wait()); });
+  ConformanceBackend<TypeParam>::InjectStickyError();
+  EXPECT_EQ(waited.get_future().get().code(), absl::StatusCode::kUnavailable);
+  // The backend resets the lost context as it goes, for the tests after this one.
+  EXPECT_FALSE(TypeParam::DeviceHealth(backend->context()).ok());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(GpuDoubleTest, PagesComeFromTheMemoryPoolWhereTheDeviceHasOne,
                             PagesFallBackToPlainAllocationWithoutMemoryPools,
                             EventsAreReusedOnceTheirLastCopyIsGone,
                             AWaitForTheDeviceSleepsInsteadOfSpinning,
-                            AWaitThatEndsWithinThePollingWindowDoesNotSleep);
+                            AWaitThatEndsWithinThePollingWindowDoesNotSleep,
+                            ACallbackRunsOnceItsOwnEventCompletedWithoutAThreadWaiting,
+                            ACompleteEventCallsBackAtOnceOnTheCallingThread,
+                            ACallbackRunsAfterADeviceErrorAndItsWaitReportsIt);
 
 }  // namespace gpucmd
 

@@ -21,8 +21,10 @@
 // Note [Completions called back]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A completion made with a WorkEndNotice (where the driver's events can call back, as the
-// CPU driver's do) goes to a completion thread only once the notice called back, from
-// the stream's worker that ended the work: no thread blocks in its wait, and none is
+// CPU driver's and the GPU drivers' do) goes to a completion thread only once the notice
+// called back, from the thread that heard the work ended (the CPU stream's worker, a GPU
+// backend's notice thread: Note [Completions called back on a GPU] in
+// driver/gpu/gpu_driver.h): no thread blocks in its wait, and none is
 // woken before there is something to answer. The notice covers the streams the
 // completion's reads and synchronizations are on, so a Synchronize of one logical stream
 // is not held by the session's others. Before, a completion thread was woken as the

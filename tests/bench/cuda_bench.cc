@@ -4,9 +4,9 @@
 // from a shared-memory region (`direct_access`: registered with the device), one unary
 // call per copy and in Submit batches two in flight; a pitched 2D copy through the
 // daemon; empty-kernel launch rate in-process (Command<CudaDriver>) against the daemon,
-// unary and in Submit batches (`x_in_process`); the medians of an empty unary launch and
-// an idle Synchronize, each alternating with a raw gRPC echo across processes
-// (`x_raw_p50`); the daemon's CPU while a session waits for long kernels
+// unary and in Submit batches (`x_in_process`); the medians of an empty unary launch, an
+// idle Synchronize and a launch with its Synchronize, each alternating with a raw gRPC
+// echo across processes (`x_raw_p50`); the daemon's CPU while a session waits for long kernels
 // (`daemon_busy_cpus`). Benchmarks that need a GPU skip themselves, saying why, where
 // there is none.
 
@@ -312,16 +312,38 @@ void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
       in_process_launches_per_second);
 }
 
-void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+// An empty unary launch against a raw echo: timed alone, its Synchronize after it
+// untimed, or `with_synchronize`, timed with the Synchronize that waits for it, answered
+// once the runtime called back that the kernel ran (Note [Completions called back on a
+// GPU] in driver/gpu/gpu_driver.h).
+void AgainstEchoEmptyLaunch(benchmark::State& state, bool with_synchronize) {
   if (!HaveGpuOrSkip(state)) return;
   BenchDaemon& daemon = SharedDaemon();
   Session& session = *daemon.session;
   std::string kernel = session.Compile(kEmptyKernel, "empty")->kernel_id();
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  bench::MeasureAgainstEcho(
-      state, [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); },
-      [&] { benchmark::DoNotOptimize(session.Synchronize()); },
-      bench::DaemonCalls{&*daemon.process, bench::kLaunchRpc});
+  auto launch = [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); };
+  auto synchronize = [&] { benchmark::DoNotOptimize(session.Synchronize()); };
+  if (with_synchronize) {
+    bench::MeasureAgainstEcho(
+        state,
+        [&] {
+          launch();
+          synchronize();
+        },
+        [] {});
+  } else {
+    bench::MeasureAgainstEcho(state, launch, synchronize,
+                              bench::DaemonCalls{&*daemon.process, bench::kLaunchRpc});
+  }
+}
+
+void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/false);
+}
+
+void BM_AgainstEchoLaunchThenSynchronize(benchmark::State& state) {
+  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/true);
 }
 
 void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
@@ -376,6 +398,7 @@ BENCHMARK(BM_LaunchEmptyDaemonUnary)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 BENCHMARK(BM_AgainstEchoEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AgainstEchoIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AgainstEchoLaunchThenSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DaemonCpuWhileWaiting)->UseRealTime()->Iterations(10)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -11,9 +11,9 @@
 # benchmark table: NVRTC compile time, host<->device bandwidth through the daemon against
 # a direct cuMemcpy*Async from pinned memory (inline, and from shared-memory regions the
 # daemon registered with the device, unary and in Submit batches), a pitched 2D copy, empty-kernel launch rates
-# in-process, unary and in Submit batches, the medians of an empty launch and an idle
-# Synchronize against a raw gRPC echo, and the daemon's CPU while a session waits for long
-# kernels. Finishes within 8 minutes.
+# in-process, unary and in Submit batches, the medians of an empty launch, an idle
+# Synchronize and a launch with the Synchronize that waits for it against a raw gRPC echo,
+# and the daemon's CPU while a session waits for long kernels. Finishes within 8 minutes.
 set -uo pipefail
 
 bundle=${1:-.bundle/gpucmd-bundle.tar.xz}

@@ -502,23 +502,11 @@ TEST_F(DaemonTest, TheDescriptorLimitIsRaisedToTheHardLimit) {
   EXPECT_EQ(fields[4], std::to_string(inherited.rlim_max)) << line;
 }
 
-// The names of `process`'s threads, by thread id (/proc/PID/task/TID/comm).
-std::map<pid_t, std::string> ThreadNames(pid_t process) {
-  std::map<pid_t, std::string> names;
-  for (const std::filesystem::directory_entry& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", process, "/task"))) {
-    int thread = 0;
-    if (!absl::SimpleAtoi(task.path().filename().string(), &thread)) continue;
-    std::getline(std::ifstream(task.path() / "comm"), names[thread]);
-  }
-  return names;
-}
-
 // An operator's `top -H` or a profiler tells the daemon's threads apart by name: each of
 // the two devices has its device thread, completion threads and stream workers named.
 TEST_F(DaemonTest, ThreadsCarryNamesThatSayWhatTheyDo) {
   std::vector<std::string> names;
-  for (const auto& [thread, name] : ThreadNames(daemon_->pid())) names.push_back(name);
+  for (const auto& [thread, name] : testing::ThreadNamesOf(daemon_->pid())) names.push_back(name);
   for (const char* expected : {"gpucmd-device0", "gpucmd-device1", "gpucmd-wait0",
                                "gpucmd-wait1", "gpucmd-stream0", "gpucmd-reaper",
                                "gpucmd-accept", "gpucmd-http", "gpucmd-compile"}) {
@@ -538,7 +526,7 @@ TEST_F(DaemonTest, DeviceWorkRunsAsBatchWorkAndAnswersDoNot) {
       session->Launch(spin->kernel_id(), {MakeDim3(1), MakeDim3(1)}, {Int64Argument(0)}).ok());
   ASSERT_TRUE(session->Synchronize().ok());
   int stream_workers = 0;
-  for (const auto& [thread, name] : ThreadNames(daemon_->pid())) {
+  for (const auto& [thread, name] : testing::ThreadNamesOf(daemon_->pid())) {
     if (absl::StartsWith(name, "gpucmd-stream")) {
       ++stream_workers;
       EXPECT_EQ(sched_getscheduler(thread), SCHED_BATCH) << name;

@@ -12,11 +12,16 @@
 // GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
 // LD_LIBRARY_PATH.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "client/client.h"
 #include "gmock/gmock.h"
@@ -134,6 +139,54 @@ TEST_F(GpuDoubleTest, ASynchronizeWaitingForTheDeviceLeavesTheDaemonIdle) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400))
       << "the Synchronize did not wait for the launch's event";
   EXPECT_LT(after.cpu_seconds - before.cpu_seconds, 0.25) << "the daemon spun while it waited";
+}
+
+// How many of the daemon's threads are completion threads (named gpucmd-wait0).
+int CompletionThreadsOf(pid_t daemon) {
+  int threads = 0;
+  for (const auto& [unused, name] : testing::ThreadNamesOf(daemon)) {
+    threads += name == "gpucmd-wait0" ? 1 : 0;
+  }
+  return threads;
+}
+
+// Note [Completions called back on a GPU], through the daemon: sessions waiting for the
+// device hold no thread. Twelve sessions each Synchronize a launch whose event the double
+// completes 1.5 s after its record. Were each wait to block a completion thread, the
+// daemon would start one for each waiting session beyond its first four.
+TEST_F(GpuDoubleTest, SessionsWaitingForTheDeviceHoldNoCompletionThreads) {
+  setenv("GPUCMD_FAKE_EVENT_LATENCY_US", "1500000", 1);
+  StartDaemon("");
+  unsetenv("GPUCMD_FAKE_EVENT_LATENCY_US");
+  constexpr int kSessions = 12;
+  std::vector<Session> sessions;
+  for (int i = 0; i < kSessions; ++i) {
+    sessions.push_back(Open("waiting " + std::to_string(i)));
+    absl::StatusOr<v1::CompileResponse> empty =
+        sessions.back().Compile("extern \"C\" __global__ void empty(int n) {}", "empty");
+    ASSERT_TRUE(empty.ok()) << empty.status();
+    ASSERT_TRUE(sessions.back().Launch(empty->kernel_id(), {MakeDim3(1), MakeDim3(1)},
+                                       {Int32Argument(i)}).ok());
+  }
+  const int threads_before = CompletionThreadsOf(daemon_->pid());
+  std::atomic<int> synchronized = 0;
+  std::vector<std::thread> waiting;
+  for (Session& session : sessions) {
+    waiting.emplace_back([&session, &synchronized] {
+      absl::Status status = session.Synchronize();
+      EXPECT_TRUE(status.ok()) << status;
+      ++synchronized;
+    });
+  }
+  // The most completion threads while the sessions wait.
+  int most = threads_before;
+  while (synchronized.load() < kSessions) {
+    most = std::max(most, CompletionThreadsOf(daemon_->pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::thread& thread : waiting) thread.join();
+  EXPECT_LT(most, threads_before + kSessions / 2)
+      << "waiting sessions held completion threads (" << threads_before << " before)";
 }
 
 TEST_F(GpuDoubleTest, SharedMemoryRegionsAreRegisteredWithTheDevice) {

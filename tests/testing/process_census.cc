@@ -96,4 +96,18 @@ ProcessUsage UsageOf(pid_t pid) {
           .cpu_seconds = static_cast<double>(user_ticks + system_ticks) / ticks_per_second};
 }
 
+std::map<pid_t, std::string> ThreadNamesOf(pid_t process) {
+  std::map<pid_t, std::string> names;
+  std::error_code error;
+  for (const std::filesystem::directory_entry& task : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(process) + "/task", error)) {
+    int thread = 0;
+    if (!absl::SimpleAtoi(task.path().filename().string(), &thread)) continue;
+    std::string name = ReadFileOrEmpty((task.path() / "comm").string());
+    if (absl::EndsWith(name, "\n")) name.pop_back();
+    names[thread] = std::move(name);
+  }
+  return names;
+}
+
 }  // namespace gpucmd::testing

@@ -2,13 +2,15 @@
 #define GPUCMDD_TESTS_TESTING_PROCESS_CENSUS_H_
 
 // Processes a test started (or had started), found by their command lines in /proc:
-// whether they are gone, which threads they run, and what they have used.
+// whether they are gone, which threads they run and what they are named, and what they
+// have used.
 //
 // Thread-safety: none needed; it reads /proc only.
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,10 @@ struct ProcessUsage {
 };
 // From /proc/PID/stat; zeros when it cannot be read.
 ProcessUsage UsageOf(pid_t pid);
+
+// The names of `process`'s threads, by thread id (/proc/PID/task/TID/comm); none when it
+// cannot be read.
+std::map<pid_t, std::string> ThreadNamesOf(pid_t process);
 
 }  // namespace gpucmd::testing
 

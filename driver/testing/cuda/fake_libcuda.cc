@@ -1,8 +1,9 @@
 // A TEST DOUBLE of the CUDA driver library (libcuda.so.1), for CI machines without a
 // GPU. It implements the calls the CUDA driver makes over the fake devices of
 // driver/testing/fake_devices.h (host memory, sticky errors, context resets, a trapping
-// kernel): streams that run every operation at once (so ordering holds trivially),
-// events that complete at once or after a latency a test sets (fake_devices.h), and
+// kernel): streams that run every operation at once (so ordering holds trivially), but
+// whose callbacks wait for the events the stream waits for, events that complete at once
+// or after a latency a test sets (fake_devices.h), and
 // copies (contiguous, 2D, device to device) that honour their parameters exactly — which
 // is what it is for: running the driver conformance suite and the CUDA daemon against the
 // real CudaDriver code in CI. Modules are accepted and kernels not executed. Never
@@ -115,9 +116,23 @@ CUresult StreamCreateWithPriority(CUstream* stream, unsigned int, int) {
   return CUDA_SUCCESS;
 }
 CUresult StreamDestroy(CUstream) { return CUDA_SUCCESS; }
-CUresult StreamSynchronize(CUstream) { return Sticky(); }
+CUresult StreamSynchronize(CUstream stream) {
+  fake::WaitForStreamCallbacks(reinterpret_cast<uintptr_t>(stream));
+  return Sticky();
+}
 CUresult StreamQuery(CUstream) { return Sticky(); }
-CUresult StreamWaitEvent(CUstream, CUevent, unsigned int) { return Sticky(); }
+CUresult StreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  fake::StreamWaitEvent(reinterpret_cast<uintptr_t>(stream), reinterpret_cast<uintptr_t>(event));
+  return CUDA_SUCCESS;
+}
+CUresult StreamAddCallback(CUstream stream, CUstreamCallback callback, void* data, unsigned int) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  fake::AddStreamCallback(reinterpret_cast<uintptr_t>(stream), [=](int error) {
+    callback(stream, static_cast<CUresult>(error), data);
+  });
+  return CUDA_SUCCESS;
+}
 CUresult EventCreate(CUevent* event, unsigned int flags) {
   *event = NewHandle<CUevent>();
   fake::CreateEvent(reinterpret_cast<uintptr_t>(*event), (flags & CU_EVENT_BLOCKING_SYNC) != 0);
@@ -245,10 +260,6 @@ CUresult LaunchKernel(CUfunction function, unsigned, unsigned, unsigned, unsigne
   }
   return CUDA_SUCCESS;
 }
-CUresult LaunchHostFunc(CUstream, CUhostFn function, void* data) {
-  function(data);
-  return CUDA_SUCCESS;
-}
 CUresult TensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                               const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
                               const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
@@ -276,6 +287,7 @@ const std::map<std::string, void*>& Table() {
       {"cuStreamSynchronize", reinterpret_cast<void*>(&StreamSynchronize)},
       {"cuStreamQuery", reinterpret_cast<void*>(&StreamQuery)},
       {"cuStreamWaitEvent", reinterpret_cast<void*>(&StreamWaitEvent)},
+      {"cuStreamAddCallback", reinterpret_cast<void*>(&StreamAddCallback)},
       {"cuEventCreate", reinterpret_cast<void*>(&EventCreate)},
       {"cuEventRecord", reinterpret_cast<void*>(&EventRecord)},
       {"cuEventQuery", reinterpret_cast<void*>(&EventQuery)},
@@ -300,7 +312,6 @@ const std::map<std::string, void*>& Table() {
       {"cuModuleUnload", reinterpret_cast<void*>(&ModuleUnload)},
       {"cuFuncSetAttribute", reinterpret_cast<void*>(&FuncSetAttribute)},
       {"cuLaunchKernel", reinterpret_cast<void*>(&LaunchKernel)},
-      {"cuLaunchHostFunc", reinterpret_cast<void*>(&LaunchHostFunc)},
       {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(&TensorMapEncodeTiled)},
   };
   return *table;

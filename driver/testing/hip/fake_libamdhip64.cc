@@ -1,8 +1,9 @@
 // A TEST DOUBLE of the HIP runtime library (libamdhip64.so.5), for CI machines without an
 // AMD GPU: the calls the HIP driver makes, over the fake devices of
 // driver/testing/fake_devices.h (host memory, sticky errors, device resets, a trapping
-// kernel). Streams run every operation at once, events complete at once or after a
-// latency a test sets (fake_devices.h), copies (contiguous, 2D, device to device) honour
+// kernel). Streams run every operation at once (their callbacks wait for the events the
+// stream waits for), events complete at once or after a latency a test sets
+// (fake_devices.h), copies (contiguous, 2D, device to device) honour
 // their parameters exactly. The HIP driver links the runtime, so a test runs with this
 // library's directory first in LD_LIBRARY_PATH; its symbols carry the runtime's version
 // nodes (fake_libamdhip64.lds). Its hiprtc "compiles" every program into a placeholder
@@ -87,9 +88,24 @@ hipError_t hipStreamCreateWithPriority(hipStream_t* stream, unsigned int, int) {
   return hipSuccess;
 }
 hipError_t hipStreamDestroy(hipStream_t) { return hipSuccess; }
-hipError_t hipStreamSynchronize(hipStream_t) { return Sticky(); }
+hipError_t hipStreamSynchronize(hipStream_t stream) {
+  fake::WaitForStreamCallbacks(reinterpret_cast<uintptr_t>(stream));
+  return Sticky();
+}
 hipError_t hipStreamQuery(hipStream_t) { return Sticky(); }
-hipError_t hipStreamWaitEvent(hipStream_t, hipEvent_t, unsigned int) { return Sticky(); }
+hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  fake::StreamWaitEvent(reinterpret_cast<uintptr_t>(stream), reinterpret_cast<uintptr_t>(event));
+  return hipSuccess;
+}
+hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback, void* data,
+                                unsigned int) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  fake::AddStreamCallback(reinterpret_cast<uintptr_t>(stream), [=](int error) {
+    callback(stream, static_cast<hipError_t>(error), data);
+  });
+  return hipSuccess;
+}
 hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags) {
   *event = NewHandle<hipEvent_t>();
   fake::CreateEvent(reinterpret_cast<uintptr_t>(*event), (flags & hipEventBlockingSync) != 0);
