@@ -44,7 +44,6 @@
 // Layouts are checked against the resources by the caller before any call here (an
 // oversized copy would silently corrupt a neighbour): drivers trust them.
 
-#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -55,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/countdown.h"
 #include "driver/bytes.h"
 #include "driver/launch.h"
 #include "driver/types.h"
@@ -86,18 +86,8 @@ void OnAllComplete(std::vector<E> events, absl::AnyInvocable<void()> callback) {
     callback();
     return;
   }
-  struct Countdown {
-    Countdown(size_t events, absl::AnyInvocable<void()> callback)
-        : left(events), callback(std::move(callback)) {}
-    std::atomic<size_t> left;
-    absl::AnyInvocable<void()> callback;
-  };
-  auto countdown = std::make_shared<Countdown>(events.size(), std::move(callback));
-  for (const E& event : events) {
-    event.OnComplete([countdown] {
-      if (countdown->left.fetch_sub(1, std::memory_order_acq_rel) == 1) countdown->callback();
-    });
-  }
+  auto one_completed = CountdownTo(events.size(), std::move(callback));
+  for (const E& event : events) event.OnComplete(one_completed);
 }
 
 // An in-order queue of device work.

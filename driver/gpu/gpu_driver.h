@@ -17,9 +17,9 @@
 //
 // Note [Waiting for the GPU without spinning]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Most waits are called back (Note [Completions called back on a GPU]); the rest (for room
-// in a drop queue, for freed memory, whole-stream synchronizations) block a thread. A
-// thread that synchronizes with an event busy-waits, by default, until the device gets
+// The server's waits are called back (Note [Completions called back on a GPU]); a thread
+// that still waits for an event (a drop queue's flush, a test) blocks. A thread that
+// synchronizes with an event busy-waits, by default, until the device gets
 // there (cuEventSynchronize, as CUDA documents; hipEventSynchronize, whose blocking flag
 // HIP documents as "waiting will yield CPU"): a completion thread waiting for a
 // session's 50 ms kernel would burn a CPU for 50 ms, one per session waiting, taking the

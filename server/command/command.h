@@ -314,41 +314,30 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  PendingWait StagingRoom(SessionId session, LogicalStream logical) override {
+  RoomWait StagingRoom(SessionId session, LogicalStream logical) override {
     absl::StatusOr<StreamBinding*> binding = StreamFor(session, logical);
-    if (!binding.ok()) return PendingWait();  // the write fails with it
+    if (!binding.ok()) return RoomWait();  // the write fails with it
     const int index = (*binding)->index;
     std::optional<Event> fence = drop_queues_[index].FenceForRoom(backend_.stream(index));
-    if (!fence.has_value()) return PendingWait();
-    return PendingWait([fence = *std::move(fence)] {
-      // Failures are the Synchronize of the copies' own sessions to report.
-      fence.Wait().IgnoreError();
-      return absl::OkStatus();
-    });
+    if (!fence.has_value()) return RoomWait();
+    return RoomOnceComplete({*std::move(fence)});
   }
 
-  PendingWait MemoryBeingFreed(uint64_t size_bytes) override {
+  RoomWait MemoryBeingFreed(uint64_t size_bytes) override {
     if (deferred_.empty() || Available() + BytesBeingFreed() < pool_.FootprintBytes(size_bytes)) {
-      return PendingWait();
+      return RoomWait();
     }
     std::vector<Event> events;
     for (const DeferredFree& deferred : deferred_) {
       events.insert(events.end(), deferred.events.begin(), deferred.events.end());
     }
-    return PendingWait([events = std::move(events)] {
-      // Failures are the Synchronize of the work's own session to report.
-      for (const Event& event : events) event.Wait().IgnoreError();
-      return absl::OkStatus();
-    });
+    return RoomOnceComplete(std::move(events));
   }
 
-  PendingWait StreamRoom(SessionId session) override {
+  RoomWait StreamRoom(SessionId session) override {
     auto state = sessions_.find(session);
-    if (state == sessions_.end() || HasStreamRoom(state->second)) return PendingWait();
-    return PendingWait([oldest = state->second.queued_on_streams.front()] {
-      oldest.Wait().IgnoreError();  // its Synchronize (or its read) reports it
-      return absl::OkStatus();
-    });
+    if (state == sessions_.end() || HasStreamRoom(state->second)) return RoomWait();
+    return RoomOnceComplete({state->second.queued_on_streams.front()});
   }
 
   // Waits for the logical streams' own latest work and reports their own launches'
@@ -420,9 +409,7 @@ class Command final : public CommandInterface {
           }
         }
       }
-      return [busy = std::move(busy)](absl::AnyInvocable<void()> ended) mutable {
-        OnAllComplete(std::move(busy), std::move(ended));
-      };
+      return NoticeOnceComplete(std::move(busy));
     }
   }
 
@@ -632,6 +619,29 @@ class Command final : public CommandInterface {
   };
 
   static constexpr size_t kCompactUnreportedAt = 64;
+
+  // Calls back once every one of `events` completed (on the thread that completed the last
+  // of them); null where the driver's events cannot call back.
+  static WorkEndNotice NoticeOnceComplete(std::vector<Event> events) {
+    if constexpr (!NotifyingEvent<Event>) {
+      return nullptr;
+    } else {
+      return [events = std::move(events)](absl::AnyInvocable<void()> ended) mutable {
+        OnAllComplete(std::move(events), std::move(ended));
+      };
+    }
+  }
+
+  // Room once every one of `events` completed. Their failures are the work's own sessions'
+  // to report (its Synchronize or its read), not the waiting command's.
+  static RoomWait RoomOnceComplete(std::vector<Event> events) {
+    WorkEndNotice notice = NoticeOnceComplete(events);
+    return RoomWait{.wait = [events = std::move(events)] {
+                      for (const Event& event : events) event.Wait().IgnoreError();
+                      return absl::OkStatus();
+                    },
+                    .notice = std::move(notice)};
+  }
 
   // A session's logical stream (Note [Logical streams]).
   struct StreamBinding {

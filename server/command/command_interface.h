@@ -17,6 +17,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/countdown.h"
 #include "driver/bytes.h"
 #include "driver/kernel_signature.h"
 #include "driver/launch.h"
@@ -43,8 +44,30 @@ using PendingWait = absl::AnyInvocable<absl::Status()>;
 // (on the thread that ended it, or at once): the wait then returns without blocking.
 using WorkEndNotice = absl::AnyInvocable<void(absl::AnyInvocable<void()> ended) &&>;
 
+// Calls back once both `first` and `second` did, on the thread of the later; null when
+// either is (a wait then blocks a thread anyway).
+inline WorkEndNotice BothEnded(WorkEndNotice first, WorkEndNotice second) {
+  if (first == nullptr || second == nullptr) return nullptr;
+  return [first = std::move(first), second = std::move(second)](
+             absl::AnyInvocable<void()> ended) mutable {
+    auto one_ended = CountdownTo(2, std::move(ended));
+    std::move(first)(one_ended);
+    std::move(second)(one_ended);
+  };
+}
+
 // Runs `wait` (OK when null).
 inline absl::Status WaitFor(PendingWait wait) { return wait == nullptr ? absl::OkStatus() : wait(); }
+
+// A wait for room to queue more (StagingRoom, MemoryBeingFreed, StreamRoom): `wait`, for
+// a completion thread, returns once there is room; null: there is room now. `notice`,
+// where the driver's events can call back, says when there is room, so that the wait
+// then returns without blocking (Note [Completions called back] in
+// server/core/device_worker.h); null otherwise.
+struct RoomWait {
+  PendingWait wait;
+  WorkEndNotice notice;
+};
 
 enum class BufferAccess { kRead, kWrite, kReadWrite };
 
@@ -179,22 +202,21 @@ class CommandInterface {
   // called back] in server/core/device_worker.h).
   virtual WorkEndNotice NoticeOfWorkEnd(
       SessionId session, const std::optional<std::vector<LogicalStream>>& streams) = 0;
-  // Null when a write on the session's `stream` may be staged now; otherwise (the device
-  // stream's drop queue is full: Note [Drop queue] in server/command/drop_queue.h) a
-  // wait, for a completion thread, that returns once the stream has run the copies whose
-  // bytes the queue holds.
-  virtual PendingWait StagingRoom(SessionId session, LogicalStream stream) = 0;
-  // After an Allocate of `size_bytes` found the device full: a wait, for a completion
-  // thread, that returns once the work still using freed buffers ended (their memory is
-  // then free to reserve: Note [Out of device memory] in server/command/command.h).
-  // Null when no freed memory waits for work, or too little to hold `size_bytes`.
-  virtual PendingWait MemoryBeingFreed(uint64_t size_bytes) = 0;
-  // Null when the session may queue another launch, device copy or read on its streams
-  // now (Note [Stream backpressure] in server/command/command.h); otherwise a wait, for a
-  // completion thread, that returns OK once the oldest of that work has run, so that it
-  // may queue one more. Reports nothing about that work: its errors are the next
-  // Synchronize's (or its read's).
-  virtual PendingWait StreamRoom(SessionId session) = 0;
+  // None when a write on the session's `stream` may be staged now; otherwise (the device
+  // stream's drop queue is full: Note [Drop queue] in server/command/drop_queue.h) a wait
+  // that returns once the stream has run the copies whose bytes the queue holds.
+  virtual RoomWait StagingRoom(SessionId session, LogicalStream stream) = 0;
+  // After an Allocate of `size_bytes` found the device full: a wait that returns once the
+  // work still using freed buffers ended (their memory is then free to reserve: Note [Out
+  // of device memory] in server/command/command.h). None when no freed memory waits for
+  // work, or too little to hold `size_bytes`.
+  virtual RoomWait MemoryBeingFreed(uint64_t size_bytes) = 0;
+  // None when the session may queue another launch, device copy or read on its streams
+  // now (Note [Stream backpressure] in server/command/command.h); otherwise a wait that
+  // returns OK once the oldest of that work has run, so that it may queue one more.
+  // Reports nothing about that work: its errors are the next Synchronize's (or its
+  // read's).
+  virtual RoomWait StreamRoom(SessionId session) = 0;
   // Where the session's kernels' printf output gathers until a Synchronize takes it
   // (driver/launch.h); null where the driver collects none.
   virtual std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) = 0;

@@ -1,7 +1,9 @@
 #include "server/command/command.h"
 
 #include <atomic>
+#include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "driver/cpu/cpu_driver.h"
@@ -19,6 +21,19 @@ constexpr uint64_t kMiB = 1 << 20;
 constexpr SessionId kSession = 1;
 constexpr SessionId kOtherSession = 2;
 
+// Hooks `notice`: ready once it called back (Note [Completions called back] in
+// server/core/device_worker.h).
+std::future<void> CalledBack(WorkEndNotice notice) {
+  auto called = std::make_shared<std::promise<void>>();
+  std::future<void> future = called->get_future();
+  if (notice == nullptr) {
+    ADD_FAILURE() << "no notice: the CPU driver's events call back";
+    called->set_value();
+  } else {
+    std::move(notice)([called] { called->set_value(); });
+  }
+  return future;
+}
 
 class CommandTest : public ::testing::Test {
  protected:
@@ -465,7 +480,7 @@ TEST_F(CommandTest, AFullDeviceAnswersAtOnceAndOffersTheWaitForFreedMemory) {
   gate.Block(backend_->stream(0));  // the kernel that still reads `held`
   ASSERT_TRUE(command_->Write(kSession, 0, held, CopyLayout::Contiguous(0, 4096),
                               std::string(4096, 'h')).ok());
-  EXPECT_EQ(command_->MemoryBeingFreed(12 * kMiB), nullptr) << "nothing freed yet";
+  EXPECT_EQ(command_->MemoryBeingFreed(12 * kMiB).wait, nullptr) << "nothing freed yet";
   ASSERT_TRUE(command_->Free(kSession, held).ok());
   std::future<absl::Status> refused = std::async(std::launch::async, [&] {
     return command_->Allocate(kOtherSession, 12 * kMiB).status();
@@ -478,11 +493,14 @@ TEST_F(CommandTest, AFullDeviceAnswersAtOnceAndOffersTheWaitForFreedMemory) {
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("return once the work"));
   // 3 MiB free and 12 MiB on their way: 16 MiB never fits even then.
-  EXPECT_EQ(command_->MemoryBeingFreed(16 * kMiB), nullptr);
-  PendingWait freed = command_->MemoryBeingFreed(12 * kMiB);
-  ASSERT_NE(freed, nullptr);
+  EXPECT_EQ(command_->MemoryBeingFreed(16 * kMiB).wait, nullptr);
+  RoomWait freed = command_->MemoryBeingFreed(12 * kMiB);
+  ASSERT_NE(freed.wait, nullptr);
+  std::future<void> freed_notice = CalledBack(std::move(freed.notice));
+  EXPECT_EQ(freed_notice.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   gate.Open();
-  EXPECT_TRUE(WaitFor(std::move(freed)).ok());
+  freed_notice.wait();
+  EXPECT_TRUE(WaitFor(std::move(freed.wait)).ok());
   EXPECT_TRUE(command_->Allocate(kOtherSession, 12 * kMiB).ok());
   EXPECT_TRUE(ReadAll(kept, 16).ok());
 }
@@ -512,12 +530,15 @@ TEST_F(CommandTest, WritesBehindAStuckStreamAskForRoomInsteadOfWaiting) {
   if (!written_behind_the_gate) gate.Open();
   ASSERT_TRUE(written_behind_the_gate) << "a write waited for the stuck stream";
   ASSERT_TRUE(writes.get().ok());
-  PendingWait room = command_->StagingRoom(kSession, 0);
-  ASSERT_NE(room, nullptr);
-  EXPECT_EQ(command_->StagingRoom(kOtherSession, 0), nullptr);
+  RoomWait room = command_->StagingRoom(kSession, 0);
+  ASSERT_NE(room.wait, nullptr);
+  EXPECT_EQ(command_->StagingRoom(kOtherSession, 0).wait, nullptr);
+  std::future<void> room_notice = CalledBack(std::move(room.notice));
+  EXPECT_EQ(room_notice.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   gate.Open();
-  EXPECT_TRUE(WaitFor(std::move(room)).ok());
-  EXPECT_EQ(command_->StagingRoom(kSession, 0), nullptr);
+  room_notice.wait();
+  EXPECT_TRUE(WaitFor(std::move(room.wait)).ok());
+  EXPECT_EQ(command_->StagingRoom(kSession, 0).wait, nullptr);
   EXPECT_EQ(ReadAll(id, 12).value(), "abcdefghijkl");
 }
 
@@ -548,15 +569,18 @@ TEST_F(CommandTest, CopiesAndReadsBehindAStuckStreamMeetTheQueuedLimit) {
     EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
     EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
   }
-  PendingWait room = command_->StreamRoom(kSession);
-  ASSERT_NE(room, nullptr);
-  EXPECT_EQ(command_->StreamRoom(kOtherSession), nullptr);
+  RoomWait room = command_->StreamRoom(kSession);
+  ASSERT_NE(room.wait, nullptr);
+  EXPECT_EQ(command_->StreamRoom(kOtherSession).wait, nullptr);
   EXPECT_TRUE(ReadAll(other, 16, 0, kOtherSession).ok());
+  std::future<void> room_notice = CalledBack(std::move(room.notice));
+  EXPECT_EQ(room_notice.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   gate.Open();
-  EXPECT_TRUE(WaitFor(std::move(room)).ok());
+  room_notice.wait();
+  EXPECT_TRUE(WaitFor(std::move(room.wait)).ok());
   ASSERT_TRUE(read->wait().ok());
   EXPECT_EQ(read->bytes.ToString(), "datadata");
-  EXPECT_EQ(command_->StreamRoom(kSession), nullptr);
+  EXPECT_EQ(command_->StreamRoom(kSession).wait, nullptr);
   EXPECT_TRUE(command_->Copy(kSession, 0, source, 0, target, 8, 4).ok());
 }
 
@@ -573,7 +597,7 @@ TEST_F(CommandTest, WithoutAQueuedLimitAnyAmountOfWorkWaitsBehindAStuckStream) {
   for (int i = 0; i < kCopies; ++i) {
     ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 0, 4).ok()) << i;
   }
-  EXPECT_EQ(command_->StreamRoom(kSession), nullptr);
+  EXPECT_EQ(command_->StreamRoom(kSession).wait, nullptr);
   EXPECT_EQ(command_->Usage().queued_on_streams, kCopies);
   gate.Open();
   EXPECT_TRUE(ReadAll(target, 4).ok());

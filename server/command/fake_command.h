@@ -138,9 +138,9 @@ class FakeCommand final : public CommandInterface {
   }
   // Copies happen at once: nothing waits for room or memory.
   PendingWait LastWorkEnd(SessionId, LogicalStream) override { return PendingWait(); }
-  PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
-  PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
-  PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches never wait
+  RoomWait StagingRoom(SessionId, LogicalStream) override { return RoomWait(); }
+  RoomWait MemoryBeingFreed(uint64_t) override { return RoomWait(); }
+  RoomWait StreamRoom(SessionId) override { return RoomWait(); }  // launches never wait
   // Held synchronizations cannot call back: their waits block a completion thread.
   WorkEndNotice NoticeOfWorkEnd(SessionId, const std::optional<std::vector<LogicalStream>>&) override { return nullptr; }
 

@@ -47,9 +47,9 @@ class UnavailableCommand final : public CommandInterface {
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [reason = reason_] { return reason; };
   }
-  PendingWait StagingRoom(SessionId, LogicalStream) override { return PendingWait(); }
-  PendingWait MemoryBeingFreed(uint64_t) override { return PendingWait(); }
-  PendingWait StreamRoom(SessionId) override { return PendingWait(); }  // launches fail at once
+  RoomWait StagingRoom(SessionId, LogicalStream) override { return RoomWait(); }
+  RoomWait MemoryBeingFreed(uint64_t) override { return RoomWait(); }
+  RoomWait StreamRoom(SessionId) override { return RoomWait(); }  // launches fail at once
   WorkEndNotice NoticeOfWorkEnd(SessionId, const std::optional<std::vector<LogicalStream>>&) override { return nullptr; }  // waits return at once
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId) override { return nullptr; }
   uint64_t CloseSession(SessionId) override { return 0; }

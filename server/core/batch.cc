@@ -125,7 +125,7 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       gone = absl::NotFoundError("the session was closed before this command ran");
     }
     bool waits = false;
-    PendingWait room;  // set: the run stops at `ran_to`, before a command that must wait
+    RoomWait room;  // a wait set: the run stops at `ran_to`, before a command that must wait
     size_t ran_to = end;
     uint64_t launches = 0;
     for (size_t i = begin; i < end; ++i) {
@@ -138,14 +138,14 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
         continue;
       }
       room = self->RoomToWaitFor(command, session, i);
-      if (room == nullptr) {
+      if (room.wait == nullptr) {
         // What the run queued so far starts before this command's own host-side work
         // (Note [Deferred wake-ups] in base/deferred_wakeups.h).
         if (!OnlyEnqueues(*self->commands_[i].operation)) WakeDeferredNow();
         self->Execute(command, session, i);
         room = self->MemoryToWaitFor(command, i);
       }
-      if (room != nullptr) {
+      if (room.wait != nullptr) {
         ran_to = i;
         self->stopped_at_ = i;
         break;
@@ -155,20 +155,24 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
       waits |= result.read.has_value() || result.synchronization != nullptr;
     }
     if (launches > 0) worker->metrics().RecordLaunches(worker->ordinal(), client, launches);
-    if (!waits && room == nullptr) {
+    if (!waits && room.wait == nullptr) {
       for (size_t i = begin; i < ran_to; ++i) CollectKernelOutput(session, self->results_[i]);
       worker->Defer(std::move(done));
       return;
     }
-    if (room == nullptr && queued != nullptr) queued();
+    if (room.wait == nullptr && queued != nullptr) queued();
     // Its reads and synchronizations wait for their streams' work so far, which the
-    // notice covers; a wait for room is for other work, and blocks a completion thread.
-    WorkEndNotice ended =
-        room == nullptr ? command.NoticeOfWorkEnd(session, self->StreamsWaitedFor(begin, ran_to))
-                        : nullptr;
+    // notice covers; a wait for room is for other work, which its own notice covers. The
+    // run that goes on after room was made starts from a completion thread.
+    WorkEndNotice ended = command.NoticeOfWorkEnd(session, self->StreamsWaitedFor(begin, ran_to));
+    DeviceWorker::Answering answered_where = self->AnsweringOf(begin, ran_to, answering);
+    if (room.wait != nullptr) {
+      ended = BothEnded(std::move(ended), std::move(room.notice));
+      answered_where = DeviceWorker::Answering::kOnCompletionThread;
+    }
     worker->Complete(
         session,
-        [self, session, begin, ran_to, room = std::move(room)]() mutable {
+        [self, session, begin, ran_to, room = std::move(room.wait)]() mutable {
           for (size_t i = begin; i < ran_to; ++i) {
             OperationResult& result = self->results_[i];
             if (result.read.has_value()) result.status = result.read->wait();
@@ -178,7 +182,7 @@ absl::Status Batch::Run(DeviceWorker& worker, const SessionInfo& info, size_t be
           return WaitFor(std::move(room));
         },
         [done = std::move(done)](absl::Status) mutable { done(); }, std::move(ended),
-        self->AnsweringOf(begin, ran_to, answering));
+        answered_where);
   }, placement);
 }
 
@@ -221,7 +225,7 @@ std::optional<std::vector<LogicalStream>> Batch::StreamsWaitedFor(size_t begin,
   return streams;
 }
 
-PendingWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, size_t index) {
+RoomWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, size_t index) {
   const Operation& operation = *commands_[index].operation;
   if (const auto* write = std::get_if<WriteOp>(&operation)) {
     return command.StagingRoom(session, write->stream);
@@ -232,17 +236,17 @@ PendingWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, s
   if (past_the_limit_ == PastTheStreamLimit::kWait && queues_on_a_stream) {
     return command.StreamRoom(session);
   }
-  return PendingWait();
+  return RoomWait();
 }
 
-PendingWait Batch::MemoryToWaitFor(CommandInterface& command, size_t index) {
+RoomWait Batch::MemoryToWaitFor(CommandInterface& command, size_t index) {
   const auto* allocate = std::get_if<AllocateOp>(&*commands_[index].operation);
   if (allocate == nullptr || !absl::IsResourceExhausted(results_[index].status) ||
       waited_for_memory_[index]) {
-    return PendingWait();
+    return RoomWait();
   }
-  PendingWait freed = command.MemoryBeingFreed(allocate->size_bytes);
-  if (freed == nullptr) return freed;
+  RoomWait freed = command.MemoryBeingFreed(allocate->size_bytes);
+  if (freed.wait == nullptr) return freed;
   waited_for_memory_[index] = true;
   results_[index] = OperationResult();  // not answered: it runs again
   failures_[index] = absl::OkStatus();

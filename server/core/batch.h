@@ -137,12 +137,12 @@ class Batch : public std::enable_shared_from_this<Batch> {
   // reads', synchronizations' and copied writes'); absent: all the session's streams.
   std::optional<std::vector<LogicalStream>> StreamsWaitedFor(size_t begin, size_t end) const;
   // Before command `index` runs: the wait for room a write or a launch needs first
-  // (see Run), or null.
-  PendingWait RoomToWaitFor(CommandInterface& command, SessionId session, size_t index);
+  // (see Run), or none.
+  RoomWait RoomToWaitFor(CommandInterface& command, SessionId session, size_t index);
   // After command `index` ran: when it is an Allocate that found the device full, for
   // the first time, and memory being freed could hold it, takes back its answer and
-  // returns the wait for that memory; else null.
-  PendingWait MemoryToWaitFor(CommandInterface& command, size_t index);
+  // returns the wait for that memory; else none.
+  RoomWait MemoryToWaitFor(CommandInterface& command, size_t index);
   // Runs command `index` on the device thread: resolves its references, checks what it
   // depends on, applies it, and records what its failure takes down.
   void Execute(CommandInterface& command, SessionId session, size_t index);

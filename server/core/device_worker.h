@@ -31,8 +31,9 @@
 // completion was made, only to block in the wait: on a small machine it took the CPU
 // the stream's worker needed to run the copy or kernel (a 4 KiB read: the worker started
 // a median 22 us after it was woken, behind the completion thread; 4 us with the
-// notice). Completions without a notice (waits for room, drivers whose events cannot
-// call back) block a completion thread as before.
+// notice). Waits for room (Batch::Run's) have notices of their own (RoomWait in
+// server/command/command_interface.h). Completions without a notice (where the
+// driver's events cannot call back) block a completion thread as before.
 //
 // Note [Brief answers where the work ended]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

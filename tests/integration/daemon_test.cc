@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "client/client.h"
+#include "client/submit_stream.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -512,6 +513,67 @@ TEST_F(DaemonTest, ThreadsCarryNamesThatSayWhatTheyDo) {
                                "gpucmd-accept", "gpucmd-http", "gpucmd-compile"}) {
     EXPECT_THAT(names, ::testing::Contains(expected));
   }
+}
+
+// Note [Completions called back] in server/core/device_worker.h, for waits for room:
+// batches waiting for room to queue (limits.session_queued_commands) hold no completion
+// thread while they wait. Twelve sessions share the device's one stream behind another
+// session's kernel of a second or more; each sends a batch of three launches with room
+// for two. Were each wait for room to block a thread, the daemon would start a completion
+// thread for each waiting session beyond its first four.
+TEST_F(DaemonTest, BatchesWaitingForRoomHoldNoCompletionThreads) {
+  constexpr int kSessions = 12;
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+      "cpu { streams_per_device: 1 }\nlimits { session_queued_commands: 2 }");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Session> long_kernel = (*client)->OpenSession(0, "long kernel");
+  ASSERT_TRUE(long_kernel.ok()) << long_kernel.status();
+  absl::StatusOr<v1::CompileResponse> spin = long_kernel->Compile(kernels::kSpin, "spin");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  std::vector<Session> sessions;
+  std::vector<SubmitStream> streams;
+  for (int i = 0; i < kSessions; ++i) {
+    absl::StatusOr<Session> session = (*client)->OpenSession(0, "waiting " + std::to_string(i));
+    ASSERT_TRUE(session.ok()) << session.status();
+    sessions.push_back(*std::move(session));
+    absl::StatusOr<SubmitStream> stream = SubmitStream::Open(sessions.back());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    streams.push_back(*std::move(stream));
+  }
+  const int threads_before = testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0");
+  ASSERT_TRUE(long_kernel->Launch(spin->kernel_id(), one, {Int64Argument(4'000'000'000)}).ok());
+  for (int i = 0; i < kSessions; ++i) {
+    SubmitBatch batch(sessions[i]);
+    for (int launch = 0; launch < 3; ++launch) {
+      batch.Launch(spin->kernel_id(), one, {Int64Argument(0)});
+    }
+    ASSERT_TRUE(streams[i].Send(batch).ok());
+  }
+  std::atomic<int> answered = 0;
+  std::vector<std::thread> receivers;
+  for (SubmitStream& stream : streams) {
+    receivers.emplace_back([&stream, &answered] {
+      absl::StatusOr<BatchReplies> replies = stream.Receive();
+      EXPECT_TRUE(replies.ok()) << replies.status();
+      if (replies.ok()) {
+        EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+      }
+      ++answered;
+    });
+  }
+  // The most completion threads while the batches wait.
+  int most = threads_before;
+  while (answered.load() < kSessions) {
+    most = std::max(most, testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::thread& receiver : receivers) receiver.join();
+  EXPECT_LT(most, threads_before + kSessions / 2)
+      << "batches waiting for room held completion threads (" << threads_before << " before)";
+  EXPECT_TRUE(long_kernel->Synchronize().ok());
 }
 
 // Note [Device work yields to the control plane] in base/batch_scheduling.h: the stream

@@ -141,15 +141,6 @@ TEST_F(GpuDoubleTest, ASynchronizeWaitingForTheDeviceLeavesTheDaemonIdle) {
   EXPECT_LT(after.cpu_seconds - before.cpu_seconds, 0.25) << "the daemon spun while it waited";
 }
 
-// How many of the daemon's threads are completion threads (named gpucmd-wait0).
-int CompletionThreadsOf(pid_t daemon) {
-  int threads = 0;
-  for (const auto& [unused, name] : testing::ThreadNamesOf(daemon)) {
-    threads += name == "gpucmd-wait0" ? 1 : 0;
-  }
-  return threads;
-}
-
 // Note [Completions called back on a GPU], through the daemon: sessions waiting for the
 // device hold no thread. Twelve sessions each Synchronize a launch whose event the double
 // completes 1.5 s after its record. Were each wait to block a completion thread, the
@@ -168,7 +159,7 @@ TEST_F(GpuDoubleTest, SessionsWaitingForTheDeviceHoldNoCompletionThreads) {
     ASSERT_TRUE(sessions.back().Launch(empty->kernel_id(), {MakeDim3(1), MakeDim3(1)},
                                        {Int32Argument(i)}).ok());
   }
-  const int threads_before = CompletionThreadsOf(daemon_->pid());
+  const int threads_before = testing::ThreadsNamed(daemon_->pid(), "gpucmd-wait0");
   std::atomic<int> synchronized = 0;
   std::vector<std::thread> waiting;
   for (Session& session : sessions) {
@@ -181,7 +172,7 @@ TEST_F(GpuDoubleTest, SessionsWaitingForTheDeviceHoldNoCompletionThreads) {
   // The most completion threads while the sessions wait.
   int most = threads_before;
   while (synchronized.load() < kSessions) {
-    most = std::max(most, CompletionThreadsOf(daemon_->pid()));
+    most = std::max(most, testing::ThreadsNamed(daemon_->pid(), "gpucmd-wait0"));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (std::thread& thread : waiting) thread.join();

@@ -110,4 +110,12 @@ std::map<pid_t, std::string> ThreadNamesOf(pid_t process) {
   return names;
 }
 
+int ThreadsNamed(pid_t process, const std::string& name) {
+  int threads = 0;
+  for (const auto& [unused, thread_name] : ThreadNamesOf(process)) {
+    threads += thread_name == name ? 1 : 0;
+  }
+  return threads;
+}
+
 }  // namespace gpucmd::testing

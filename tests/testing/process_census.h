@@ -37,6 +37,8 @@ ProcessUsage UsageOf(pid_t pid);
 // The names of `process`'s threads, by thread id (/proc/PID/task/TID/comm); none when it
 // cannot be read.
 std::map<pid_t, std::string> ThreadNamesOf(pid_t process);
+// How many of `process`'s threads are named `name`.
+int ThreadsNamed(pid_t process, const std::string& name);
 
 }  // namespace gpucmd::testing
 
