@@ -94,18 +94,18 @@ struct PitchedCopy {
 // the runtime; RunHeldCallback<Args...>, a function of the runtime's callback signature
 // (its Args, then the data pointer), runs and frees it; UnholdCallback gives it back
 // when the runtime refused it.
-inline void* HoldCallback(absl::AnyInvocable<void()>& callback) {
-  return new absl::AnyInvocable<void()>(std::move(callback));
-}
+using HeldCallback = absl::AnyInvocable<void()>;
 
-inline void UnholdCallback(void* held, absl::AnyInvocable<void()>& callback) {
-  std::unique_ptr<absl::AnyInvocable<void()>> taken(static_cast<absl::AnyInvocable<void()>*>(held));
+inline void* HoldCallback(HeldCallback& callback) { return new HeldCallback(std::move(callback)); }
+
+inline void UnholdCallback(void* held, HeldCallback& callback) {
+  std::unique_ptr<HeldCallback> taken(static_cast<HeldCallback*>(held));
   callback = std::move(*taken);
 }
 
 template <typename... Ignored>
 void RunHeldCallback(Ignored..., void* held) {
-  std::unique_ptr<absl::AnyInvocable<void()>> taken(static_cast<absl::AnyInvocable<void()>*>(held));
+  std::unique_ptr<HeldCallback> taken(static_cast<HeldCallback*>(held));
   (*taken)();
 }
 
