@@ -91,6 +91,16 @@ class DriverConformanceTest : public ::testing::Test {
     ASSERT_TRUE(D::CopyToDevice(device, layout, data.const_span(), backend_->stream(stream)).ok());
   }
 
+  // Queues on stream 0 a copy of `data` to the device and back into `out` (pinned, as
+  // large): the work an event recorded next completes after.
+  void QueueRoundTrip(const std::vector<uint8_t>& data, Bytes& out) {
+    const DeviceResource device = Device(data.size());
+    const CopyLayout whole = CopyLayout::Contiguous(0, data.size());
+    Bytes staged = Pinned(data.size(), data);  // its memory stays until TearDown
+    Upload(device, whole, staged);
+    ASSERT_TRUE(D::CopyToHost(device, whole, out, backend_->stream(0)).ok());
+  }
+
   std::vector<uint8_t> Download(const DeviceResource& device, const CopyLayout& layout,
                                 int stream = 0) {
     Bytes out = Pinned(layout.host_bytes());
@@ -201,15 +211,10 @@ TYPED_TEST_P(DriverConformanceTest, EventsOrderWorkAcrossStreams) {
 }
 
 TYPED_TEST_P(DriverConformanceTest, EventWaitBlocksUntilPriorWorkCompleted) {
-  constexpr uint64_t kSize = 16 << 20;
-  DeviceResource device = this->Device(kSize);
-  std::vector<uint8_t> data = this->RandomBytes(kSize, 20);
-  Bytes staged = this->Pinned(kSize, data);
-  Bytes out = this->Pinned(kSize);
-  auto& stream = this->backend_->stream(0);
-  this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
-  ASSERT_TRUE(TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, kSize), out, stream).ok());
-  auto event = stream.RecordEvent();
+  const std::vector<uint8_t> data = this->RandomBytes(16 << 20, 20);
+  Bytes out = this->Pinned(data.size());
+  this->QueueRoundTrip(data, out);
+  auto event = this->backend_->stream(0).RecordEvent();
   ASSERT_TRUE(event.Wait().ok());
   EXPECT_TRUE(event.IsComplete());
   EXPECT_EQ(this->Contents(out), data);
@@ -222,15 +227,10 @@ TYPED_TEST_P(DriverConformanceTest, EventsCallBackOnceTheirWorkRan) {
   if constexpr (!NotifyingEvent<Event>) {
     GTEST_SKIP() << "this driver's events cannot call back";
   } else {
-    constexpr uint64_t kSize = 16 << 20;
-    DeviceResource device = this->Device(kSize);
-    std::vector<uint8_t> data = this->RandomBytes(kSize, 30);
-    Bytes staged = this->Pinned(kSize, data);
-    Bytes out = this->Pinned(kSize);
-    auto& stream = this->backend_->stream(0);
-    this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
-    ASSERT_TRUE(TypeParam::CopyToHost(device, CopyLayout::Contiguous(0, kSize), out, stream).ok());
-    Event event = stream.RecordEvent();
+    const std::vector<uint8_t> data = this->RandomBytes(16 << 20, 30);
+    Bytes out = this->Pinned(data.size());
+    this->QueueRoundTrip(data, out);
+    Event event = this->backend_->stream(0).RecordEvent();
     std::promise<bool> saw_the_bytes;
     event.OnComplete([&] {
       saw_the_bytes.set_value(event.IsComplete() && this->Contents(out) == data);

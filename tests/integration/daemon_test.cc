@@ -564,12 +564,8 @@ TEST_F(DaemonTest, BatchesWaitingForRoomHoldNoCompletionThreads) {
       ++answered;
     });
   }
-  // The most completion threads while the batches wait.
-  int most = threads_before;
-  while (answered.load() < kSessions) {
-    most = std::max(most, testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int most = testing::MostThreadsNamedUntil(
+      daemon->pid(), "gpucmd-wait0", [&] { return answered.load() == kSessions; });
   for (std::thread& receiver : receivers) receiver.join();
   EXPECT_LT(most, threads_before + kSessions / 2)
       << "batches waiting for room held completion threads (" << threads_before << " before)";

@@ -12,7 +12,6 @@
 // GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
 // LD_LIBRARY_PATH.
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -169,12 +168,8 @@ TEST_F(GpuDoubleTest, SessionsWaitingForTheDeviceHoldNoCompletionThreads) {
       ++synchronized;
     });
   }
-  // The most completion threads while the sessions wait.
-  int most = threads_before;
-  while (synchronized.load() < kSessions) {
-    most = std::max(most, testing::ThreadsNamed(daemon_->pid(), "gpucmd-wait0"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int most = testing::MostThreadsNamedUntil(
+      daemon_->pid(), "gpucmd-wait0", [&] { return synchronized.load() == kSessions; });
   for (std::thread& thread : waiting) thread.join();
   EXPECT_LT(most, threads_before + kSessions / 2)
       << "waiting sessions held completion threads (" << threads_before << " before)";

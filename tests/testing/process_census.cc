@@ -118,4 +118,14 @@ int ThreadsNamed(pid_t process, const std::string& name) {
   return threads;
 }
 
+int MostThreadsNamedUntil(pid_t process, const std::string& name,
+                          absl::FunctionRef<bool()> done) {
+  int most = ThreadsNamed(process, name);
+  while (!done()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    most = std::max(most, ThreadsNamed(process, name));
+  }
+  return most;
+}
+
 }  // namespace gpucmd::testing

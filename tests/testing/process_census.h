@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+
 namespace gpucmd::testing {
 
 // True once no process whose command line (its arguments joined by spaces) contains
@@ -39,6 +41,9 @@ ProcessUsage UsageOf(pid_t pid);
 std::map<pid_t, std::string> ThreadNamesOf(pid_t process);
 // How many of `process`'s threads are named `name`.
 int ThreadsNamed(pid_t process, const std::string& name);
+// The most threads of `process` named `name` at once, counted every 20 ms until `done()`.
+int MostThreadsNamedUntil(pid_t process, const std::string& name,
+                          absl::FunctionRef<bool()> done);
 
 }  // namespace gpucmd::testing
 
