@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <utility>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gpucmd::fake {
