@@ -135,6 +135,7 @@ void DeviceWorker::Complete(SessionId session, absl::AnyInvocable<absl::Status()
     std::deque<Completion>& queue = completions_[session];
     queue.push_back(Completion{.id = id,
                                .ended = ended == nullptr,
+                               .called_back = ended != nullptr,
                                .answering = answering,
                                .wait = std::move(wait),
                                .done = std::move(done)});
@@ -173,6 +174,7 @@ void DeviceWorker::CompletionWorkEnded(SessionId session, uint64_t id) {
     // Note [Brief answers where the work ended]. Counted in completions_left_ until it
     // ran, so the worker outlives it.
     completion->running = true;
+    here.called_back = completion->called_back;
     here.wait = std::move(completion->wait);
     here.done = std::move(completion->done);
   }
@@ -196,13 +198,13 @@ bool DeviceWorker::ReadyWhenDue(SessionId session, const std::deque<Completion>&
   const Completion& first = queue.front();
   if (!first.ended || first.running) return false;
   ready_sessions_.push_back(session);
-  AddCompletionThreadIfAllBusy(/*about_to_look=*/0);
+  AddCompletionThreadIfAllHeld();
   return true;
 }
 
-void DeviceWorker::AddCompletionThreadIfAllBusy(size_t about_to_look) {
-  if (completions_closed_ ||
-      ready_sessions_.size() <= idle_completion_threads_ + about_to_look) {
+void DeviceWorker::AddCompletionThreadIfAllHeld() {
+  if (completions_closed_ || ready_sessions_.empty() ||
+      completion_threads_.size() > blocking_completions_) {
     return;
   }
   const size_t limit = static_cast<size_t>(
@@ -434,11 +436,9 @@ void DeviceWorker::RunCompletions() {
     Completion completion;
     {
       MutexLock lock(&completion_mutex_);
-      ++idle_completion_threads_;
       completion_ready_.Await(&completion_mutex_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return !ready_sessions_.empty() || (completions_closed_ && completions_left_ == 0);
       });
-      --idle_completion_threads_;
       if (ready_sessions_.empty()) return;  // closed, and every completion ran
       session = ready_sessions_.front();
       ready_sessions_.pop_front();
@@ -446,6 +446,11 @@ void DeviceWorker::RunCompletions() {
       // ready again until it finished.
       Completion& first = completions_[session].front();
       first.running = true;
+      completion.called_back = first.called_back;
+      if (!completion.called_back) {
+        ++blocking_completions_;
+        AddCompletionThreadIfAllHeld();  // for the sessions still in turn
+      }
       completion.wait = std::move(first.wait);
       completion.done = std::move(first.done);
     }
@@ -455,11 +460,13 @@ void DeviceWorker::RunCompletions() {
 
 void DeviceWorker::RunFirstCompletion(SessionId session, Completion completion,
                                       bool this_thread_looks_next) {
+  const bool blocking = !completion.called_back;
   absl::Status status = completion.wait();
   completion.done(std::move(status));
   completion = Completion();  // what it held goes before the command may
   metrics_->CommandsInFlight(options_.ordinal).Decrement();
   MutexLock lock(&completion_mutex_);
+  if (blocking) --blocking_completions_;
   std::deque<Completion>& queue = completions_[session];
   queue.pop_front();
   // A session whose next completion may run is ready again: a completion thread about to
@@ -468,7 +475,7 @@ void DeviceWorker::RunFirstCompletion(SessionId session, Completion completion,
     completions_.erase(session);
   } else if (queue.front().ended) {
     ready_sessions_.push_back(session);
-    AddCompletionThreadIfAllBusy(/*about_to_look=*/this_thread_looks_next ? 1 : 0);
+    AddCompletionThreadIfAllHeld();
     if (!this_thread_looks_next) completion_ready_.NotifyOne();
   }
   if (--completions_left_ == 0) {

@@ -14,9 +14,12 @@
 // session's completions run one at a time in the order they were made; different
 // sessions' run side by side, taken round-robin, so a reply never waits behind another
 // session's long kernel. The completion threads are a few to start with, and one more
-// starts whenever a session's turn comes with every thread held by a wait (up to
-// max_completion_threads, which then stay for the next burst): however many sessions
-// wait on long kernels, one whose work ended still gets its answer.
+// starts whenever a session's turn comes with every thread held by a wait that may
+// block (one without a notice: up to max_completion_threads, which then stay for the
+// next burst): however many sessions wait on long kernels, one whose work ended still
+// gets its answer. Threads busy with called-back completions, which do not block, take
+// the next turn soon: a burst of them (many sessions' waits ending with one kernel)
+// starts no thread.
 //
 // Note [Completions called back]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -196,6 +199,7 @@ class DeviceWorker {
   struct Completion {
     uint64_t id = 0;
     bool ended = true;     // false until its WorkEndNotice called back
+    bool called_back = false;  // made with a WorkEndNotice: its wait does not block
     bool running = false;  // a thread took it
     Answering answering = Answering::kOnCompletionThread;
     absl::AnyInvocable<absl::Status()> wait;
@@ -228,11 +232,12 @@ class DeviceWorker {
   // when that completion may run now; true when it did.
   bool ReadyWhenDue(SessionId session, const std::deque<Completion>& queue)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(completion_mutex_);
-  // Starts one more completion thread when the ready sessions outnumber the idle
-  // threads and the `about_to_look` (the caller, when it is one about to look for a
-  // ready session), within the limit.
-  void AddCompletionThreadIfAllBusy(size_t about_to_look)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(completion_mutex_);
+  // Starts one more completion thread, within the limit, when a session is in turn and
+  // every thread is held by a wait that may block. A thread that is not (idle, starting,
+  // or busy with a called-back completion) looks for a ready session soon. Called
+  // whenever a session becomes ready and whenever a thread takes a wait that may block,
+  // so that a ready session always has a thread coming.
+  void AddCompletionThreadIfAllHeld() ABSL_EXCLUSIVE_LOCKS_REQUIRED(completion_mutex_);
   void RunTask(Task task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
   void PublishUsage(const CommandInterface& command);
 
@@ -272,8 +277,8 @@ class DeviceWorker {
   uint64_t last_completion_id_ ABSL_GUARDED_BY(completion_mutex_) = 0;
   size_t completions_left_ ABSL_GUARDED_BY(completion_mutex_) = 0;  // queued or running
   bool completions_closed_ ABSL_GUARDED_BY(completion_mutex_) = false;
-  // Completion threads waiting for a ready session.
-  size_t idle_completion_threads_ ABSL_GUARDED_BY(completion_mutex_) = 0;
+  // Completion threads in a completion made without a notice, whose wait may block.
+  size_t blocking_completions_ ABSL_GUARDED_BY(completion_mutex_) = 0;
   // Appended to under completion_mutex_ until the completions close; joined after.
   std::vector<std::thread> completion_threads_;
   std::thread device_thread_;

@@ -1,5 +1,7 @@
 #include "server/core/device_worker.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -11,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/command/command_factory.h"
 #include "server/core/worker_test_calls.h"
+#include "tests/testing/process_census.h"
 
 namespace gpucmd {
 namespace {
@@ -259,6 +262,31 @@ TEST(DeviceWorkerTest, CompletionsWithANoticeRunOnceCalledBackInTheSessionsOrder
   ran.wait();
   worker.Stop();
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+// Called-back completions do not block, so a burst of them (many sessions' waits ending
+// with one kernel) is taken by the threads there are: none more starts, where one more
+// starts for each session whose turn finds every thread held by a wait that may block
+// (WaitsThatHoldEveryCompletionThreadHoldNoOtherSession).
+TEST(DeviceWorkerTest, ABurstOfCalledBackCompletionsStartsNoThread) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0, .completion_threads = 1}, CpuFactory(kMiB), &metrics);
+  constexpr int kSessions = 32;
+  std::vector<HeldNotice> notices(kSessions);
+  std::atomic<int> answered = 0;
+  std::promise<void> all_answered;
+  for (int s = 0; s < kSessions; ++s) {
+    ASSERT_TRUE(worker.Submit(s + 1, [&, s](CommandInterface&) {
+      worker.Complete(s + 1, [] { return absl::OkStatus(); }, [&](absl::Status) {
+        if (++answered == kSessions) all_answered.set_value();
+      }, notices[s].notice());
+    }).ok());
+  }
+  OnDevice<int>(worker, 99, [](CommandInterface&) { return 0; });  // the tasks above ran
+  for (HeldNotice& notice : notices) notice.callback();  // every wait ends at once
+  all_answered.get_future().wait();
+  EXPECT_EQ(testing::ThreadsNamed(getpid(), "gpucmd-wait0"), 1);
+  worker.Stop();
 }
 
 // A later completion's notice that calls back while the session's first completion waits
