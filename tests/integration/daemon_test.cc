@@ -21,6 +21,7 @@
 #include <map>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -552,21 +553,18 @@ TEST_F(DaemonTest, BatchesWaitingForRoomHoldNoCompletionThreads) {
     }
     ASSERT_TRUE(streams[i].Send(batch).ok());
   }
-  std::atomic<int> answered = 0;
-  std::vector<std::thread> receivers;
+  std::vector<absl::AnyInvocable<void()>> receives;
   for (SubmitStream& stream : streams) {
-    receivers.emplace_back([&stream, &answered] {
+    receives.push_back([&stream] {
       absl::StatusOr<BatchReplies> replies = stream.Receive();
       EXPECT_TRUE(replies.ok()) << replies.status();
       if (replies.ok()) {
         EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
       }
-      ++answered;
     });
   }
-  const int most = testing::MostThreadsNamedUntil(
-      daemon->pid(), "gpucmd-wait0", [&] { return answered.load() == kSessions; });
-  for (std::thread& receiver : receivers) receiver.join();
+  const int most =
+      testing::MostThreadsNamedDuring(daemon->pid(), "gpucmd-wait0", std::move(receives));
   EXPECT_EQ(most, threads_before)
       << "batches waiting for room held completion threads (" << threads_before << " before)";
   EXPECT_TRUE(long_kernel->Synchronize().ok());

@@ -12,16 +12,15 @@
 // GPUCMD_FAKE_LIBRARY the double (a runfile), whose directory the daemon gets first in
 // LD_LIBRARY_PATH.
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -159,18 +158,15 @@ TEST_F(GpuDoubleTest, SessionsWaitingForTheDeviceHoldNoCompletionThreads) {
                                        {Int32Argument(i)}).ok());
   }
   const int threads_before = testing::ThreadsNamed(daemon_->pid(), "gpucmd-wait0");
-  std::atomic<int> synchronized = 0;
-  std::vector<std::thread> waiting;
+  std::vector<absl::AnyInvocable<void()>> waits;
   for (Session& session : sessions) {
-    waiting.emplace_back([&session, &synchronized] {
+    waits.push_back([&session] {
       absl::Status status = session.Synchronize();
       EXPECT_TRUE(status.ok()) << status;
-      ++synchronized;
     });
   }
-  const int most = testing::MostThreadsNamedUntil(
-      daemon_->pid(), "gpucmd-wait0", [&] { return synchronized.load() == kSessions; });
-  for (std::thread& thread : waiting) thread.join();
+  const int most =
+      testing::MostThreadsNamedDuring(daemon_->pid(), "gpucmd-wait0", std::move(waits));
   EXPECT_EQ(most, threads_before)
       << "waiting sessions held completion threads (" << threads_before << " before)";
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -118,13 +119,22 @@ int ThreadsNamed(pid_t process, const std::string& name) {
   return threads;
 }
 
-int MostThreadsNamedUntil(pid_t process, const std::string& name,
-                          absl::FunctionRef<bool()> done) {
+int MostThreadsNamedDuring(pid_t process, const std::string& name,
+                           std::vector<absl::AnyInvocable<void()>> calls) {
   int most = ThreadsNamed(process, name);
-  while (!done()) {
+  std::atomic<size_t> returned = 0;
+  std::vector<std::thread> callers;
+  for (absl::AnyInvocable<void()>& call : calls) {
+    callers.emplace_back([&call, &returned] {
+      call();
+      ++returned;
+    });
+  }
+  while (returned.load() < calls.size()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     most = std::max(most, ThreadsNamed(process, name));
   }
+  for (std::thread& caller : callers) caller.join();
   return most;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
+#include "absl/functional/any_invocable.h"
 
 namespace gpucmd::testing {
 
@@ -41,9 +41,10 @@ ProcessUsage UsageOf(pid_t pid);
 std::map<pid_t, std::string> ThreadNamesOf(pid_t process);
 // How many of `process`'s threads are named `name`.
 int ThreadsNamed(pid_t process, const std::string& name);
-// The most threads of `process` named `name` at once, counted every 20 ms until `done()`.
-int MostThreadsNamedUntil(pid_t process, const std::string& name,
-                          absl::FunctionRef<bool()> done);
+// Runs each of `calls` on a thread of its own and returns once all returned: the most
+// threads of `process` named `name` at once meanwhile, counted every 20 ms.
+int MostThreadsNamedDuring(pid_t process, const std::string& name,
+                           std::vector<absl::AnyInvocable<void()>> calls);
 
 }  // namespace gpucmd::testing
 
