@@ -532,7 +532,7 @@ class Command final : public CommandInterface {
 
   bool ReclaimWhenIdle() override {
     for (int i = 0; i < backend_.stream_count(); ++i) {
-      if (drop_queues_[i].staged_entries() > 0) drop_queues_[i].Seal(backend_.stream(i));
+      drop_queues_[i].Seal(backend_.stream(i));
     }
     ReclaimFinished();
     // Launches still running are looked at again too: what GetStats reports of them
@@ -1008,7 +1008,7 @@ class Command final : public CommandInterface {
 
   void ReleaseWhatFinished() {
     for (int i = 0; i < backend_.stream_count(); ++i) {
-      if (drop_queues_[i].staged_entries() > 0) drop_queues_[i].Seal(backend_.stream(i));
+      drop_queues_[i].Seal(backend_.stream(i));
     }
     ReclaimFinished();
     pool_.CleanUp();

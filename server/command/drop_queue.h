@@ -81,7 +81,7 @@ class DropQueue {
   std::optional<Event> FenceForRoom(Stream& stream) {
     ReleaseCompleted();
     if (!Full()) return std::nullopt;
-    if (!staged_.empty()) Seal(stream);
+    Seal(stream);
     return fence_;
   }
 
@@ -100,8 +100,10 @@ class DropQueue {
     return absl::OkStatus();
   }
 
-  // Flush without waiting: everything staged so far waits for one new fence.
+  // Flush without waiting: everything staged so far waits for one new fence. With
+  // nothing staged there is nothing to fence, and no event is recorded.
   void Seal(Stream& stream) {
+    if (staged_.empty()) return;
     if (fence_.has_value() && !fence_->IsComplete()) {
       for (Bytes& bytes : staged_) pending_.push_back(std::move(bytes));
       staged_.clear();
