@@ -153,6 +153,22 @@ void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
       bench::DaemonCalls{&*shared.daemon.process, bench::kLaunchRpc});
 }
 
+// An empty launch and the Synchronize that waits for it, timed together, against one raw
+// echo: two round trips and the kernel's run in the executor (the issue of a launch
+// answered and then waited for; 2.0 would be two bare round trips).
+void BM_AgainstEchoLaunchThenSynchronize(benchmark::State& state) {
+  EmptyKernelDaemon& shared = SharedDaemon();
+  Session& session = *shared.daemon.session;
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  MeasureAgainstEcho(
+      state,
+      [&] {
+        benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)}));
+        benchmark::DoNotOptimize(session.Synchronize());
+      },
+      [] {});
+}
+
 // A kernel that spins for `iterations` rounds.
 constexpr char kSpinKernel[] = R"(
   extern "C" __global__ void spin(long iterations, int* out) {
@@ -161,7 +177,6 @@ constexpr char kSpinKernel[] = R"(
     out[0] = static_cast<int>(sum);
   })";
 
-// Seconds of each idle Synchronize of `session`, `count` of them.
 // Appends the times of `count` idle Synchronize calls of `session` to `seconds`.
 void TimeIdleSynchronize(Session& session, int count, std::vector<double>& seconds) {
   for (int i = 0; i < count; ++i) {
@@ -243,6 +258,7 @@ BENCHMARK(BM_DaemonIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond
 BENCHMARK(BM_DaemonEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AgainstEchoIdleSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AgainstEchoEmptyLaunch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AgainstEchoLaunchThenSynchronize)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IdleSynchronizeBesideLongKernels)
     ->Iterations(8)
     ->UseRealTime()
