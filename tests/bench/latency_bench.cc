@@ -6,9 +6,10 @@
 // as a ratio of both raw round trips (`x_raw`: in this process; `x_raw_process`: across
 // processes, as every call to a daemon is; lower is better). Then the medians of single
 // round trips with nothing else running, each daemon call alternating with a raw one
-// across processes (`x_raw_p50`). Then head-of-line blocking: one session's idle
-// Synchronize, p50 and p99, alone and while another session runs ~50 ms kernels back to
-// back (`x_alone_p99`: the p99 beside the kernels over the p99 alone).
+// across processes (`x_raw_p50`), and so a launch with the Synchronize that waits for it.
+// Then head-of-line blocking: one session's idle Synchronize, p50 and p99, alone and while
+// another session runs ~50 ms kernels back to back, over eight rounds of each
+// (`x_alone_p99`: the p99 beside the kernels over the p99 alone).
 //
 //   bazel run -c opt //tests/bench:latency_bench
 
@@ -154,7 +155,7 @@ void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
 }
 
 // An empty launch and the Synchronize that waits for it, timed together, against one raw
-// echo: two round trips and the kernel's run in the executor (the issue of a launch
+// echo: two round trips and the kernel's run in the executor (the cost of a launch
 // answered and then waited for; 2.0 would be two bare round trips).
 void BM_AgainstEchoLaunchThenSynchronize(benchmark::State& state) {
   EmptyKernelDaemon& shared = SharedDaemon();
