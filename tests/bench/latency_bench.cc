@@ -143,31 +143,38 @@ void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
       bench::DaemonCalls{&*daemon.process, bench::kSynchronizeRpc});
 }
 
-void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+// An empty launch against a raw echo: timed alone, its Synchronize after it untimed, or
+// `with_synchronize`, timed with the Synchronize that waits for it (two round trips and
+// the kernel's run in the executor: the cost of a launch answered and then waited for;
+// 2.0 would be two bare round trips).
+void AgainstEchoEmptyLaunch(benchmark::State& state, bool with_synchronize) {
   EmptyKernelDaemon& shared = SharedDaemon();
   Session& session = *shared.daemon.session;
   const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  MeasureAgainstEcho(
-      state,
-      [&] { benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)})); },
-      [&] { benchmark::DoNotOptimize(session.Synchronize()); },
-      bench::DaemonCalls{&*shared.daemon.process, bench::kLaunchRpc});
+  auto launch = [&] {
+    benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)}));
+  };
+  auto synchronize = [&] { benchmark::DoNotOptimize(session.Synchronize()); };
+  if (with_synchronize) {
+    MeasureAgainstEcho(
+        state,
+        [&] {
+          launch();
+          synchronize();
+        },
+        [] {});
+  } else {
+    MeasureAgainstEcho(state, launch, synchronize,
+                       bench::DaemonCalls{&*shared.daemon.process, bench::kLaunchRpc});
+  }
 }
 
-// An empty launch and the Synchronize that waits for it, timed together, against one raw
-// echo: two round trips and the kernel's run in the executor (the cost of a launch
-// answered and then waited for; 2.0 would be two bare round trips).
+void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
+  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/false);
+}
+
 void BM_AgainstEchoLaunchThenSynchronize(benchmark::State& state) {
-  EmptyKernelDaemon& shared = SharedDaemon();
-  Session& session = *shared.daemon.session;
-  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  MeasureAgainstEcho(
-      state,
-      [&] {
-        benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)}));
-        benchmark::DoNotOptimize(session.Synchronize());
-      },
-      [] {});
+  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/true);
 }
 
 // A kernel that spins for `iterations` rounds.
