@@ -223,7 +223,7 @@ class Command final : public CommandInterface {
                                     stream.signal()));
     Event done = stream.RecordEvent();
     binding->last = done;
-    sessions_[session].queued_on_streams.push_back(done);
+    sessions_[session].queued_on_streams.Add(done);
     if (source_id != target_id) MarkRead(*source, index, done);
     MarkWritten(*target, index, done);
     return absl::OkStatus();
@@ -300,7 +300,7 @@ class Command final : public CommandInterface {
     binding->last = done;
     KeepUnreported(*binding, UnreportedLaunch{done, outcome});
     SessionState& state = sessions_[session];
-    state.queued_on_streams.push_back(done);
+    state.queued_on_streams.Add(done);
     ++state.launches;
     for (const auto& [buffer, access] : touched) {
       if (access == BufferAccess::kRead) {
@@ -337,7 +337,7 @@ class Command final : public CommandInterface {
   RoomWait StreamRoom(SessionId session) override {
     auto state = sessions_.find(session);
     if (state == sessions_.end() || HasStreamRoom(state->second)) return RoomWait();
-    return RoomOnceComplete({state->second.queued_on_streams.front()});
+    return RoomOnceComplete({state->second.queued_on_streams.Oldest()});
   }
 
   // Waits for the logical streams' own latest work and reports their own launches'
@@ -541,9 +541,7 @@ class Command final : public CommandInterface {
            std::any_of(drop_queues_.begin(), drop_queues_.end(),
                        [](const DropQueue<Stream>& queue) { return queue.held_entries() > 0; }) ||
            std::any_of(sessions_.begin(), sessions_.end(), [](const auto& session) {
-             return std::any_of(session.second.queued_on_streams.begin(),
-                                session.second.queued_on_streams.end(),
-                                [](const Event& work) { return !work.IsComplete(); });
+             return session.second.queued_on_streams.Count() > 0;
            });
   }
 
@@ -565,9 +563,7 @@ class Command final : public CommandInterface {
     usage.relocations = relocations_;
     usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
     for (const auto& [id, state] : sessions_) {
-      const uint64_t queued = std::count_if(
-          state.queued_on_streams.begin(), state.queued_on_streams.end(),
-          [](const Event& work) { return !work.IsComplete(); });
+      const uint64_t queued = state.queued_on_streams.Count();
       usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), queued,
                                         state.launches};
       usage.queued_on_streams += queued;
@@ -670,13 +666,33 @@ class Command final : public CommandInterface {
     binding.launches.push_back(std::move(launch));
   }
 
+  // The ends of a session's launches, device copies and reads that may not have run yet,
+  // oldest first. Counted from the oldest that has not run: on one stream work ends in
+  // order, so the count is exact for a session on one stream (a later one that ended
+  // behind an earlier one still running on another stream is counted a little longer).
+  // Counting lets go of the work that ran first, so it asks the device about the work
+  // that ended since the last count, not about everything queued: Usage counts every
+  // session's after every device task.
+  class QueuedWork {
+   public:
+    void Add(Event done) { events_.push_back(std::move(done)); }
+    uint64_t Count() const {
+      while (!events_.empty() && events_.front().IsComplete()) events_.pop_front();
+      return events_.size();
+    }
+    // The oldest still queued; only while Count() > 0.
+    const Event& Oldest() const { return events_.front(); }
+
+   private:
+    // Work that ran is dropped by the const Count: bookkeeping, not what is counted.
+    mutable std::deque<Event> events_;
+  };
+
   struct SessionState {
     absl::flat_hash_set<BufferId> buffers;
     uint64_t used_bytes = 0;
     absl::flat_hash_map<LogicalStream, StreamBinding> streams;
-    // Ends of its launches, device copies and reads that may not have run yet, oldest
-    // first (per stream order).
-    std::deque<Event> queued_on_streams;
+    QueuedWork queued_on_streams;
     uint64_t launches = 0;  // queued since it opened
     // What its kernels printed, until a Synchronize takes it.
     std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>(
@@ -695,25 +711,20 @@ class Command final : public CommandInterface {
   // session's oldest work on streams has run: a batch of any length runs whole. Writes
   // are bounded by their stream's drop queue instead (Note [Drop queue]).
 
-  // True when the session may queue more work on its streams. Lets go of the work that
-  // ran first, also without a limit, so that what is kept stays bounded by the work
-  // actually queued.
-  bool HasStreamRoom(SessionState& state) {
-    // Oldest first: on one stream work ends in order (a later one that ended behind an
-    // earlier one still running on another stream is counted a little longer).
-    while (!state.queued_on_streams.empty() && state.queued_on_streams.front().IsComplete()) {
-      state.queued_on_streams.pop_front();
-    }
+  // True when the session may queue more work on its streams. Counts also without a
+  // limit, so that what is kept stays bounded by the work actually queued.
+  bool HasStreamRoom(const SessionState& state) const {
+    const uint64_t queued = state.queued_on_streams.Count();
     const uint32_t limit = options_.session_queued_on_streams;
-    return limit == 0 || state.queued_on_streams.size() < limit;
+    return limit == 0 || queued < limit;
   }
 
   // OK when the session may queue more work on its streams; otherwise RESOURCE_EXHAUSTED
   // naming the limit.
-  absl::Status AdmitToStream(SessionState& state) {
+  absl::Status AdmitToStream(const SessionState& state) const {
     if (HasStreamRoom(state)) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the session has ", state.queued_on_streams.size(),
+        "the session has ", state.queued_on_streams.Count(),
         " launches, copies and reads queued on streams that have not run yet, its limit "
         "(limits.session_queued_commands): Synchronize, or retry once some have finished"));
   }
@@ -853,7 +864,7 @@ class Command final : public CommandInterface {
     }
     Event done = stream.RecordEvent();
     binding->last = done;
-    sessions_[session].queued_on_streams.push_back(done);
+    sessions_[session].queued_on_streams.Add(done);
     MarkRead(*buffer, index, done);
     std::byte* into = out.data();
     return PendingRead{std::move(out), [done, id, producer = buffer->producer,

@@ -3,7 +3,8 @@
 // in flight), and the same batches' bytes through a bare gRPC stream. Each rate is also
 // reported as a ratio of its baseline measured earlier in the same run: compiles against
 // the miss (`x_miss`), daemon launches against the in-process rate (`x_in_process`); each
-// launch row also gives the CPU it took per launch (bench::LaunchCpuMeter).
+// launch row also gives the CPU it took per launch (bench::LaunchCpuMeter). Last, what
+// publishing a device's usage costs with launches queued behind a stuck stream.
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
@@ -19,6 +20,7 @@
 #include "client/client.h"
 #include "driver/cpu/cpu_compiler.h"
 #include "driver/cpu/cpu_driver.h"
+#include "driver/cpu/stream_gate.h"
 #include "gpucmd/bench/raw_bytes.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/command/command.h"
@@ -244,6 +246,45 @@ void BM_LaunchEmptyAlternating(benchmark::State& state) {
   bench::ReportQuartiles(state, "daemon_rate", daemon_rates);
 }
 
+// What the device worker publishes after every task (CommandInterface::Usage) with
+// range(0) sessions of kQueued launches each queued behind a stuck stream, against the same
+// sessions with nothing queued, measured first (`x_nothing_queued`: 1 when the queued work
+// costs Usage nothing; it grew with every launch queued while Usage asked the stream about
+// each one).
+void BM_UsageBehindQueuedLaunches(benchmark::State& state) {
+  constexpr int kQueued = 1000;
+  const int sessions = static_cast<int>(state.range(0));
+  InProcessEmptyKernel device;
+  auto each_session = [&](auto run) {
+    for (SessionId session = 1; session <= static_cast<SessionId>(sessions); ++session) {
+      run(session);
+    }
+  };
+  each_session([&](SessionId session) {
+    (void)device.command.Launch(session, 0, device.launch);
+    (void)WaitFor(device.command.Synchronize(session, 0));
+  });
+  constexpr int kBaselineCalls = 1000;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBaselineCalls; ++i) benchmark::DoNotOptimize(device.command.Usage());
+  const double nothing_queued_seconds = SecondsSince(start) / kBaselineCalls;
+  StreamGate gate;
+  gate.Block(device.backend->stream(0));
+  each_session([&](SessionId session) {
+    for (int i = 0; i < kQueued; ++i) {
+      if (!device.command.Launch(session, 0, device.launch).ok()) {
+        return state.SkipWithError("a launch behind the stuck stream was refused");
+      }
+    }
+  });
+  start = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(device.command.Usage());
+  const double queued_seconds = SecondsSince(start) / static_cast<double>(state.iterations());
+  state.counters["x_nothing_queued"] = queued_seconds / nothing_queued_seconds;
+  gate.Open();
+  each_session([&](SessionId session) { (void)WaitFor(device.command.Synchronize(session, 0)); });
+}
+
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
@@ -253,6 +294,7 @@ BENCHMARK(BM_LaunchEmptyDaemonSubmit)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyDaemonSubmitFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchBatchBareStreamFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_UsageBehindQueuedLaunches)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpucmd
