@@ -312,30 +312,15 @@ void BM_LaunchEmptyDaemonSubmit(benchmark::State& state) {
       in_process_launches_per_second);
 }
 
-// An empty unary launch against a raw echo: timed alone, its Synchronize after it
-// untimed, or `with_synchronize`, timed with the Synchronize that waits for it, answered
-// once the runtime called back that the kernel ran (Note [Completions called back on a
-// GPU] in driver/gpu/gpu_driver.h).
+// An empty unary launch against a raw echo (bench::MeasureEmptyLaunchAgainstEcho); with
+// its Synchronize, answered once the runtime called back that the kernel ran (Note
+// [Completions called back on a GPU] in driver/gpu/gpu_driver.h).
 void AgainstEchoEmptyLaunch(benchmark::State& state, bool with_synchronize) {
   if (!HaveGpuOrSkip(state)) return;
   BenchDaemon& daemon = SharedDaemon();
-  Session& session = *daemon.session;
-  std::string kernel = session.Compile(kEmptyKernel, "empty")->kernel_id();
-  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  auto launch = [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); };
-  auto synchronize = [&] { benchmark::DoNotOptimize(session.Synchronize()); };
-  if (with_synchronize) {
-    bench::MeasureAgainstEcho(
-        state,
-        [&] {
-          launch();
-          synchronize();
-        },
-        [] {});
-  } else {
-    bench::MeasureAgainstEcho(state, launch, synchronize,
-                              bench::DaemonCalls{&*daemon.process, bench::kLaunchRpc});
-  }
+  const std::string kernel = daemon.session->Compile(kEmptyKernel, "empty")->kernel_id();
+  bench::MeasureEmptyLaunchAgainstEcho(state, *daemon.session, kernel, with_synchronize,
+                                       *daemon.process);
 }
 
 void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {

@@ -119,4 +119,23 @@ void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& ca
   }
 }
 
+void MeasureEmptyLaunchAgainstEcho(benchmark::State& state, Session& session,
+                                   const std::string& kernel, bool with_synchronize,
+                                   const testing::DaemonProcess& daemon) {
+  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
+  auto launch = [&] { benchmark::DoNotOptimize(session.Launch(kernel, one, {Int32Argument(0)})); };
+  auto synchronize = [&] { benchmark::DoNotOptimize(session.Synchronize()); };
+  if (with_synchronize) {
+    MeasureAgainstEcho(
+        state,
+        [&] {
+          launch();
+          synchronize();
+        },
+        [] {});
+  } else {
+    MeasureAgainstEcho(state, launch, synchronize, DaemonCalls{&daemon, kLaunchRpc});
+  }
+}
+
 }  // namespace gpucmd::bench

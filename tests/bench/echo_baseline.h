@@ -16,6 +16,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
+#include "client/client.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/testing/daemon_process.h"
 
@@ -73,6 +74,15 @@ struct DaemonCalls {
 void MeasureAgainstEcho(benchmark::State& state, const std::function<void()>& call,
                         const std::function<void()>& settle,
                         const std::optional<DaemonCalls>& calls = std::nullopt);
+
+// MeasureAgainstEcho of an empty launch of `kernel` (one int argument, one thread) by
+// `session` of `daemon`: timed alone, its Synchronize after it untimed, or
+// `with_synchronize`, timed with the Synchronize that waits for it (two round trips and
+// the kernel's run: the cost of a launch answered and then waited for; 2.0 would be two
+// bare round trips).
+void MeasureEmptyLaunchAgainstEcho(benchmark::State& state, Session& session,
+                                   const std::string& kernel, bool with_synchronize,
+                                   const testing::DaemonProcess& daemon);
 
 }  // namespace gpucmd::bench
 

@@ -143,38 +143,16 @@ void BM_AgainstEchoIdleSynchronize(benchmark::State& state) {
       bench::DaemonCalls{&*daemon.process, bench::kSynchronizeRpc});
 }
 
-// An empty launch against a raw echo: timed alone, its Synchronize after it untimed, or
-// `with_synchronize`, timed with the Synchronize that waits for it (two round trips and
-// the kernel's run in the executor: the cost of a launch answered and then waited for;
-// 2.0 would be two bare round trips).
-void AgainstEchoEmptyLaunch(benchmark::State& state, bool with_synchronize) {
-  EmptyKernelDaemon& shared = SharedDaemon();
-  Session& session = *shared.daemon.session;
-  const LaunchShape one{MakeDim3(1), MakeDim3(1)};
-  auto launch = [&] {
-    benchmark::DoNotOptimize(session.Launch(shared.kernel, one, {Int32Argument(0)}));
-  };
-  auto synchronize = [&] { benchmark::DoNotOptimize(session.Synchronize()); };
-  if (with_synchronize) {
-    MeasureAgainstEcho(
-        state,
-        [&] {
-          launch();
-          synchronize();
-        },
-        [] {});
-  } else {
-    MeasureAgainstEcho(state, launch, synchronize,
-                       bench::DaemonCalls{&*shared.daemon.process, bench::kLaunchRpc});
-  }
-}
-
 void BM_AgainstEchoEmptyLaunch(benchmark::State& state) {
-  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/false);
+  EmptyKernelDaemon& shared = SharedDaemon();
+  bench::MeasureEmptyLaunchAgainstEcho(state, *shared.daemon.session, shared.kernel,
+                                       /*with_synchronize=*/false, *shared.daemon.process);
 }
 
 void BM_AgainstEchoLaunchThenSynchronize(benchmark::State& state) {
-  AgainstEchoEmptyLaunch(state, /*with_synchronize=*/true);
+  EmptyKernelDaemon& shared = SharedDaemon();
+  bench::MeasureEmptyLaunchAgainstEcho(state, *shared.daemon.session, shared.kernel,
+                                       /*with_synchronize=*/true, *shared.daemon.process);
 }
 
 // A kernel that spins for `iterations` rounds.
