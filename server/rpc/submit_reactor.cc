@@ -56,8 +56,10 @@ void SubmitReactor::OnReadDone(bool ok) {
 
 void SubmitReactor::OnWriteDone(bool ok) {
   Next next;
+  std::vector<std::unique_ptr<InFlight>> retired;  // freed unlocked
   {
     MutexLock lock(&mutex_);
+    retired.swap(retired_);
     writing_ = false;
     outgoing_.pop_front();
     if (!ok) {
@@ -119,9 +121,9 @@ SubmitReactor::Started& SubmitReactor::StartedOf(const InFlight& batch) {
   });
 }
 
-void SubmitReactor::Retire(std::vector<std::unique_ptr<InFlight>>& retired) {
+void SubmitReactor::Retire() {
   while (!started_.empty() && started_.front().answered) {
-    retired.push_back(std::move(started_.front().in_flight));
+    retired_.push_back(std::move(started_.front().in_flight));
     started_.pop_front();
     if (started_.empty()) break;
     std::deque<Outgoing>& held = started_.front().held;
@@ -387,7 +389,6 @@ void SubmitReactor::SendReplies(InFlight& in_flight, size_t end, bool batch_done
     messages.back().read_reservations = std::move(in_flight.read_reservations);
     messages.back().held = std::move(in_flight.held);
   }
-  std::vector<std::unique_ptr<InFlight>> retired;  // freed unlocked
   Next after;
   {
     MutexLock lock(&mutex_);
@@ -399,11 +400,10 @@ void SubmitReactor::SendReplies(InFlight& in_flight, size_t end, bool batch_done
     }
     if (batch_done) {
       started.answered = true;
-      Retire(retired);
+      Retire();
     }
     after = Advance();
   }
-  retired.clear();
   Act(after);
 }
 

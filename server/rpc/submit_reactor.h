@@ -64,6 +64,18 @@
 // inline bytes of its writes and reads are bounded per session besides (Note [Inline
 // payload budget]).
 //
+// Note [Batches freed where answers are written]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A batch's memory (its arena of parsed commands and replies, its converted commands) is
+// allocated by the gRPC thread that read it. Freed where the batch was answered (the
+// stream's worker, for one answered where its work ended), the frees ran on the thread
+// that hands the next launches to the device, and every block went back through the
+// allocator's shared lists, one thread's cache filled by another's frees. So an answered
+// batch waits in `retired_` for the next write to complete and is freed there, on a gRPC
+// thread (kernel_bench BM_LaunchEmptyAlternating/4: docs/BENCHMARKS.md). That is no later
+// than its own last response is written, which its share of the Submit streams' budget
+// waits for anyway; a call that ends unanswered frees the rest with the reactor.
+//
 // Thread-safety: gRPC runs one reactor callback at a time; each started batch is carried
 // on by one thread at a time (device, completion or compile thread); what they share is
 // guarded by `mutex_`.
@@ -223,10 +235,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Starts the next batch, reading ahead, and ending the call, as far as they are due.
   Next Advance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   Started& StartedOf(const InFlight& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Drops the answered batches at the front of `started_` into `retired` (to be freed
-  // unlocked), queueing the held responses of the batch that becomes the oldest.
-  void Retire(std::vector<std::unique_ptr<InFlight>>& retired)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Moves the answered batches at the front of `started_` to `retired_`, queueing the
+  // held responses of the batch that becomes the oldest.
+  void Retire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const RpcEnvironment* const environment_;
   grpc::CallbackServerContext* const context_;
@@ -238,6 +249,9 @@ class SubmitReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   std::deque<std::unique_ptr<InFlight>> waiting_ ABSL_GUARDED_BY(mutex_);
   std::deque<Started> started_ ABSL_GUARDED_BY(mutex_);  // oldest first
   std::deque<Outgoing> outgoing_ ABSL_GUARDED_BY(mutex_);  // front: being written
+  // Answered batches, freed by the next write's completion (Note [Batches freed where
+  // answers are written]).
+  std::vector<std::unique_ptr<InFlight>> retired_ ABSL_GUARDED_BY(mutex_);
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = true;
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;
