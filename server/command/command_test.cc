@@ -646,6 +646,58 @@ TEST_F(CommandTest, CopyBetweenBuffersAndOverlapRejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Note [Per-buffer stream ordering]: a freed buffer's memory comes back once its own
+// accesses completed, whatever the order it was freed in and however many streams its
+// accesses were on, and not before.
+TEST_F(CommandTest, FreedMemoryComesBackAsEachBuffersOwnAccessesComplete) {
+  Reset(64 * kMiB, CommandOptions());
+  const BufferId early = MustAllocate(kMiB);  // accessed first, freed last
+  const BufferId late = MustAllocate(kMiB);   // accessed later, freed first
+  const BufferId both = MustAllocate(kMiB);   // accessed on two streams
+  ASSERT_TRUE(ReadAll(early, 16).ok());       // logical 0 -> device stream 0
+  ASSERT_TRUE(ReadAll(both, 16, 1).ok());     // logical 1 -> device stream 1 (idle, unused)
+  auto write = [&](BufferId id, LogicalStream stream) {
+    return command_->Write(kSession, stream, id, CopyLayout::Contiguous(0, 16),
+                           std::string(16, 'w'));
+  };
+  StreamGate first;
+  StreamGate second;
+  StreamGate other;
+  first.Block(backend_->stream(0));
+  ASSERT_TRUE(write(early, 0).ok());
+  second.Block(backend_->stream(0));
+  ASSERT_TRUE(write(late, 0).ok());
+  ASSERT_TRUE(write(both, 0).ok());
+  other.Block(backend_->stream(1));
+  absl::StatusOr<PendingRead> read_on_other =  // waits for the write on stream 0 as well
+      command_->Read(kSession, 1, both, CopyLayout::Contiguous(0, 16));
+  ASSERT_TRUE(read_on_other.ok()) << read_on_other.status();
+  for (BufferId id : {late, both, early}) ASSERT_TRUE(command_->Free(kSession, id).ok());
+  auto used_once_reclaimed = [&](uint64_t expected) {
+    // Bounded: the stream's worker runs the copies the gates let through meanwhile.
+    for (int i = 0; i < 10'000 && command_->Usage().memory_used_bytes != expected; ++i) {
+      command_->ReclaimFinished();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return command_->Usage().memory_used_bytes;
+  };
+  command_->ReclaimFinished();
+  EXPECT_EQ(command_->Usage().memory_used_bytes, 3 * kMiB) << "freed before its write ran";
+
+  first.Open();  // `early`'s write runs; `late`'s waits behind the second gate
+  EXPECT_EQ(used_once_reclaimed(2 * kMiB), 2 * kMiB)
+      << "a buffer freed last waited for one freed before it";
+  second.Open();  // `late` is written; `both` still has its read on stream 1 to run
+  EXPECT_EQ(used_once_reclaimed(kMiB), kMiB);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  command_->ReclaimFinished();
+  EXPECT_EQ(command_->Usage().memory_used_bytes, kMiB) << "freed while read on another stream";
+
+  other.Open();
+  EXPECT_EQ(used_once_reclaimed(0), 0u);
+  EXPECT_TRUE(read_on_other->wait().ok());
+}
+
 TEST_F(CommandTest, ClosingASessionReclaimsEverything) {
   for (int i = 0; i < 10; ++i) MustAllocate(100 << 10);
   MustAllocate(4096, kOtherSession);

@@ -4,7 +4,8 @@
 // reported as a ratio of its baseline measured earlier in the same run: compiles against
 // the miss (`x_miss`), daemon launches against the in-process rate (`x_in_process`); each
 // launch row also gives the CPU it took per launch (bench::LaunchCpuMeter). Last, what
-// publishing a device's usage costs with launches queued behind a stuck stream.
+// publishing a device's usage costs with launches queued behind a stuck stream, and what
+// the upkeep before each device task costs with freed buffers waiting behind one.
 //
 //   bazel run -c opt //tests/bench:kernel_bench
 
@@ -108,7 +109,7 @@ void BM_CompileDiskHit(benchmark::State& state) {
 // Command<CpuDriver> over a CPU backend of its own, kEmptyKernel compiled for it, and a
 // launch of it: the launch-rate baseline.
 struct InProcessEmptyKernel {
-  InProcessEmptyKernel()
+  explicit InProcessEmptyKernel(const CommandOptions& options = CommandOptions())
       : directory(testing::ShortTempDir()),
         cache(MakeCache(directory)),
         compiled(*CompileNow(*cache, {kEmptyKernel, "empty", {}})),
@@ -117,7 +118,7 @@ struct InProcessEmptyKernel {
              .stream_count = 1,
              .executor_path = testing::RunfilePath("driver/cpu/gpucmd-kernel-executor"),
              .modules = *ModuleStore::Open(directory, ".so")})),
-        command(*backend, CommandOptions()),
+        command(*backend, options),
         launch{.kernel = compiled.kernel.id,
                .params = compiled.kernel.params,
                .grid = {1, 1, 1},
@@ -286,6 +287,50 @@ void BM_UsageBehindQueuedLaunches(benchmark::State& state) {
   each_session([&](SessionId session) { (void)WaitFor(device.command.Synchronize(session, 0)); });
 }
 
+// What the device worker's upkeep before every task (CommandInterface::ReclaimFinished)
+// costs with range(0) freed buffers whose memory waits for writes queued behind a stuck
+// stream, against the same upkeep with the first of them waiting, measured first
+// (`x_one_deferred`: 1 when the upkeep costs the same however many wait; it grew with
+// every one while the upkeep asked about each).
+void BM_ReclaimBehindDeferredFrees(benchmark::State& state) {
+  constexpr SessionId kSession = 1;
+  const int frees = static_cast<int>(state.range(0));
+  CommandOptions options;
+  options.session_queued_on_streams = 0;  // every write waits behind the gate
+  InProcessEmptyKernel device(options);
+  std::vector<BufferId> buffers;
+  for (int i = 0; i < frees; ++i) {
+    absl::StatusOr<BufferId> buffer = device.command.Allocate(kSession, 256);
+    if (!buffer.ok()) return state.SkipWithError(buffer.status().ToString().c_str());
+    buffers.push_back(*buffer);
+  }
+  StreamGate gate;
+  gate.Block(device.backend->stream(0));
+  double one_deferred_seconds = 0;
+  for (BufferId buffer : buffers) {
+    if (!device.command.Write(kSession, 0, buffer, CopyLayout::Contiguous(0, 4), "four").ok() ||
+        !device.command.Free(kSession, buffer).ok()) {
+      state.SkipWithError("a write or free behind the stuck stream was refused");
+      break;
+    }
+    if (one_deferred_seconds == 0) {
+      constexpr int kBaselineCalls = 100'000;
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBaselineCalls; ++i) device.command.ReclaimFinished();
+      one_deferred_seconds = SecondsSince(start) / kBaselineCalls;
+    }
+  }
+  if (!state.error_occurred()) {
+    auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) device.command.ReclaimFinished();
+    const double deferred_seconds =
+        SecondsSince(start) / static_cast<double>(state.iterations());
+    state.counters["x_one_deferred"] = deferred_seconds / one_deferred_seconds;
+  }
+  gate.Open();
+  (void)WaitFor(device.command.Synchronize(kSession, std::nullopt));
+}
+
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
@@ -296,6 +341,7 @@ BENCHMARK(BM_LaunchEmptyDaemonSubmitFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchBatchBareStreamFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_UsageBehindQueuedLaunches)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReclaimBehindDeferredFrees)->Arg(1000)->Arg(16000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpucmd
