@@ -28,7 +28,8 @@
 // CPU driver). So each access is also numbered in its stream's order (`marks_`; work on a
 // stream completes in that order), and a deferred free's accesses wait in their streams'
 // heaps by that number: the upkeep asks only each stream's earliest, and stops at the
-// first still running.
+// first still running. Likewise an allocation that waits for freed memory waits for each
+// stream's latest (MemoryBeingFreed), and the bytes being freed are a running count.
 //
 // Note [Relocation]
 // ~~~~~~~~~~~~~~~~~
@@ -92,6 +93,7 @@ class Command final : public CommandInterface {
     stream_users_.assign(backend.stream_count(), 0);
     marks_.assign(backend.stream_count(), 0);
     deferred_accesses_.resize(backend.stream_count());
+    latest_deferred_accesses_.resize(backend.stream_count());
   }
 
   ~Command() override {
@@ -339,9 +341,10 @@ class Command final : public CommandInterface {
     if (deferred_.empty() || Available() + BytesBeingFreed() < pool_.FootprintBytes(size_bytes)) {
       return RoomWait();
     }
+    // Each stream's latest access: the others on its stream complete before it.
     std::vector<Event> events;
-    for (const std::vector<DeferredAccess>& accesses : deferred_accesses_) {
-      for (const DeferredAccess& access : accesses) events.push_back(access.event);
+    for (const std::optional<DeferredAccess>& latest : latest_deferred_accesses_) {
+      if (latest.has_value()) events.push_back(latest->event);
     }
     return RoomOnceComplete(std::move(events));
   }
@@ -535,17 +538,20 @@ class Command final : public CommandInterface {
   void ReclaimFinished() override {
     for (DropQueue<Stream>& queue : drop_queues_) queue.ReleaseCompleted();
     // Note [Per-buffer stream ordering]: each stream's earliest access first.
-    for (std::vector<DeferredAccess>& accesses : deferred_accesses_) {
+    for (int i = 0; i < backend_.stream_count(); ++i) {
+      std::vector<DeferredAccess>& accesses = deferred_accesses_[i];
       while (!accesses.empty() && accesses.front().event.IsComplete()) {
         const uint64_t freed = accesses.front().free;
         std::pop_heap(accesses.begin(), accesses.end(), LaterMark);
         accesses.pop_back();
         auto deferred = deferred_.find(freed);
         if (--deferred->second.running == 0) {
+          bytes_being_freed_ -= deferred->second.slice_bytes;
           pool_.Release(deferred->second.location);
           deferred_.erase(deferred);
         }
       }
+      if (accesses.empty()) latest_deferred_accesses_[i].reset();
     }
   }
 
@@ -753,6 +759,7 @@ class Command final : public CommandInterface {
   // ordering]).
   struct DeferredFree {
     SliceLocation location;
+    uint64_t slice_bytes = 0;
     int running = 0;  // its accesses in `deferred_accesses_`
   };
   // One of them, in its stream's heap.
@@ -1060,13 +1067,7 @@ class Command final : public CommandInterface {
 
   // Bytes of freed buffers still held for work in flight (Note [Per-buffer stream
   // ordering]).
-  uint64_t BytesBeingFreed() const {
-    uint64_t bytes = 0;
-    for (const auto& [unused, deferred] : deferred_) {
-      bytes += pool_.slice_bytes(deferred.location.page);
-    }
-    return bytes;
-  }
+  uint64_t BytesBeingFreed() const { return bytes_being_freed_; }
 
   uint64_t Available() const { return backend_.capacity_bytes() - pool_.used_bytes(); }
 
@@ -1179,11 +1180,17 @@ class Command final : public CommandInterface {
       pool_.Release(buffer.location);
     } else {
       const uint64_t freed = next_deferred_++;
-      deferred_[freed] = DeferredFree{buffer.location, static_cast<int>(running.size())};
+      const uint64_t slice_bytes = pool_.slice_bytes(buffer.location.page);
+      deferred_[freed] =
+          DeferredFree{buffer.location, slice_bytes, static_cast<int>(running.size())};
+      bytes_being_freed_ += slice_bytes;
       for (const Access* access : running) {
+        const DeferredAccess waiting{access->mark, access->event, freed};
         std::vector<DeferredAccess>& accesses = deferred_accesses_[access->stream];
-        accesses.push_back(DeferredAccess{access->mark, access->event, freed});
+        accesses.push_back(waiting);
         std::push_heap(accesses.begin(), accesses.end(), LaterMark);
+        std::optional<DeferredAccess>& latest = latest_deferred_accesses_[access->stream];
+        if (!latest.has_value() || waiting.mark > latest->mark) latest = waiting;
       }
     }
     SessionState& state = sessions_[buffer.session];
@@ -1201,8 +1208,11 @@ class Command final : public CommandInterface {
   absl::flat_hash_map<SessionId, SessionState> sessions_;
   absl::flat_hash_map<uint64_t, DeferredFree> deferred_;
   uint64_t next_deferred_ = 0;
+  uint64_t bytes_being_freed_ = 0;  // their slices' bytes
   // Per device stream: the accesses deferred frees wait for, a heap by LaterMark.
   std::vector<std::vector<DeferredAccess>> deferred_accesses_;
+  // Per device stream: the one of them with the latest mark, which completes last.
+  std::vector<std::optional<DeferredAccess>> latest_deferred_accesses_;
   std::vector<uint64_t> marks_;  // per device stream: accesses marked so far
   // Handles and sessions a device reset took from a predecessor (next_buffer unused).
   DeviceLoss lost_;

@@ -683,6 +683,10 @@ TEST_F(CommandTest, FreedMemoryComesBackAsEachBuffersOwnAccessesComplete) {
   };
   command_->ReclaimFinished();
   EXPECT_EQ(command_->Usage().memory_used_bytes, 3 * kMiB) << "freed before its write ran";
+  // 61 MiB free and 3 on their way, once every access above completed.
+  RoomWait all_freed = command_->MemoryBeingFreed(63 * kMiB);
+  ASSERT_NE(all_freed.wait, nullptr);
+  std::future<void> all_freed_notice = CalledBack(std::move(all_freed.notice));
 
   first.Open();  // `early`'s write runs; `late`'s waits behind the second gate
   EXPECT_EQ(used_once_reclaimed(2 * kMiB), 2 * kMiB)
@@ -692,8 +696,12 @@ TEST_F(CommandTest, FreedMemoryComesBackAsEachBuffersOwnAccessesComplete) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   command_->ReclaimFinished();
   EXPECT_EQ(command_->Usage().memory_used_bytes, kMiB) << "freed while read on another stream";
+  EXPECT_EQ(all_freed_notice.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the wait for the freed memory ended before the read on stream 1";
 
   other.Open();
+  all_freed_notice.wait();
+  EXPECT_TRUE(WaitFor(std::move(all_freed.wait)).ok());
   EXPECT_EQ(used_once_reclaimed(0), 0u);
   EXPECT_TRUE(read_on_other->wait().ok());
 }
