@@ -31,6 +31,17 @@
 // first still running. Likewise an allocation that waits for freed memory waits for each
 // stream's latest (MemoryBeingFreed), and the bytes being freed are a running count.
 //
+// Note [Usage reported as it changes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// After every device task the device worker publishes the device's figures, each
+// session's among them, for GetStats and `/metrics`. Building every session's figures
+// for that cost every task of every session as much as the sessions the device holds
+// (a session is held from its first command on the device until it closes, and one
+// client may open a thousand). A report (TakeUsageUpdate) holds only the sessions whose
+// figures may have changed since the last one: those a command named since (StateOf),
+// those closed since, and those that had work queued on streams then, whose queued count
+// falls as the streams run. The device worker merges it into what it published.
+//
 // Note [Relocation]
 // ~~~~~~~~~~~~~~~~~
 // Pages the pool reports as outdated or fragmented are evacuated: every page is
@@ -115,7 +126,7 @@ class Command final : public CommandInterface {
           "requested ", size_bytes, " bytes never fit: the device holds ",
           backend_.capacity_bytes(), " bytes, ", Available(), " available"));
     }
-    SessionState& state = sessions_[session];
+    SessionState& state = StateOf(session);
     uint64_t footprint = pool_.FootprintBytes(size_bytes);
     if (options_.session_quota_bytes != 0 &&
         state.used_bytes + footprint > options_.session_quota_bytes) {
@@ -224,7 +235,7 @@ class Command final : public CommandInterface {
           "copy within buffer ", source_id, ": source [", source_offset, ", +", size_bytes,
           ") overlaps target [", target_offset, ", +", size_bytes, ")"));
     }
-    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
+    RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
     ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
     ASSIGN_OR_RETURN(DeviceResource to, pool_.Resolve(target->location, target_id));
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
@@ -237,7 +248,7 @@ class Command final : public CommandInterface {
                                     stream.signal()));
     Event done = stream.RecordEvent();
     binding->last = done;
-    sessions_[session].queued_on_streams.Add(done);
+    StateOf(session).queued_on_streams.Add(done);
     if (source_id != target_id) MarkRead(*source, index, done);
     MarkWritten(*target, index, done);
     return absl::OkStatus();
@@ -257,11 +268,11 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(CheckArguments(**launch.params, launch.args, options_.launch));
     RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
     if (launch.grid.volume() == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
+    RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
 
     LaunchSpec spec;
     spec.owner = session;
-    spec.output = sessions_[session].printed;
+    spec.output = StateOf(session).printed;
     spec.block = launch.block;
     spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
     spec.outcome = std::make_shared<LaunchOutcome>();
@@ -313,7 +324,7 @@ class Command final : public CommandInterface {
     Event done = stream.RecordEvent();
     binding->last = done;
     KeepUnreported(*binding, UnreportedLaunch{done, outcome});
-    SessionState& state = sessions_[session];
+    SessionState& state = StateOf(session);
     state.queued_on_streams.Add(done);
     ++state.launches;
     for (const auto& [buffer, access] : touched) {
@@ -359,7 +370,7 @@ class Command final : public CommandInterface {
   // failures (Note [Logical streams]).
   PendingWait Synchronize(SessionId session, std::optional<LogicalStream> logical) override {
     std::vector<StreamBinding*> bindings;
-    auto& streams = sessions_[session].streams;
+    auto& streams = StateOf(session).streams;
     if (logical.has_value()) {
       // A stream the session never used holds nothing of it.
       if (auto it = streams.find(*logical); it != streams.end()) bindings.push_back(&it->second);
@@ -429,7 +440,7 @@ class Command final : public CommandInterface {
   }
 
   std::shared_ptr<KernelOutput> KernelOutputOf(SessionId session) override {
-    return sessions_[session].printed;
+    return StateOf(session).printed;
   }
 
   uint64_t CloseSession(SessionId session) override {
@@ -451,6 +462,7 @@ class Command final : public CommandInterface {
                                              it->second.buffers.end())) {
       Release(id, buffers_.at(id));
     }
+    changed_sessions_.insert(session);  // reported gone
     sessions_.erase(session);
     return reclaimed;
   }
@@ -577,23 +589,36 @@ class Command final : public CommandInterface {
   }
 
   DeviceUsage Usage() const override {
-    DeviceUsage usage;
-    usage.memory_capacity_bytes = backend_.capacity_bytes();
-    usage.memory_used_bytes = pool_.used_bytes();
-    usage.memory_reserved_bytes = pool_.reserved_bytes();
-    for (const DropQueue<Stream>& queue : drop_queues_) {
-      usage.drop_queue_bytes += queue.held_bytes();
-      usage.drop_queue_entries += queue.held_entries();
-    }
-    usage.relocations = relocations_;
-    usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
+    DeviceUsage usage = DeviceFigures();
     for (const auto& [id, state] : sessions_) {
-      const uint64_t queued = state.queued_on_streams.Count();
-      usage.sessions[id] = SessionUsage{state.used_bytes, state.buffers.size(), queued,
-                                        state.launches};
-      usage.queued_on_streams += queued;
+      usage.sessions[id] = FiguresOf(state);
+      usage.queued_on_streams += usage.sessions[id].queued_on_streams;
     }
     return usage;
+  }
+
+  // Note [Usage reported as it changes].
+  UsageUpdate TakeUsageUpdate(bool complete) override {
+    UsageUpdate update{.usage = DeviceFigures(), .complete = complete};
+    if (complete) {
+      for (const auto& [id, unused] : sessions_) changed_sessions_.insert(id);
+    }
+    changed_sessions_.insert(sessions_with_queued_work_.begin(),
+                             sessions_with_queued_work_.end());
+    sessions_with_queued_work_.clear();
+    for (SessionId id : changed_sessions_) {
+      auto state = sessions_.find(id);
+      if (state == sessions_.end()) {
+        if (!complete) update.gone.push_back(id);
+        continue;
+      }
+      const SessionUsage figures = FiguresOf(state->second);
+      update.usage.sessions[id] = figures;
+      update.usage.queued_on_streams += figures.queued_on_streams;
+      if (figures.queued_on_streams > 0) sessions_with_queued_work_.insert(id);
+    }
+    changed_sessions_.clear();
+    return update;
   }
 
   absl::Status DeviceHealth() override { return D::DeviceHealth(backend_.context()); }
@@ -724,6 +749,32 @@ class Command final : public CommandInterface {
     std::shared_ptr<KernelOutput> printed = std::make_shared<KernelOutput>(
         64 << 10, "[kernel output cut: a session keeps 64 KiB between Synchronize calls]");
   };
+
+  // The session's state, made if new, for a change to it: its next usage report includes it.
+  SessionState& StateOf(SessionId session) {
+    changed_sessions_.insert(session);
+    return sessions_[session];
+  }
+
+  // The device-wide figures of Usage(), without the sessions' (nor their queued work).
+  DeviceUsage DeviceFigures() const {
+    DeviceUsage usage;
+    usage.memory_capacity_bytes = backend_.capacity_bytes();
+    usage.memory_used_bytes = pool_.used_bytes();
+    usage.memory_reserved_bytes = pool_.reserved_bytes();
+    for (const DropQueue<Stream>& queue : drop_queues_) {
+      usage.drop_queue_bytes += queue.held_bytes();
+      usage.drop_queue_entries += queue.held_entries();
+    }
+    usage.relocations = relocations_;
+    usage.pinned_outstanding_bytes = pinned_.outstanding_bytes();
+    return usage;
+  }
+
+  static SessionUsage FiguresOf(const SessionState& state) {
+    return SessionUsage{state.used_bytes, state.buffers.size(), state.queued_on_streams.Count(),
+                        state.launches};
+  }
 
   // Note [Stream backpressure]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -888,7 +939,7 @@ class Command final : public CommandInterface {
     if (layout.host_bytes() == 0) {
       return PendingRead{Bytes(), [] { return absl::OkStatus(); }};
     }
-    RETURN_IF_ERROR(AdmitToStream(sessions_[session]));
+    RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(Bytes out, host());
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
@@ -903,7 +954,7 @@ class Command final : public CommandInterface {
     }
     Event done = stream.RecordEvent();
     binding->last = done;
-    sessions_[session].queued_on_streams.Add(done);
+    StateOf(session).queued_on_streams.Add(done);
     MarkRead(*buffer, index, done);
     std::byte* into = out.data();
     return PendingRead{std::move(out), [done, id, producer = buffer->producer,
@@ -978,7 +1029,7 @@ class Command final : public CommandInterface {
   // session's next new logical stream. RESOURCE_EXHAUSTED past the session's limit of
   // logical streams (stream 0 is always there).
   absl::StatusOr<StreamBinding*> StreamFor(SessionId session, LogicalStream logical) {
-    auto& streams = sessions_[session].streams;
+    auto& streams = StateOf(session).streams;
     if (auto known = streams.find(logical); known != streams.end()) {
       StreamBinding& binding = known->second;
       if (stream_users_[binding.index] > 1 &&
@@ -1193,7 +1244,7 @@ class Command final : public CommandInterface {
         if (!latest.has_value() || waiting.mark > latest->mark) latest = waiting;
       }
     }
-    SessionState& state = sessions_[buffer.session];
+    SessionState& state = StateOf(buffer.session);
     state.buffers.erase(id);
     state.used_bytes -= buffer.footprint_bytes;
     buffers_.erase(id);
@@ -1206,6 +1257,10 @@ class Command final : public CommandInterface {
   std::vector<DropQueue<Stream>> drop_queues_;  // one per device stream
   absl::flat_hash_map<BufferId, Buffer> buffers_;
   absl::flat_hash_map<SessionId, SessionState> sessions_;
+  // Note [Usage reported as it changes]: the sessions to report next, besides those that
+  // had work queued on streams at the last report.
+  absl::flat_hash_set<SessionId> changed_sessions_;
+  absl::flat_hash_set<SessionId> sessions_with_queued_work_;
   absl::flat_hash_map<uint64_t, DeferredFree> deferred_;
   uint64_t next_deferred_ = 0;
   uint64_t bytes_being_freed_ = 0;  // their slices' bytes

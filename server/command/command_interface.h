@@ -124,6 +124,15 @@ struct DeviceUsage {
   absl::flat_hash_map<SessionId, SessionUsage> sessions;
 };
 
+// A report of a device's figures (CommandInterface::TakeUsageUpdate).
+struct UsageUpdate {
+  // The device-wide figures; in `sessions`, those of every session when `complete`, else
+  // of the sessions whose figures may have changed since the last report.
+  DeviceUsage usage;
+  std::vector<SessionId> gone;  // sessions no longer held since the last report
+  bool complete = false;
+};
+
 // What outlives a device reset (Note [Device loss] in server/device_worker.h): the
 // handles whose memory went with the old context, the sessions not yet told, and where
 // buffer ids continue so that a lost handle never names a new buffer.
@@ -235,6 +244,15 @@ class CommandInterface {
   // True when relocation would move something (checked when the device is idle).
   virtual bool WantsRelocation() const = 0;
   virtual DeviceUsage Usage() const = 0;
+  // The device's figures for the device worker to publish after a task. `complete`: every
+  // session's (the first report from this Command). Else a Command may report only the
+  // sessions whose figures may have changed since its last report, in `usage.sessions`,
+  // and those it no longer holds anything of, in `gone`: a task's report then costs what
+  // it changed, not every session's (Note [Usage reported as it changes] in
+  // server/command/command.h). This default reports every session each time.
+  virtual UsageUpdate TakeUsageUpdate(bool complete) {
+    return UsageUpdate{.usage = Usage(), .complete = true};
+  }
 
   // OK while the device can serve; otherwise the sticky error that lost it.
   virtual absl::Status DeviceHealth() = 0;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "driver/cpu/cpu_driver.h"
@@ -602,6 +603,51 @@ TEST_F(CommandTest, WithoutAQueuedLimitAnyAmountOfWorkWaitsBehindAStuckStream) {
   gate.Open();
   EXPECT_TRUE(ReadAll(target, 4).ok());
   EXPECT_EQ(command_->Usage().queued_on_streams, 0);
+}
+
+// Note [Usage reported as it changes]: after a complete report, each report holds the
+// sessions a command named since, those closed since (in `gone`), and those with work
+// still queued on streams at the report before, whose count falls as the streams run.
+TEST_F(CommandTest, UsageReportsHoldTheSessionsThatChanged) {
+  constexpr SessionId kIdle = 7;
+  constexpr SessionId kClosing = 8;
+  const BufferId source = MustAllocate(4096);
+  ASSERT_TRUE(ReadAll(source, 4).ok());  // logical stream 0 -> device stream 0
+  MustAllocate(4096, kIdle);
+  MustAllocate(4096, kClosing);
+  auto sessions_of = [](const UsageUpdate& update) {
+    std::set<SessionId> sessions;
+    for (const auto& [id, unused] : update.usage.sessions) sessions.insert(id);
+    return sessions;
+  };
+  UsageUpdate complete = command_->TakeUsageUpdate(/*complete=*/true);
+  EXPECT_TRUE(complete.complete);
+  EXPECT_EQ(sessions_of(complete), (std::set<SessionId>{kSession, kIdle, kClosing}));
+  EXPECT_EQ(complete.usage.sessions[kIdle].buffers, 1u);
+  EXPECT_TRUE(sessions_of(command_->TakeUsageUpdate(false)).empty()) << "nothing changed";
+
+  StreamGate gate;
+  gate.Block(backend_->stream(0));
+  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, source, 8, 4).ok());
+  command_->CloseSession(kClosing);
+  UsageUpdate changed = command_->TakeUsageUpdate(false);
+  EXPECT_FALSE(changed.complete);
+  EXPECT_EQ(sessions_of(changed), std::set<SessionId>{kSession});
+  EXPECT_EQ(changed.gone, std::vector<SessionId>{kClosing});
+  EXPECT_EQ(changed.usage.sessions[kSession].queued_on_streams, 1u);
+  EXPECT_EQ(changed.usage.queued_on_streams, 1u);
+  EXPECT_EQ(changed.usage.memory_used_bytes, command_->Usage().memory_used_bytes);
+
+  UsageUpdate still_queued = command_->TakeUsageUpdate(false);  // no command since
+  EXPECT_EQ(sessions_of(still_queued), std::set<SessionId>{kSession});
+  EXPECT_TRUE(still_queued.gone.empty());
+  gate.Open();
+  ASSERT_TRUE(backend_->stream(0).Synchronize().ok());  // the stream ran; no command named it
+  UsageUpdate ran = command_->TakeUsageUpdate(false);
+  EXPECT_EQ(sessions_of(ran), std::set<SessionId>{kSession});
+  EXPECT_EQ(ran.usage.sessions[kSession].queued_on_streams, 0u);
+  EXPECT_EQ(ran.usage.queued_on_streams, 0u);
+  EXPECT_TRUE(sessions_of(command_->TakeUsageUpdate(false)).empty());
 }
 
 TEST_F(CommandTest, NeverFitsNamesRequestedAndAvailable) {

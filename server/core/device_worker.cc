@@ -263,6 +263,7 @@ void DeviceWorker::FailQueuedWork(const absl::Status& status) {
 
 void DeviceWorker::SetCommand(std::shared_ptr<CommandInterface> command) {
   command_ = std::move(command);  // the one assignment of command_
+  usage_reported_by_ = nullptr;   // its first report is complete, whatever its address
   MutexLock lock(&mutex_);
   serving_ = command_;
 }
@@ -416,8 +417,12 @@ void DeviceWorker::RunTask(Task task) {
   deferred_.clear();
 }
 
-void DeviceWorker::PublishUsage(const CommandInterface& command) {
-  DeviceUsage usage = command.Usage();
+void DeviceWorker::PublishUsage(CommandInterface& command) {
+  // Note [Usage reported as it changes] in server/command/command.h: a Command's first
+  // report holds every session; a device reset or failed work brings another Command.
+  UsageUpdate update = command.TakeUsageUpdate(/*complete=*/&command != usage_reported_by_);
+  usage_reported_by_ = &command;
+  DeviceUsage& usage = update.usage;
   int device = options_.ordinal;
   metrics_->MemoryUsed(device).Set(static_cast<double>(usage.memory_used_bytes));
   metrics_->MemoryReserved(device).Set(static_cast<double>(usage.memory_reserved_bytes));
@@ -426,6 +431,12 @@ void DeviceWorker::PublishUsage(const CommandInterface& command) {
   metrics_->StreamQueuedCommands(device).Set(static_cast<double>(usage.queued_on_streams));
   metrics_->SetRelocatedPages(device, usage.relocations);
   MutexLock lock(&mutex_);
+  if (!update.complete) {
+    absl::flat_hash_map<SessionId, SessionUsage> sessions = std::move(usage_.sessions);
+    for (const auto& [id, figures] : usage.sessions) sessions[id] = figures;
+    for (SessionId id : update.gone) sessions.erase(id);
+    usage.sessions = std::move(sessions);
+  }
   usage_ = std::move(usage);
 }
 

@@ -239,7 +239,7 @@ class DeviceWorker {
   // so that a ready session always has a thread coming.
   void AddCompletionThreadIfAllHeld() ABSL_EXCLUSIVE_LOCKS_REQUIRED(completion_mutex_);
   void RunTask(Task task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
-  void PublishUsage(const CommandInterface& command);
+  void PublishUsage(CommandInterface& command) ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mutex_);
 
   const Options options_;
   Metrics* const metrics_;
@@ -263,6 +263,8 @@ class DeviceWorker {
   bool initialised_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
   DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
+  // The Command whose reports usage_ holds: another's first report replaces it whole.
+  const CommandInterface* usage_reported_by_ ABSL_GUARDED_BY(device_mutex_) = nullptr;
 
   mutable Mutex completion_mutex_;
   // A session became ready (or the completions closed): for the completion threads.

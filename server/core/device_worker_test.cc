@@ -77,6 +77,50 @@ TEST(DeviceWorkerTest, ManySessionsAllocateWriteAndReadConcurrently) {
   EXPECT_TRUE(worker.ready());
 }
 
+// Note [Usage reported as it changes] in server/command/command.h: what the worker
+// publishes, merged from reports of what changed, is the device's whole usage, through
+// allocations, frees and closes across sessions.
+TEST(DeviceWorkerTest, PublishedUsageIsTheDevicesWholeUsage) {
+  Metrics metrics(1);
+  DeviceWorker worker({.ordinal = 0}, CpuFactory(64 * kMiB), &metrics);
+  constexpr int kSessions = 6;
+  std::vector<std::vector<BufferId>> buffers(kSessions + 1);
+  auto expect_published_is_whole = [&](int step) {
+    const DeviceUsage whole =
+        OnDevice<DeviceUsage>(worker, 99, [](CommandInterface& command) { return command.Usage(); });
+    OnDevice<int>(worker, 99, [](CommandInterface&) { return 0; });  // published after it
+    const DeviceUsage published = worker.usage();
+    EXPECT_EQ(published.memory_used_bytes, whole.memory_used_bytes) << "step " << step;
+    EXPECT_EQ(published.queued_on_streams, whole.queued_on_streams) << "step " << step;
+    ASSERT_EQ(published.sessions.size(), whole.sessions.size()) << "step " << step;
+    for (const auto& [id, figures] : whole.sessions) {
+      ASSERT_TRUE(published.sessions.contains(id)) << "step " << step << ", session " << id;
+      const SessionUsage& mine = published.sessions.at(id);
+      EXPECT_EQ(mine.memory_used_bytes, figures.memory_used_bytes) << "step " << step;
+      EXPECT_EQ(mine.buffers, figures.buffers) << "step " << step << ", session " << id;
+      EXPECT_EQ(mine.queued_on_streams, figures.queued_on_streams) << "step " << step;
+    }
+  };
+  for (int step = 0; step < 40; ++step) {
+    const SessionId session = 1 + (step * 7) % kSessions;
+    OnDevice<int>(worker, session, [&](CommandInterface& command) {
+      if (step % 5 == 4) {
+        command.CloseSession(session);
+        buffers[session].clear();
+      } else if (step % 3 == 2 && !buffers[session].empty()) {
+        EXPECT_TRUE(command.Free(session, buffers[session].back()).ok());
+        buffers[session].pop_back();
+      } else {
+        absl::StatusOr<BufferId> id = command.Allocate(session, 4096 * (1 + step % 4));
+        EXPECT_TRUE(id.ok()) << id.status();
+        if (id.ok()) buffers[session].push_back(*id);
+      }
+      return 0;
+    });
+    expect_published_is_whole(step);
+  }
+}
+
 // Sessions whose waits hold every completion thread (each on a kernel that has not
 // ended) do not keep another session from its answer: a thread more is started for it.
 TEST(DeviceWorkerTest, WaitsThatHoldEveryCompletionThreadHoldNoOtherSession) {

@@ -25,7 +25,10 @@
 #include "gpucmd/bench/raw_bytes.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/command/command.h"
+#include "server/command/command_factory.h"
 #include "server/core/compile_cache.h"
+#include "server/core/device_worker.h"
+#include "server/core/metrics.h"
 #include "tests/bench/bench_support.h"
 #include "tests/bench/echo_baseline.h"
 
@@ -331,6 +334,57 @@ void BM_ReclaimBehindDeferredFrees(benchmark::State& state) {
   (void)WaitFor(device.command.Synchronize(kSession, std::nullopt));
 }
 
+// What a device task costs its device worker (the upkeep before it, the usage it
+// publishes after it) beside range(0) idle sessions that each hold a buffer on the
+// device, against the same worker before they came, measured first
+// (`x_no_idle_sessions`: 1 when idle sessions cost a task nothing; publishing every
+// session's figures after every task made it grow with them). Each task is empty and
+// waited for; it runs on the submitting thread when the device is idle, as a launch to
+// an idle device does.
+void BM_TaskBesideIdleSessions(benchmark::State& state) {
+  const int idle_sessions = static_cast<int>(state.range(0));
+  Metrics metrics(1);
+  DeviceWorker worker(
+      {.ordinal = 0},
+      MakeCommandFactory<CpuDriver>(
+          [] { return CpuBackend::Create({.capacity_bytes = 256 << 20, .stream_count = 4}); },
+          CommandOptions()),
+      &metrics);
+  worker.AwaitInitialised();
+  constexpr SessionId kBusy = 1;
+  absl::Status refused;
+  auto empty_tasks = [&](int64_t count) {  // each waited for: run here, or queued if busy
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < count; ++i) {
+      std::promise<void> ran;
+      absl::Status submitted =
+          worker.Submit(kBusy, [&ran](CommandInterface&) { ran.set_value(); },
+                        DeviceWorker::Placement::kHereWhenIdle);
+      if (submitted.ok()) ran.get_future().wait();
+      refused.Update(submitted);
+    }
+    return SecondsSince(start) / static_cast<double>(count);
+  };
+  constexpr int kBaselineTasks = 20'000;
+  const double alone_seconds = empty_tasks(kBaselineTasks);
+  for (SessionId session = kBusy + 1; session <= static_cast<SessionId>(idle_sessions) + kBusy;
+       ++session) {
+    std::promise<absl::Status> allocated;
+    (void)worker.Submit(session, [&](CommandInterface& command) {
+      allocated.set_value(command.Allocate(session, 256).status());
+    });
+    if (absl::Status status = allocated.get_future().get(); !status.ok()) {
+      return state.SkipWithError(status.ToString().c_str());
+    }
+  }
+  double seconds = 0;
+  for (auto _ : state) seconds += empty_tasks(1);
+  if (!refused.ok()) return state.SkipWithError(refused.ToString().c_str());
+  state.counters["x_no_idle_sessions"] =
+      seconds / static_cast<double>(state.iterations()) / alone_seconds;
+  worker.Stop();
+}
+
 BENCHMARK(BM_CompileMiss)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileMemoryHit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CompileDiskHit)->Unit(benchmark::kMicrosecond);
@@ -342,6 +396,7 @@ BENCHMARK(BM_LaunchBatchBareStreamFourInFlight)->UseRealTime();
 BENCHMARK(BM_LaunchEmptyAlternating)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_UsageBehindQueuedLaunches)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ReclaimBehindDeferredFrees)->Arg(1000)->Arg(16000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TaskBesideIdleSessions)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpucmd
