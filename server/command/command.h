@@ -268,11 +268,12 @@ class Command final : public CommandInterface {
     RETURN_IF_ERROR(CheckArguments(**launch.params, launch.args, options_.launch));
     RETURN_IF_ERROR(CheckLaunchShape(launch, options_.launch));
     if (launch.grid.volume() == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
+    SessionState& state = StateOf(session);  // only this session's state is touched below
+    RETURN_IF_ERROR(AdmitToStream(state));
 
     LaunchSpec spec;
     spec.owner = session;
-    spec.output = StateOf(session).printed;
+    spec.output = state.printed;
     spec.block = launch.block;
     spec.dynamic_shared_memory_bytes = launch.dynamic_shared_memory_bytes;
     spec.outcome = std::make_shared<LaunchOutcome>();
@@ -324,7 +325,6 @@ class Command final : public CommandInterface {
     Event done = stream.RecordEvent();
     binding->last = done;
     KeepUnreported(*binding, UnreportedLaunch{done, outcome});
-    SessionState& state = StateOf(session);
     state.queued_on_streams.Add(done);
     ++state.launches;
     for (const auto& [buffer, access] : touched) {

@@ -86,8 +86,8 @@ TEST(DeviceWorkerTest, PublishedUsageIsTheDevicesWholeUsage) {
   constexpr int kSessions = 6;
   std::vector<std::vector<BufferId>> buffers(kSessions + 1);
   auto expect_published_is_whole = [&](int step) {
-    const DeviceUsage whole =
-        OnDevice<DeviceUsage>(worker, 99, [](CommandInterface& command) { return command.Usage(); });
+    const DeviceUsage whole = OnDevice<DeviceUsage>(
+        worker, 99, [](CommandInterface& command) { return command.Usage(); });
     OnDevice<int>(worker, 99, [](CommandInterface&) { return 0; });  // published after it
     const DeviceUsage published = worker.usage();
     EXPECT_EQ(published.memory_used_bytes, whole.memory_used_bytes) << "step " << step;
