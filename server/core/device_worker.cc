@@ -231,7 +231,25 @@ absl::Status DeviceWorker::init_status() const {
 
 DeviceUsage DeviceWorker::usage() const {
   MutexLock lock(&mutex_);
+  DeviceUsage usage = usage_;
+  usage.sessions = session_usage_;
+  return usage;
+}
+
+DeviceUsage DeviceWorker::device_usage() const {
+  MutexLock lock(&mutex_);
   return usage_;
+}
+
+size_t DeviceWorker::sessions_held() const {
+  MutexLock lock(&mutex_);
+  return session_usage_.size();
+}
+
+SessionUsage DeviceWorker::usage_of(SessionId session) const {
+  MutexLock lock(&mutex_);
+  const auto found = session_usage_.find(session);
+  return found == session_usage_.end() ? SessionUsage() : found->second;
 }
 
 bool DeviceWorker::MakesProgress(std::chrono::steady_clock::duration within) const {
@@ -431,12 +449,13 @@ void DeviceWorker::PublishUsage(CommandInterface& command) {
   metrics_->StreamQueuedCommands(device).Set(static_cast<double>(usage.queued_on_streams));
   metrics_->SetRelocatedPages(device, usage.relocations);
   MutexLock lock(&mutex_);
-  if (!update.complete) {
-    absl::flat_hash_map<SessionId, SessionUsage> sessions = std::move(usage_.sessions);
-    for (const auto& [id, figures] : usage.sessions) sessions[id] = figures;
-    for (SessionId id : update.gone) sessions.erase(id);
-    usage.sessions = std::move(sessions);
+  if (update.complete) {
+    session_usage_ = std::move(usage.sessions);
+  } else {
+    for (const auto& [id, figures] : usage.sessions) session_usage_[id] = figures;
+    for (SessionId id : update.gone) session_usage_.erase(id);
   }
+  usage.sessions.clear();
   usage_ = std::move(usage);
 }
 

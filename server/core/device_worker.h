@@ -169,6 +169,13 @@ class DeviceWorker {
   absl::Status init_status() const;
   // Figures as of the last task the device thread finished.
   DeviceUsage usage() const;
+  // The same without the sessions' (`sessions` empty): a device-wide figure costs no copy
+  // of every session's.
+  DeviceUsage device_usage() const;
+  // How many sessions the device holds anything of, and `session`'s figures (zeros when
+  // none), as usage() gives them.
+  size_t sessions_held() const;
+  SessionUsage usage_of(SessionId session) const;
   size_t queue_depth() const { return queue_.depth(); }
   // Commands `session` has queued on this device.
   size_t queued_for(SessionId session) const { return queue_.QueuedFor(session); }
@@ -262,7 +269,8 @@ class DeviceWorker {
   mutable CondVar initialised_changed_;
   bool initialised_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status init_status_ ABSL_GUARDED_BY(mutex_);
-  DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);
+  DeviceUsage usage_ ABSL_GUARDED_BY(mutex_);  // its `sessions` in session_usage_
+  absl::flat_hash_map<SessionId, SessionUsage> session_usage_ ABSL_GUARDED_BY(mutex_);
   // The Command whose reports usage_ holds: another's first report replaces it whole.
   const CommandInterface* usage_reported_by_ ABSL_GUARDED_BY(device_mutex_) = nullptr;
 

@@ -92,14 +92,20 @@ TEST(DeviceWorkerTest, PublishedUsageIsTheDevicesWholeUsage) {
     const DeviceUsage published = worker.usage();
     EXPECT_EQ(published.memory_used_bytes, whole.memory_used_bytes) << "step " << step;
     EXPECT_EQ(published.queued_on_streams, whole.queued_on_streams) << "step " << step;
+    const DeviceUsage device_wide = worker.device_usage();
+    EXPECT_EQ(device_wide.memory_used_bytes, whole.memory_used_bytes) << "step " << step;
+    EXPECT_TRUE(device_wide.sessions.empty());
     ASSERT_EQ(published.sessions.size(), whole.sessions.size()) << "step " << step;
+    EXPECT_EQ(worker.sessions_held(), whole.sessions.size()) << "step " << step;
     for (const auto& [id, figures] : whole.sessions) {
       ASSERT_TRUE(published.sessions.contains(id)) << "step " << step << ", session " << id;
-      const SessionUsage& mine = published.sessions.at(id);
-      EXPECT_EQ(mine.memory_used_bytes, figures.memory_used_bytes) << "step " << step;
-      EXPECT_EQ(mine.buffers, figures.buffers) << "step " << step << ", session " << id;
-      EXPECT_EQ(mine.queued_on_streams, figures.queued_on_streams) << "step " << step;
+      for (const SessionUsage& mine : {published.sessions.at(id), worker.usage_of(id)}) {
+        EXPECT_EQ(mine.memory_used_bytes, figures.memory_used_bytes) << "step " << step;
+        EXPECT_EQ(mine.buffers, figures.buffers) << "step " << step << ", session " << id;
+        EXPECT_EQ(mine.queued_on_streams, figures.queued_on_streams) << "step " << step;
+      }
     }
+    EXPECT_EQ(worker.usage_of(99).buffers, 0u) << "a session the device holds nothing of";
   };
   for (int step = 0; step < 40; ++step) {
     const SessionId session = 1 + (step * 7) % kSessions;

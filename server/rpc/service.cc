@@ -158,7 +158,7 @@ grpc::ServerUnaryReactor* GpuCommandService::ListDevices(grpc::CallbackServerCon
     info->set_driver(ToProto(device.driver));
     info->set_architecture(device.architecture);
     info->set_memory_capacity_bytes(device.memory_capacity_bytes);
-    info->set_memory_used_bytes(worker.usage().memory_used_bytes);
+    info->set_memory_used_bytes(worker.device_usage().memory_used_bytes);
     info->set_max_threads_per_block(device.max_threads_per_block);
     info->set_max_shared_memory_per_block_bytes(device.max_shared_memory_per_block_bytes);
     info->set_ready(worker.ready());
@@ -426,9 +426,7 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
   if (!request->session().empty()) {
     absl::StatusOr<SessionInfo> session = environment_.Touch(request->session());
     if (!session.ok()) return FinishUnary(context, session.status());
-    DeviceUsage usage = core.worker(session->device).usage();
-    SessionUsage mine = usage.sessions.contains(session->id) ? usage.sessions[session->id]
-                                                             : SessionUsage();
+    const SessionUsage mine = core.worker(session->device).usage_of(session->id);
     v1::SessionStats* stats = response->mutable_session();
     stats->set_client_name(session->client_name);
     stats->set_device(session->device);
@@ -444,7 +442,7 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
   response->set_shared_memory_bytes(shared.mapped_bytes);
   for (int device = 0; device < core.device_count(); ++device) {
     const DeviceWorker& worker = core.worker(device);
-    DeviceUsage usage = worker.usage();
+    const DeviceUsage usage = worker.device_usage();
     v1::DeviceStats* stats = response->add_devices();
     stats->set_device(device);
     stats->set_memory_capacity_bytes(usage.memory_capacity_bytes);
@@ -457,7 +455,7 @@ grpc::ServerUnaryReactor* GpuCommandService::GetStats(grpc::CallbackServerContex
     stats->set_drop_queue_entries(usage.drop_queue_entries);
     stats->set_stream_queued_commands(usage.queued_on_streams);
     stats->set_relocations(usage.relocations);
-    stats->set_sessions(usage.sessions.size());
+    stats->set_sessions(worker.sessions_held());
     const Metrics& metrics = *environment_.metrics;
     stats->set_launches(metrics.Launches(device));
     stats->set_bytes_host_to_device(metrics.CopiedBytes(device, Metrics::Direction::kHostToDevice));
