@@ -104,7 +104,6 @@ class Command final : public CommandInterface {
     stream_users_.assign(backend.stream_count(), 0);
     marks_.assign(backend.stream_count(), 0);
     deferred_accesses_.resize(backend.stream_count());
-    latest_deferred_accesses_.resize(backend.stream_count());
   }
 
   ~Command() override {
@@ -354,8 +353,13 @@ class Command final : public CommandInterface {
     }
     // Each stream's latest access: the others on its stream complete before it.
     std::vector<Event> events;
-    for (const std::optional<DeferredAccess>& latest : latest_deferred_accesses_) {
-      if (latest.has_value()) events.push_back(latest->event);
+    for (const std::vector<DeferredAccess>& accesses : deferred_accesses_) {
+      if (accesses.empty()) continue;
+      events.push_back(std::max_element(accesses.begin(), accesses.end(),
+                                        [](const DeferredAccess& a, const DeferredAccess& b) {
+                                          return a.mark < b.mark;
+                                        })
+                           ->event);
     }
     return RoomOnceComplete(std::move(events));
   }
@@ -550,8 +554,7 @@ class Command final : public CommandInterface {
   void ReclaimFinished() override {
     for (DropQueue<Stream>& queue : drop_queues_) queue.ReleaseCompleted();
     // Note [Per-buffer stream ordering]: each stream's earliest access first.
-    for (int i = 0; i < backend_.stream_count(); ++i) {
-      std::vector<DeferredAccess>& accesses = deferred_accesses_[i];
+    for (std::vector<DeferredAccess>& accesses : deferred_accesses_) {
       while (!accesses.empty() && accesses.front().event.IsComplete()) {
         const uint64_t freed = accesses.front().free;
         std::pop_heap(accesses.begin(), accesses.end(), LaterMark);
@@ -563,7 +566,6 @@ class Command final : public CommandInterface {
           deferred_.erase(deferred);
         }
       }
-      if (accesses.empty()) latest_deferred_accesses_[i].reset();
     }
   }
 
@@ -1236,12 +1238,9 @@ class Command final : public CommandInterface {
           DeferredFree{buffer.location, slice_bytes, static_cast<int>(running.size())};
       bytes_being_freed_ += slice_bytes;
       for (const Access* access : running) {
-        const DeferredAccess waiting{access->mark, access->event, freed};
         std::vector<DeferredAccess>& accesses = deferred_accesses_[access->stream];
-        accesses.push_back(waiting);
+        accesses.push_back(DeferredAccess{access->mark, access->event, freed});
         std::push_heap(accesses.begin(), accesses.end(), LaterMark);
-        std::optional<DeferredAccess>& latest = latest_deferred_accesses_[access->stream];
-        if (!latest.has_value() || waiting.mark > latest->mark) latest = waiting;
       }
     }
     SessionState& state = StateOf(buffer.session);
@@ -1266,8 +1265,6 @@ class Command final : public CommandInterface {
   uint64_t bytes_being_freed_ = 0;  // their slices' bytes
   // Per device stream: the accesses deferred frees wait for, a heap by LaterMark.
   std::vector<std::vector<DeferredAccess>> deferred_accesses_;
-  // Per device stream: the one of them with the latest mark, which completes last.
-  std::vector<std::optional<DeferredAccess>> latest_deferred_accesses_;
   std::vector<uint64_t> marks_;  // per device stream: accesses marked so far
   // Handles and sessions a device reset took from a predecessor (next_buffer unused).
   DeviceLoss lost_;

@@ -250,11 +250,11 @@ void BM_LaunchEmptyAlternating(benchmark::State& state) {
   bench::ReportQuartiles(state, "daemon_rate", daemon_rates);
 }
 
-// What the device worker publishes after every task (CommandInterface::Usage) with
-// range(0) sessions of kQueued launches each queued behind a stuck stream, against the same
-// sessions with nothing queued, measured first (`x_nothing_queued`: 1 when the queued work
-// costs Usage nothing; it grew with every launch queued while Usage asked the stream about
-// each one).
+// What the device's figures cost (CommandInterface::Usage; the device worker's report
+// after every task counts each session's queued work alike) with range(0) sessions of
+// kQueued launches each queued behind a stuck stream, against the same sessions with
+// nothing queued, measured first (`x_nothing_queued`: 1 when the queued work costs Usage
+// nothing; it grew with every launch queued while Usage asked the stream about each one).
 void BM_UsageBehindQueuedLaunches(benchmark::State& state) {
   constexpr int kQueued = 1000;
   const int sessions = static_cast<int>(state.range(0));
@@ -370,10 +370,11 @@ void BM_TaskBesideIdleSessions(benchmark::State& state) {
   for (SessionId session = kBusy + 1; session <= static_cast<SessionId>(idle_sessions) + kBusy;
        ++session) {
     std::promise<absl::Status> allocated;
-    (void)worker.Submit(session, [&](CommandInterface& command) {
+    absl::Status status = worker.Submit(session, [&](CommandInterface& command) {
       allocated.set_value(command.Allocate(session, 256).status());
     });
-    if (absl::Status status = allocated.get_future().get(); !status.ok()) {
+    if (status.ok()) status = allocated.get_future().get();
+    if (!status.ok()) {
       return state.SkipWithError(status.ToString().c_str());
     }
   }
