@@ -544,7 +544,15 @@ TEST_F(DaemonTest, BatchesWaitingForRoomHoldNoCompletionThreads) {
     ASSERT_TRUE(stream.ok()) << stream.status();
     streams.push_back(*std::move(stream));
   }
-  const int threads_before = testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0");
+  // The threads the device started, once each named itself (a thread just started still
+  // has its creator's name): the count stays the same over ten looks 20 ms apart.
+  int threads_before = testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0");
+  for (int same = 0, looks = 0; same < 10 && looks < 250; ++looks) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int now = testing::ThreadsNamed(daemon->pid(), "gpucmd-wait0");
+    same = now == threads_before ? same + 1 : 0;
+    threads_before = now;
+  }
   ASSERT_TRUE(long_kernel->Launch(spin->kernel_id(), one, {Int64Argument(4'000'000'000)}).ok());
   for (int i = 0; i < kSessions; ++i) {
     SubmitBatch batch(sessions[i]);

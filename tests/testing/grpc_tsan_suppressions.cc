@@ -25,10 +25,11 @@ extern "C" const char* __tsan_default_suppressions() {
          // threads around the reactor callbacks that use them.
          "race:gpucmd::v1::\n"
          "race:google::protobuf::\n"
-         // The call state of the streams served raw (KeepAlive, Write, Submit: gRPC's
-         // handler templates over ByteBuffer), which gRPC finishes and frees on its
-         // threads.
+         // The call state of the streams served raw (KeepAlive, Write, Read, Submit:
+         // gRPC's handler templates over ByteBuffer), which gRPC finishes and frees on
+         // its threads.
          "race:grpc::internal::CallbackClientStreamingHandler\n"
+         "race:grpc::internal::CallbackServerStreamingHandler\n"
          "race:grpc::internal::CallbackBidiHandler\n"
          // The closure gRPC starts each call with, run and destroyed on its threads.
          "race:grpc::Server::CallbackRequest\n"
