@@ -274,15 +274,22 @@ absl::Status Session::WriteRequest(v1::WriteHeader header, absl::string_view dat
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
           handle_->connection->channel.get(), method, &context, &response));
   const size_t chunk = static_cast<size_t>(handle_->connection->options.max_message_bytes) - 1024;
+  // The last message carries the end of the stream (WriteLast): one write to the socket
+  // for both, where Write and WritesDone take one each.
   size_t sent = 0;
-  do {
-    size_t size = std::min(chunk, data.size() - sent);
-    grpc::ByteBuffer message =
-        WriteMessage(sent == 0 ? &header : nullptr, data.substr(sent, size));
+  bool last = false;
+  while (!last) {
+    const size_t size = std::min(chunk, data.size() - sent);
+    grpc::ByteBuffer message = WriteMessage(sent == 0 ? &header : nullptr, data.substr(sent, size));
     sent += size;
-    if (!writer->Write(message)) break;  // the server finished early: Finish says why
-  } while (sent < data.size());
-  writer->WritesDone();
+    last = sent == data.size();
+    if (last) {
+      writer->WriteLast(message, grpc::WriteOptions());
+    } else if (!writer->Write(message)) {  // the server finished early: Finish says why
+      writer->WritesDone();
+      break;
+    }
+  }
   return FromGrpcStatus(writer->Finish());
 }
 

@@ -219,11 +219,18 @@ void UploadOnce(bench::RawBytes::Stub& stub, const std::string& data) {
   bench::UploadResponse response;
   auto writer = stub.Upload(&context, &response);
   bench::Chunk chunk;
-  for (size_t sent = 0; sent < data.size(); sent += kChunkBytes) {
+  // The last chunk carries the end of the stream, as the client library sends it.
+  for (size_t sent = 0;; sent += kChunkBytes) {
     chunk.set_data(data.data() + sent, std::min(kChunkBytes, data.size() - sent));
-    if (!writer->Write(chunk)) break;
+    if (sent + kChunkBytes >= data.size()) {
+      writer->WriteLast(chunk, grpc::WriteOptions());
+      break;
+    }
+    if (!writer->Write(chunk)) {
+      writer->WritesDone();
+      break;
+    }
   }
-  writer->WritesDone();
   benchmark::DoNotOptimize(writer->Finish());
 }
 
