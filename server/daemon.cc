@@ -256,7 +256,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const v1::DaemonConfig& co
   // First: the metrics count the status it rewrites.
   interceptors.push_back(std::make_unique<UnparsedRequestInterceptorFactory>());
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(
-      daemon->metrics_.get(), std::vector<std::string>{SubmitReactor::kMethod}));
+      daemon->metrics_.get(), ServedMethods(), std::vector<std::string>{SubmitReactor::kMethod}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 
   std::vector<ListenAddress> addresses;

@@ -167,13 +167,34 @@ Metrics::Metrics(int device_count)
   }
 }
 
-void Metrics::RecordRequest(absl::string_view rpc, absl::string_view code, double seconds) {
+Metrics::RequestSeries& Metrics::RequestsOf(absl::string_view rpc) {
   // Latency buckets from 50 us to 10 s.
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
       0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
-  requests_.Add({{"rpc", std::string(rpc)}, {"code", std::string(code)}}).Increment();
-  request_duration_.Add({{"rpc", std::string(rpc)}}, kBuckets).Observe(seconds);
+  MutexLock lock(&mutex_);
+  std::unique_ptr<RequestSeries>& series = request_series_[rpc];
+  if (series == nullptr) {
+    series = std::make_unique<RequestSeries>(std::string(rpc));
+    series->duration_ = &request_duration_.Add({{"rpc", series->rpc_}}, kBuckets);
+  }
+  return *series;
+}
+
+void Metrics::RecordRequest(RequestSeries& series, absl::StatusCode code, double seconds) {
+  size_t index = static_cast<size_t>(code);
+  if (index >= series.calls_.size()) {
+    code = absl::StatusCode::kUnknown;
+    index = static_cast<size_t>(code);
+  }
+  prometheus::Counter* calls = series.calls_[index].load(std::memory_order_acquire);
+  if (calls == nullptr) {
+    // Family::Add gives every caller the same series for the same labels.
+    calls = &requests_.Add({{"rpc", series.rpc_}, {"code", absl::StatusCodeToString(code)}});
+    series.calls_[index].store(calls, std::memory_order_release);
+  }
+  calls->Increment();
+  series.duration_->Observe(seconds);
 }
 
 void Metrics::SetCompileCacheResults(uint64_t memory_hits, uint64_t disk_hits,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "base/mutex.h"
 #include "prometheus/counter.h"
@@ -98,9 +99,28 @@ class Metrics {
   // goes (for the drain, Note [Draining] in server/daemon.cc).
   uint64_t RpcStartsAndEnds() const { return rpc_starts_and_ends_.load(); }
 
-  // Counts one finished RPC: gpucmd_requests_total{rpc, code} and its latency in
-  // gpucmd_request_duration_seconds{rpc}. `rpc` is the method's short name.
-  void RecordRequest(absl::string_view rpc, absl::string_view code, double seconds);
+  // One RPC method's series of finished calls: its latency histogram, made with it, and
+  // its count per status code, each made on first use.
+  class RequestSeries {
+   public:
+    explicit RequestSeries(std::string rpc) : rpc_(std::move(rpc)) {}
+
+   private:
+    friend class Metrics;
+    const std::string rpc_;
+    prometheus::Histogram* duration_ = nullptr;  // set once, before the series is shared
+    // By status code, OK (0) to UNAUTHENTICATED (16).
+    std::array<std::atomic<prometheus::Counter*>, 17> calls_{};
+  };
+  // The series of method `rpc` ("package.Service/Method"), made on its first request and
+  // kept for the Metrics' life. Every name gets series of its own: callers name only the
+  // methods the daemon serves (MetricsInterceptorFactory counts the calls of any other
+  // name as "other"), so that no client can make series without end.
+  RequestSeries& RequestsOf(absl::string_view rpc);
+  // Counts one finished call of `series`' method: gpucmd_requests_total{rpc, code} and its
+  // latency in gpucmd_request_duration_seconds{rpc}. Takes no lock once the method has
+  // met `code` before.
+  void RecordRequest(RequestSeries& series, absl::StatusCode code, double seconds);
 
   double UptimeSeconds() const;
 
@@ -159,6 +179,8 @@ class Metrics {
   ClientSeries client_series_{kMaxClientSeries};
   Mutex mutex_;
   absl::flat_hash_map<std::string, ClientMetrics> clients_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<std::string, std::unique_ptr<RequestSeries>> request_series_
+      ABSL_GUARDED_BY(mutex_);
   // What the Set* counters were last given, to count the difference.
   std::vector<uint64_t> relocated_seen_ ABSL_GUARDED_BY(mutex_);
   uint64_t compile_seen_[3] ABSL_GUARDED_BY(mutex_) = {0, 0, 0};

@@ -105,7 +105,8 @@ SubmitReactor::Next SubmitReactor::Advance() {
 
 void SubmitReactor::Act(const Next& next) {
   if (next.finish) {
-    RecordFinishedCall(*environment_->metrics, kMethod, *next.finish, started_at_);
+    RecordFinishedCall(*environment_->metrics, environment_->metrics->RequestsOf(kMethod),
+                       *next.finish, started_at_);
     Finish(*next.finish);
     return;
   }

@@ -1,7 +1,8 @@
 // What counting a command for its client costs on the device's path (Note [Per-client
 // metrics]): Metrics::RecordLaunches and RecordCopy, and the queue-wait observation each
 // queued task makes, against a bare Prometheus counter increment measured in the same
-// run. Every Batch command that succeeds pays one Record call.
+// run. Every Batch command that succeeds pays one Record call. Last, what every finished
+// RPC records.
 //
 //   bazel run -c opt //tests/bench:metrics_bench
 
@@ -64,6 +65,23 @@ void BM_QueueWaitObservation(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_QueueWaitObservation);
+
+// What every finished RPC records (Metrics::RecordRequest, from the metrics interceptor
+// or the Submit reactor): its count by method and status code and its latency, over
+// range(0) methods in turn.
+void BM_RecordRequest(benchmark::State& state) {
+  Metrics metrics(1);
+  std::vector<Metrics::RequestSeries*> methods;
+  for (int i = 0; i < state.range(0); ++i) {
+    methods.push_back(&metrics.RequestsOf(absl::StrCat("gpucmd.v1.GpuCommand/Method", i)));
+  }
+  size_t next = 0;
+  for (auto _ : state) {
+    metrics.RecordRequest(*methods[next], absl::StatusCode::kOk, 0.0001);
+    next = (next + 1) % methods.size();
+  }
+}
+BENCHMARK(BM_RecordRequest)->Arg(1)->Arg(16)->ThreadRange(1, 2);
 
 }  // namespace
 }  // namespace gpucmd

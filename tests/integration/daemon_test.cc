@@ -31,6 +31,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/client_unary_call.h"
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
@@ -265,6 +266,49 @@ TEST_F(DaemonTest, MetricsCountTheBatchStreamLikeOtherCalls) {
   EXPECT_THAT(metrics->body,
               HasSubstr("gpucmd_request_duration_seconds_count{rpc=\"gpucmd.v1.GpuCommand/"
                         "Submit\"} 1"));
+}
+
+// A call names its method itself: calls of names no service serves all count as "other"
+// (Note in server/rpc/metrics_interceptor.h), so made-up names cannot grow the metrics
+// without end, while the served methods of every service keep series of their own.
+TEST_F(DaemonTest, MetricsCountCallsOfUnservedMethodsAsOther) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(daemon_->grpc_target(), grpc::InsecureChannelCredentials());
+  constexpr int kMadeUp = 40;
+  for (int i = 0; i < kMadeUp; ++i) {
+    // Half in a service the daemon serves, half in one it does not.
+    const std::string method = i % 2 == 0 ? absl::StrCat("/gpucmd.v1.GpuCommand/MadeUp", i)
+                                          : absl::StrCat("/made.up.Service", i, "/Call");
+    grpc::ClientContext context;
+    grpc::Slice empty;
+    grpc::ByteBuffer request(&empty, 1);
+    grpc::ByteBuffer response;
+    const grpc::Status status =
+        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            channel.get(),
+            grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::NORMAL_RPC),
+            &context, request, &response);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
+  }
+  ASSERT_TRUE(client_->IsServing("").ok());
+  ASSERT_TRUE(client_->ListDevices().ok());
+
+  absl::StatusOr<testing::HttpResponse> metrics =
+      HttpGet(daemon_->http_host(), daemon_->http_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body,
+              HasSubstr(absl::StrCat("gpucmd_requests_total{code=\"UNIMPLEMENTED\",rpc=\"other\"} ",
+                                     kMadeUp, "\n")));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr(absl::StrCat("gpucmd_request_duration_seconds_count{rpc=\"other\"} ", kMadeUp)));
+  EXPECT_THAT(metrics->body, Not(HasSubstr("MadeUp")));
+  EXPECT_THAT(metrics->body, Not(HasSubstr("made.up")));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("gpucmd_requests_total{code=\"OK\",rpc=\"grpc.health.v1.Health/Check\"} 1"));
+  EXPECT_THAT(metrics->body, HasSubstr("gpucmd_requests_total{code=\"OK\",rpc=\"gpucmd.v1."
+                                       "GpuCommand/ListDevices\"} 1"));
 }
 
 // Per-client and per-device activity (Note [Per-client metrics]): launches and bytes by
