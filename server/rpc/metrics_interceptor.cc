@@ -69,7 +69,8 @@ MetricsInterceptorFactory::MetricsInterceptorFactory(
 
 grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  absl::string_view rpc = info->method();  // "/package.Service/Method"
+  const char* method = info->method();  // "/package.Service/Method"
+  absl::string_view rpc = method != nullptr ? method : "";
   if (!rpc.empty() && rpc.front() == '/') rpc.remove_prefix(1);
   if (counted_by_handler_.contains(rpc)) return nullptr;
   auto served = served_.find(rpc);
