@@ -3,7 +3,10 @@ daemon: the unary empty-kernel launch rate, and 64 MiB writes and reads, inline 
 through shared memory. The C++ figures are `gpucmdctl bench --json` (client/ctl_bench.cc);
 the Python ones repeat its loops: launches for `--seconds` then one synchronize; writes
 each followed by a synchronize; reads. The Python shared-memory figures include copying
-the numpy array into (or out of) the region, as every `set`/`get` does.
+the numpy array into (or out of) the region, as every `set`/`get` does. Then small
+transfers from Python, each a median of single calls, over the C++ client's round trip
+(its idle Synchronize's median): a 4 KiB write, a 4 KiB read, and a batch of a 4 KiB
+write, a launch and a 4 KiB read.
 
     bazel run -c opt //tests/bench:python_client_bench -- --seconds=2
 """
@@ -11,6 +14,7 @@ the numpy array into (or out of) the region, as every `set`/`get` does.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import time
 
@@ -21,6 +25,7 @@ from conftest import Daemon
 
 SIZE = 64 << 20
 EMPTY = r'extern "C" __global__ void empty(int n) {}'
+SMALL = 4096
 
 
 def rate(seconds, round_, finish=lambda: None):
@@ -60,7 +65,30 @@ def python_figures(target, seconds):
             figures[f"{name} write"] = rate(seconds, write)
             figures[f"{name} read"] = rate(
                 seconds, lambda: array.get(shared_memory=shared).nbytes / 1e9)
+        small = session.empty(SMALL, numpy.uint8)
+        small_data = numpy.full(SMALL, ord("s"), numpy.uint8)
+
+        def batch():
+            with session.batch() as each:
+                each.write(small, small_data)
+                each.launch(empty, 1, 1, (0,))
+                read = each.read(small)
+            return read.get()
+        for name, transfer in (("4 KiB write", lambda: small.set(small_data)),
+                               ("4 KiB read", small.get), ("4 KiB batch", batch)):
+            figures[name] = median_microseconds(seconds, transfer)
     return figures
+
+
+def median_microseconds(seconds, call):
+    """The median time of `call`, made again and again for `seconds`, in microseconds."""
+    times = []
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        began = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - began) * 1e6)
+    return statistics.median(times)
 
 
 def cpp_figures(target, seconds):
@@ -74,7 +102,8 @@ def cpp_figures(target, seconds):
     return {"launch": pick("empty launches + Synchronize, unary"),
             "inline write": pick("inline write"), "inline read": pick("inline read"),
             "shared memory write": pick("shared-memory write"),
-            "shared memory read": pick("shared-memory read")}
+            "shared memory read": pick("shared-memory read"),
+            "round trip": pick("idle Synchronize")}
 
 
 def main():
@@ -90,9 +119,16 @@ def main():
     units = {"launch": "launches/s"}
     print(f"{'figure':<28} {'Python':>12} {'C++':>12} {'Python/C++':>11}")
     for name in cpp:
+        if name == "round trip":
+            continue
         unit = units.get(name, "GB/s")
         print(f"{name + ' (' + unit + ')':<28} {python[name]:>12.4g} {cpp[name]:>12.4g} "
               f"{python[name] / cpp[name]:>11.2f}")
+    round_trip = cpp["round trip"]
+    print(f"{'small transfer (us)':<28} {'Python':>12} {'C++ trip':>12} {'x_round_trip':>12}")
+    for name in ("4 KiB write", "4 KiB read", "4 KiB batch"):
+        print(f"{name:<28} {python[name]:>12.4g} {round_trip:>12.4g} "
+              f"{python[name] / round_trip:>12.2f}")
 
 
 if __name__ == "__main__":

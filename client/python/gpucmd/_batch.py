@@ -12,11 +12,14 @@ import numpy.typing
 from gpucmd._array import DeviceArray
 from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
 from gpucmd._kernel import DimLike, Kernel, RawKernel
-from gpucmd._session import _MESSAGE_OVERHEAD, Session
+from gpucmd._session import _MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, Session
 from gpucmd.v1 import gpucmd_pb2 as pb
 
 # The most commands the daemon takes in one Submit batch.
 _MAX_BATCH_COMMANDS = 16384
+# The most bytes a reply other than a read's bytes takes: a status message is cut at
+# 2 KiB, and its code, the command's sequence and its result take a few bytes more.
+_MAX_REPLY_BYTES = 2304
 
 
 class BatchRead:
@@ -171,15 +174,31 @@ class Batch:
         if not requests:
             return
         failures: List[GpucmdError] = []
+        for response in self._responses(requests):
+            for reply in response.replies:
+                failure = self._take_reply(reply)
+                if failure is not None:
+                    failures.append(failure)
+        for result, _ in self._reads.values():
+            result._done = True
+        if failures:
+            raise failures[0]
+
+    def _responses(self, requests: List[pb.SubmitRequest]) -> List[pb.SubmitResponse]:
+        """The daemon's answers to `requests`, sent as batches on one Submit call."""
+        answer_bytes = len(self._commands) * _MAX_REPLY_BYTES + sum(
+            command.read.size_bytes for command in self._commands if command.HasField("read"))
+        if len(requests) == 1 and answer_bytes <= _ONE_MESSAGE_BYTES:
+            # Answered by one response: a unary call (Client._single_batch).
+            return [call(self.session.client._single_batch, requests[0],
+                         timeout=self.session.client.timeout)]
+        answers: List[pb.SubmitResponse] = []
         batches_done = 0
         responses = call(self.session.client._stub.Submit, iter(requests),
                          timeout=self.session.client.timeout)
         try:
             for response in responses:
-                for reply in response.replies:
-                    failure = self._take_reply(reply)
-                    if failure is not None:
-                        failures.append(failure)
+                answers.append(response)
                 if response.batch_done:
                     batches_done += 1
                     if batches_done == len(requests):
@@ -188,10 +207,7 @@ class Batch:
             raise from_rpc_error(error) from None
         finally:
             responses.cancel()
-        for result, _ in self._reads.values():
-            result._done = True
-        if failures:
-            raise failures[0]
+        return answers
 
     def _take_reply(self, reply: pb.CommandReply) -> Optional[GpucmdError]:
         command = self._commands[reply.sequence]

@@ -24,6 +24,14 @@ SHARED_MEMORY_THRESHOLD = 1 << 20
 SHARED_MEMORY_REGION_BYTES = 64 << 20
 #: Room left in each gRPC message for the fields around an inline chunk.
 _MESSAGE_OVERHEAD = 1024
+#: Answers of at most this many bytes come in one message whatever the daemon's
+#: limits.max_message_bytes (at least 64 KiB; it sends reads in chunks 1 KiB smaller):
+#: such reads and batches go as unary calls (Client._single_read, _single_batch).
+_ONE_MESSAGE_BYTES = 60 << 10
+#: Inline writes up to this size go as one unary call (Client._single_write): 4-5x
+#: faster at 4 KiB, a third faster at 256 KiB, alike at 1 MiB; at 8 MiB the stream was
+#: the faster (docs/BENCHMARKS.md).
+_UNARY_WRITE_BYTES = 1 << 20
 
 StreamLike = Union[None, int, "Stream"]
 
@@ -305,6 +313,13 @@ class Session:
                     region=region.region, offset_bytes=0, size_bytes=piece.size))
                 # Returns once the bytes left the region: it may be refilled at once.
                 call(self.client._stub.WriteShared, header, timeout=self.client.timeout)
+            elif piece.size <= min(_UNARY_WRITE_BYTES,
+                                   self.client.max_message_bytes - _MESSAGE_OVERHEAD):
+                # One message, answered by one: a unary call (Client._single_write).
+                header.inline_size_bytes = piece.size
+                call(self.client._single_write,
+                     pb.WriteRequest(header=header, data=piece.tobytes()),
+                     timeout=self.client.timeout)
             else:
                 header.inline_size_bytes = piece.size
                 call(self.client._stub.Write, self._inline_chunks(header, piece),
@@ -350,6 +365,13 @@ class Session:
         return out
 
     def _read_inline(self, request: pb.ReadRequest, target: numpy.ndarray) -> None:
+        if 0 < target.size <= _ONE_MESSAGE_BYTES:
+            # Answered by one message: a unary call (Client._single_read).
+            data = call(self.client._single_read, request, timeout=self.client.timeout).data
+            if len(data) != target.size:
+                raise GpucmdError(f"the daemon sent {len(data)} of {target.size} bytes")
+            target[:] = numpy.frombuffer(data, dtype=numpy.uint8)
+            return
         progress = _progress.Bar(target.size, "read")
         position = 0
         try:

@@ -111,6 +111,31 @@ def test_large_transfers_inline_and_through_shared_memory(session, shared_memory
     assert (session.stats().shared_memory_regions == 1) == shared_memory
 
 
+@pytest.mark.parametrize("size", [1, 60 << 10, (60 << 10) + 1, (1 << 20) - 1])
+def test_inline_transfers_either_side_of_one_message(session, size):
+    # Up to 60 KiB a read is one message each way (a unary call); past it, a stream.
+    host = numpy.random.default_rng(size).integers(0, 255, size=size, dtype=numpy.uint8)
+    device = session.empty(host.shape, numpy.uint8)
+    device.set(host, shared_memory=False)
+    numpy.testing.assert_array_equal(device.get(shared_memory=False), host)
+
+
+def test_small_transfers_take_no_stream(session, monkeypatch):
+    # grpcio's streaming calls cost some 500 us more than unary ones: a transfer of one
+    # message each way must not open one.
+    def refused(*args, **kwargs):
+        raise AssertionError("a small transfer opened a stream")
+    for method in ("Write", "Read", "Submit"):
+        monkeypatch.setattr(session.client._stub, method, refused)
+    device = session.empty(4096, numpy.uint8)
+    device.set(numpy.full(4096, 7, numpy.uint8), shared_memory=False)
+    assert device.get(shared_memory=False).tolist() == [7] * 4096
+    with session.batch() as batch:
+        batch.write(device, numpy.full(4096, 9, numpy.uint8))
+        read = batch.read(device)
+    assert read.get().tolist() == [9] * 4096
+
+
 def test_writes_through_one_region_keep_their_own_bytes(session):
     # Each write returns once queued and is copied out of the region later: the region is
     # not refilled for the next write before that copy ran.

@@ -81,6 +81,23 @@ def test_a_failed_command_fails_what_depends_on_it(session):
     assert independent.get().tolist() == [5]
 
 
+@pytest.mark.parametrize("launches", [2, 40], ids=["one_response", "maybe_several"])
+def test_failures_are_reported_whatever_the_answers_size(session, launches):
+    # A batch of three commands is answered in one message (a unary call); one of
+    # forty-one might take several (each failure's message may be long), so it goes on a
+    # stream. Either way the read that depends on the failed launches fails with them.
+    checked = session.compile(CHECKED, "checked")
+    bad = session.asarray(numpy.array([-1], numpy.int32))
+    out = session.zeros(1, numpy.int32)
+    with pytest.raises(gpucmd.FailedPrecondition, match="assert"):
+        with session.batch() as batch:
+            for _ in range(launches):
+                batch.launch(checked, 1, 1, (bad, out))
+            tainted = batch.read(out)
+    with pytest.raises(gpucmd.FailedPrecondition, match="assert"):
+        tainted.get()
+
+
 def test_batches_check_their_arguments_before_sending(session):
     scale = session.compile(SCALE, "scale")
     x = session.zeros(4, numpy.float32)
