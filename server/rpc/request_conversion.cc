@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "server/rpc/grpc_status.h"
 #include "server/rpc/request_validation.h"
 
 namespace gpucmd {
@@ -543,7 +544,7 @@ void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply) {
     return;
   }
   reply->mutable_status()->set_code(static_cast<int>(status.code()));
-  reply->mutable_status()->set_message(std::string(status.message()));
+  reply->mutable_status()->set_message(CapStatusMessage(std::string(status.message())));
 }
 
 bool RepliesWithReadBytes(const Operation& operation, const OperationResult& result) {

@@ -113,7 +113,8 @@ void FillReply(const Operation& operation, const OperationResult& result,
 // Whether the reply of `operation` carries bytes the read returned inline (it succeeded,
 // and its bytes are not in shared memory).
 bool RepliesWithReadBytes(const Operation& operation, const OperationResult& result);
-// Sets `reply`'s status; an OK one is left absent (it reads as code 0).
+// Sets `reply`'s status, its message cut as a call's is (CapStatusMessage); an OK one is
+// left absent (it reads as code 0).
 void SetReplyStatus(const absl::Status& status, v1::CommandReply* reply);
 // A compile's response: on success the kernel and its parameters, and in every case
 // the kernel id.

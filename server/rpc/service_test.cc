@@ -18,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/command/fake_command.h"
+#include "server/rpc/grpc_status.h"
 #include "server/rpc/submit_reactor.h"
 #include "server/core/worker_test_calls.h"
 
@@ -31,6 +32,8 @@ constexpr char kKernel[] = R"(extern "C" __global__ void scale(float* data, int 
 
 // What the fake compiler sees as a compile error.
 constexpr char kBrokenKernel[] = "this does not compile";
+// A compile error whose log takes 5000 bytes.
+constexpr char kLongLogKernel[] = "this does not compile at length";
 
 class ServiceTest : public ::testing::Test {
  protected:
@@ -58,6 +61,9 @@ class ServiceTest : public ::testing::Test {
            const std::string& artifact) -> absl::StatusOr<CompileOutput> {
           if (kernel.source == kBrokenKernel) {
             return absl::InvalidArgumentError("1: error: expected a declaration");
+          }
+          if (kernel.source == kLongLogKernel) {
+            return absl::InvalidArgumentError(std::string(5000, 'e'));
           }
           std::ofstream(artifact) << "fake artifact";
           absl::StatusOr<ParsedKernel> parsed =
@@ -523,6 +529,28 @@ TEST_F(ServiceTest, SubmitCompileRepliesCarryWhatTheUnaryCompileReturns) {
   EXPECT_EQ(replies.replies(1).compile().kernel_id(),
             std::string(trailer->second.data(), trailer->second.size()))
       << "a failed compile's id, in the reply as in the unary trailer";
+}
+
+// A reply's status message is cut as a call's status is (CapStatusMessage), so that no
+// reply outgrows 2 KiB and what it says: a client may rely on a bound for the answer.
+TEST_F(ServiceTest, SubmitReplyStatusesAreCutAsCallStatusesAre) {
+  v1::CompileRequest compile;
+  compile.set_session(token_);
+  compile.set_source(kLongLogKernel);
+  compile.set_entry_point("scale");
+  grpc::ClientContext context;
+  v1::CompileResponse unary;
+  const grpc::Status failed = stub_->Compile(&context, compile, &unary);
+  ASSERT_EQ(failed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::SubmitRequest batch;
+  *Add(batch, 1)->mutable_compile() = compile;
+  v1::SubmitResponse replies = Submit(batch);
+  ASSERT_EQ(Code(replies.replies(0)), absl::StatusCode::kInvalidArgument);
+  const std::string& message = replies.replies(0).status().message();
+  EXPECT_LE(message.size(), kMaxStatusMessageBytes);
+  EXPECT_THAT(message, HasSubstr("more bytes cut"));
+  EXPECT_EQ(message, failed.error_message());
 }
 
 TEST_F(ServiceTest, LaunchDimensionsFollowCudaAndTheDevice) {
