@@ -5,7 +5,7 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from typing import Iterator, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy
@@ -365,18 +365,17 @@ class Session:
         return out
 
     def _read_inline(self, request: pb.ReadRequest, target: numpy.ndarray) -> None:
+        responses: Iterable[pb.ReadResponse]
         if 0 < target.size <= _ONE_MESSAGE_BYTES:
             # Answered by one message: a unary call (Client._single_read).
-            data = call(self.client._single_read, request, timeout=self.client.timeout).data
-            if len(data) != target.size:
-                raise GpucmdError(f"the daemon sent {len(data)} of {target.size} bytes")
-            target[:] = numpy.frombuffer(data, dtype=numpy.uint8)
-            return
+            responses = [call(self.client._single_read, request, timeout=self.client.timeout)]
+        else:
+            responses = self._drain_stream(
+                self.client._stub.Read(request, timeout=self.client.timeout))
         progress = _progress.Bar(target.size, "read")
         position = 0
         try:
-            for response in self._drain_stream(
-                    self.client._stub.Read(request, timeout=self.client.timeout)):
+            for response in responses:
                 chunk = numpy.frombuffer(response.data, dtype=numpy.uint8)
                 target[position:position + chunk.size] = chunk
                 position += chunk.size
