@@ -77,6 +77,8 @@ class SessionRegistry {
   std::vector<SessionInfo> TakeExpired(Clock::time_point now);
 
   size_t size() const;
+  // How long a session without a lease lives after its last request.
+  Clock::duration idle_timeout() const { return idle_timeout_; }
   // Every open session.
   std::vector<SessionInfo> Snapshot() const;
 

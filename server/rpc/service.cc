@@ -108,7 +108,12 @@ grpc::ServerUnaryReactor* GpuCommandService::OpenSession(grpc::CallbackServerCon
   absl::StatusOr<std::string> token =
       core.sessions().Open(request->device(), request->client_name(),
                            IdentifyPeer(*context).Key(), SessionRegistry::Clock::now());
-  if (token.ok()) response->set_session(*std::move(token));
+  if (token.ok()) {
+    response->set_session(*std::move(token));
+    response->set_idle_timeout_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(core.sessions().idle_timeout())
+            .count());
+  }
   return FinishUnary(context, token.status());
 }
 

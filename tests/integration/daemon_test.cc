@@ -525,6 +525,50 @@ TEST_F(DaemonTest, ATcpConnectionThatNeverSpeaksIsClosed) {
   EXPECT_TRUE((*client)->ListDevices().ok()) << "a client that speaks is served";
 }
 
+// A session opened without a lease says how long it lives idle, and goes after that:
+// its token is unknown and its memory back on the device.
+TEST_F(DaemonTest, ASessionWithoutALeaseSaysHowLongItLivesIdleAndGoesAfterIt) {
+  absl::StatusOr<DaemonProcess> daemon =
+      DaemonProcess::StartWithConfig("limits { session_idle_timeout_seconds: 1 }");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(daemon->grpc_target());
+  ASSERT_TRUE(client.ok()) << client.status();
+  v1::GpuCommand::Stub& stub = (*client)->stub();
+  v1::OpenSessionResponse opened;
+  {
+    grpc::ClientContext context;
+    v1::OpenSessionRequest request;
+    request.set_client_name("no lease");
+    ASSERT_TRUE(stub.OpenSession(&context, request, &opened).ok());
+  }
+  EXPECT_EQ(opened.idle_timeout_ms(), 1000u);
+  v1::AllocateRequest allocate;
+  allocate.set_session(opened.session());
+  allocate.set_size_bytes(uint64_t{1} << 20);
+  {
+    grpc::ClientContext context;
+    v1::AllocateResponse allocated;
+    ASSERT_TRUE(stub.Allocate(&context, allocate, &allocated).ok());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  absl::StatusOr<v1::GetStatsResponse> stats;
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stats = (*client)->GetStats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+  } while (stats->sessions_open() != 0 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(stats->sessions_open(), 0u) << "still open 30 s after a 1 s idle timeout";
+  grpc::ClientContext context;
+  v1::AllocateResponse allocated;
+  EXPECT_EQ(stub.Allocate(&context, allocate, &allocated).error_code(), grpc::NOT_FOUND);
+  do {
+    stats = (*client)->GetStats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+  } while (stats->devices(0).memory_used_bytes() != 0 &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(stats->devices(0).memory_used_bytes(), 0u);
+}
+
 // Every client connection and handed-over descriptor holds a descriptor: the daemon
 // takes what the hard limit allows, not the soft limit it was started with (1024 under
 // systemd).
