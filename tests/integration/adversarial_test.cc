@@ -968,6 +968,21 @@ TEST_F(AdversarialTest, LongErrorsFitAClientsDefaultLimits) {
   EXPECT_LE(status.error_message().size(), 2048u);
   EXPECT_THAT(status.error_message(), HasSubstr("undefined_0"));
   EXPECT_THAT(status.error_message(), HasSubstr("more bytes cut"));
+  {  // the same compile in a batch: its reply's status is cut alike
+    grpc::ClientContext batch_context;
+    auto batch_stream = stub->Submit(&batch_context);
+    v1::SubmitRequest batch;
+    v1::Command* command = batch.add_commands();
+    command->set_sequence(7);
+    *command->mutable_compile() = compile;
+    batch_stream->WriteLast(batch, grpc::WriteOptions());
+    v1::SubmitResponse replies;
+    ASSERT_TRUE(batch_stream->Read(&replies));
+    ASSERT_EQ(replies.replies_size(), 1);
+    EXPECT_EQ(replies.replies(0).status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(replies.replies(0).status().message(), status.error_message());
+    EXPECT_TRUE(batch_stream->Finish().ok());
+  }
   auto id = context.GetServerTrailingMetadata().find("gpucmd-kernel-id");
   ASSERT_NE(id, context.GetServerTrailingMetadata().end());
 
