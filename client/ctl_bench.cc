@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "client/ctl_output.h"
 #include "client/submit_stream.h"
@@ -101,12 +100,14 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   }
   std::vector<BenchRow> rows;
   const auto seconds = options.seconds;
-  auto add = [&](std::string what, absl::StatusOr<double> value, std::string unit) {
+  auto add = [&](std::string what, const absl::StatusOr<double>& value, std::string unit) {
+    BenchRow row{.what = std::move(what), .unit = std::move(unit)};
     if (value.ok()) {
-      rows.push_back({std::move(what), *value, std::move(unit)});
+      row.value = *value;
     } else {
-      rows.push_back({absl::StrCat(what, " (", value.status().message(), ")"), 0, ""});
+      row.not_measured = std::string(value.status().message());
     }
+    rows.push_back(std::move(row));
   };
   absl::StatusOr<Session> opened = client.OpenSession(0, "gpucmdctl-bench");
   if (!opened.ok()) return opened.status();
@@ -117,73 +118,70 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
   add("idle Synchronize, median",
       MedianMicroseconds(seconds, [&] { return session.Synchronize(); }), "us");
 
-  absl::StatusOr<v1::CompileResponse> kernel = session.Compile(kEmptyKernel, "empty");
-  if (!kernel.ok()) return kernel.status();
+  const absl::StatusOr<v1::CompileResponse> kernel = session.Compile(kEmptyKernel, "empty");
   const LaunchShape one_thread{MakeDim3(1), MakeDim3(1)};
   const auto synchronize = [&] { return session.Synchronize(); };
   const auto nothing = [] { return absl::OkStatus(); };
   add("empty launches + Synchronize, unary",
-      Rate(
-          seconds,
-          [&] {
-            return LaunchOnce(session, [&] {
-              return session.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
-            });
-          },
-          synchronize),
+      [&]() -> absl::StatusOr<double> {
+        if (!kernel.ok()) return kernel.status();
+        return Rate(
+            seconds,
+            [&] {
+              return LaunchOnce(session, [&] {
+                return session.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
+              });
+            },
+            synchronize);
+      }(),
       "launches/s");
-  SubmitBatch batch(session);
-  for (int i = 0; i < kBatchSize; ++i) {
-    batch.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
-  }
-  absl::StatusOr<SubmitStream> stream = SubmitStream::Open(session);
-  if (!stream.ok()) return stream.status();
   add(absl::StrCat("empty launches + Synchronize, Submit batches of ", kBatchSize),
-      Rate(seconds, [&] { return SubmitLaunches(*stream, session, batch); }, synchronize),
+      [&]() -> absl::StatusOr<double> {
+        if (!kernel.ok()) return kernel.status();
+        SubmitBatch batch(session);
+        for (int i = 0; i < kBatchSize; ++i) {
+          batch.Launch(kernel->kernel_id(), one_thread, {Int32Argument(0)});
+        }
+        absl::StatusOr<SubmitStream> stream = SubmitStream::Open(session);
+        if (!stream.ok()) return stream.status();
+        absl::StatusOr<double> rate = Rate(
+            seconds, [&] { return SubmitLaunches(*stream, session, batch); }, synchronize);
+        stream->Close().IgnoreError();  // a failure of the stream is the rate's
+        return rate;
+      }(),
       "launches/s");
-  stream->Close().IgnoreError();  // a failure of the stream is the row's, above
 
   const uint64_t size = options.transfer_bytes;
-  absl::StatusOr<Buffer> buffer = session.Allocate(size);
-  if (!buffer.ok()) return buffer.status();
   const double gigabytes = static_cast<double>(size) / 1e9;
-  const std::string data(size, 'w');
   const std::string size_text = FormatBytes(size);
+  // A transfer's rate once `ready` (there is a buffer, and a region if it needs one).
+  auto add_transfer = [&](std::string what, const absl::Status& ready,
+                          const std::function<absl::Status()>& transfer) {
+    add(absl::StrCat(what, ", ", size_text),
+        ready.ok() ? Rate(seconds, [&] { return Did(gigabytes, transfer()); }, nothing)
+                   : absl::StatusOr<double>(ready),
+        "GB/s");
+  };
+  absl::StatusOr<Buffer> buffer = session.Allocate(size);
+  const std::string data(buffer.ok() ? size : 0, 'w');
   // Answered once its bytes landed: one round trip, as a shared-memory write's below.
-  add(absl::StrCat("inline write answered once copied, ", size_text),
-      Rate(
-          seconds,
-          [&] {
-            return Did(gigabytes, session.Write(*buffer, 0, data, 0, std::nullopt,
-                                                WriteReturns::kWhenCopied));
-          },
-          nothing),
-      "GB/s");
+  add_transfer("inline write answered once copied", buffer.status(), [&] {
+    return session.Write(*buffer, 0, data, 0, std::nullopt, WriteReturns::kWhenCopied);
+  });
   // Into memory kept across reads, as the write's bytes are: the client's allocator is
   // not what the row measures.
-  std::vector<std::byte> landed(size, std::byte{0});
-  add(absl::StrCat("inline read, ", size_text),
-      Rate(
-          seconds,
-          [&] { return Did(gigabytes, session.Read(*buffer, 0, absl::MakeSpan(landed))); },
-          nothing),
-      "GB/s");
-  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(session, size);
-  if (!region.ok()) {
-    add("shared memory", region.status(), "");
-    return rows;
-  }
-  std::memset(region->data(), 'w', size);
-  const RegionSlice slice{*region, 0, size};
+  std::vector<std::byte> landed(buffer.ok() ? size : 0, std::byte{0});
+  add_transfer("inline read", buffer.status(),
+               [&] { return session.Read(*buffer, 0, absl::MakeSpan(landed)); });
+  absl::StatusOr<SharedMemoryRegion> region =
+      buffer.ok() ? SharedMemoryRegion::Create(session, size)
+                  : absl::StatusOr<SharedMemoryRegion>(buffer.status());
+  if (region.ok()) std::memset(region->data(), 'w', size);
   // A shared-memory write returns once its bytes landed: no Synchronize to add.
-  add(absl::StrCat("shared-memory write, ", size_text),
-      Rate(
-          seconds, [&] { return Did(gigabytes, session.Write(*buffer, 0, slice)); }, nothing),
-      "GB/s");
-  add(absl::StrCat("shared-memory read, ", size_text),
-      Rate(
-          seconds, [&] { return Did(gigabytes, session.Read(*buffer, 0, slice)); }, nothing),
-      "GB/s");
+  add_transfer("shared-memory write", region.status(),
+               [&] { return session.Write(*buffer, 0, RegionSlice{*region, 0, size}); });
+  add_transfer("shared-memory read", region.status(),
+               [&] { return session.Read(*buffer, 0, RegionSlice{*region, 0, size}); });
   return rows;
 }
 
@@ -192,16 +190,24 @@ std::string FormatBench(const std::vector<BenchRow>& rows, bool json) {
   if (json) {
     out = "[";
     for (size_t i = 0; i < rows.size(); ++i) {
-      const std::string what = absl::StrReplaceAll(
-          rows[i].what, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}});
-      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"what\":\"", what,
-                      "\",\"value\":", absl::StrFormat("%.6g", rows[i].value), ",\"unit\":\"",
-                      rows[i].unit, "\"}");
+      const BenchRow& row = rows[i];
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"what\":", JsonString(row.what), ",\"value\":",
+                      row.not_measured.empty() ? absl::StrFormat("%.6g", row.value) : "null",
+                      ",\"unit\":", JsonString(row.unit));
+      if (!row.not_measured.empty()) {
+        absl::StrAppend(&out, ",\"not_measured\":", JsonString(row.not_measured));
+      }
+      absl::StrAppend(&out, "}");
     }
     return out + "]\n";
   }
   for (const BenchRow& row : rows) {
-    absl::StrAppend(&out, absl::StrFormat("%-46s %12.4g %s\n", row.what, row.value, row.unit));
+    if (row.not_measured.empty()) {
+      absl::StrAppend(&out, absl::StrFormat("%-46s %12.4g %s\n", row.what, row.value, row.unit));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("%-46s %12s (%s)\n", row.what, "not measured",
+                                            row.not_measured));
+    }
   }
   return out;
 }

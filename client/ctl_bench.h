@@ -25,14 +25,19 @@ struct BenchOptions {
 struct BenchRow {
   std::string what;
   double value = 0;
-  std::string unit;  // "us", "launches/s", "GB/s"; "" with value 0: not measured (why)
+  std::string unit;  // "us", "launches/s", "GB/s"
+  // Why the figure could not be measured (the daemon's refusal, say); empty when it was.
+  std::string not_measured;
 };
 
-// INVALID_ARGUMENT, before anything runs, for no bytes per transfer or seconds per figure
-// that are not positive and finite.
+// Every row, each either measured or saying why not (a limit of the daemon's, say); the
+// rows after a step that failed (the kernel's compile, the transfers' buffer) say that
+// step's error. INVALID_ARGUMENT, before anything runs, for no bytes per transfer or
+// seconds per figure that are not positive and finite; the error when no session opens.
 absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options);
 
-// One table, or JSON for scripts.
+// One table, or JSON for scripts (a row not measured has a null value and its reason in
+// "not_measured").
 std::string FormatBench(const std::vector<BenchRow>& rows, bool json);
 
 }  // namespace gpucmd

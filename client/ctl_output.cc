@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace gpucmd {
@@ -103,6 +104,12 @@ std::string MessageJson(const google::protobuf::Message& message) {
   // Serialising a well-formed message cannot fail.
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
+}
+
+std::string JsonString(const std::string& text) {
+  google::protobuf::Value value;
+  value.set_string_value(text);
+  return MessageJson(value);
 }
 
 std::string TerminalText(const std::string& text, size_t width) {

@@ -26,6 +26,8 @@ std::string SessionScope(const v1::ListSessionsResponse& sessions);
 std::string TerminalText(const std::string& text, size_t width);
 // `message` as one line of JSON (field names as in the .proto), no newline.
 std::string MessageJson(const google::protobuf::Message& message);
+// `text` as a JSON string, quoted and escaped.
+std::string JsonString(const std::string& text);
 
 }  // namespace gpucmd
 

@@ -156,6 +156,31 @@ TEST_F(DaemonTest, GpucmdctlBenchMeasuresEveryPathThroughTheDaemon) {
   EXPECT_EQ(client_->GetStats()->sessions_open(), 0u) << "the bench closes its session";
 }
 
+// A figure a limit of the daemon's keeps from being measured says so, and the others
+// are measured all the same.
+TEST_F(DaemonTest, GpucmdctlBenchSaysWhichFiguresItCouldNotMeasureAndWhy) {
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::StartWithConfig(
+      "limits { max_shared_memory_regions: 0 session_memory_quota_bytes: 1048576 }");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  for (const char* bytes : {"--bench_bytes=65536", "--bench_bytes=2097152"}) {
+    CommandResult bench = RunCommand({RunfilePath("client/gpucmdctl"),
+                                      "--target=" + daemon->grpc_target(), "bench",
+                                      "--bench_seconds=0.05", bytes});
+    ASSERT_EQ(bench.exit_code, 0) << bench.stderr_text;
+    EXPECT_THAT(bench.stdout_text, HasSubstr("launches/s")) << bench.stdout_text;
+    if (std::string(bytes) == "--bench_bytes=65536") {
+      EXPECT_THAT(bench.stdout_text, HasSubstr("GB/s")) << "the inline transfers fit the quota";
+      EXPECT_THAT(bench.stdout_text,
+                  HasSubstr("not measured (the session holds 0 shared-memory regions, its "
+                            "limit (limits.max_shared_memory_regions))"));
+    } else {  // no buffer for any transfer
+      EXPECT_THAT(bench.stdout_text, Not(HasSubstr("GB/s")));
+      EXPECT_THAT(bench.stdout_text, HasSubstr("inline read, 2.0 MiB"));
+      EXPECT_THAT(bench.stdout_text, HasSubstr("not measured (session quota"));
+    }
+  }
+}
+
 TEST_F(DaemonTest, GpucmdctlBenchRefusesOptionsThatMeasureNothing) {
   for (const char* option : {"--bench_bytes=0", "--bench_seconds=0", "--bench_seconds=-1",
                              "--bench_seconds=nan", "--bench_seconds=inf"}) {
