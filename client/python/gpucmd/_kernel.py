@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy
@@ -168,11 +168,11 @@ class Kernel:
 
     @classmethod
     def compile(cls, session: Session, source: str, name: str,
-                options: Tuple[str, ...]) -> "Kernel":
+                options: Sequence[str]) -> "Kernel":
         if not isinstance(source, str) or not isinstance(name, str):
             raise TypeError("source and name are strings")
         request = pb.CompileRequest(session=session.token, source=source, entry_point=name,
-                                    options=list(options))
+                                    options=compile_options(options))
         try:
             response = session.client._stub.Compile(request, timeout=session.client.timeout)
         except grpc.RpcError as error:
@@ -201,6 +201,18 @@ class Kernel:
         surface at the next synchronize or read of what it wrote)."""
         request = self.launch_request(grid, block, args, shared_mem, stream)
         call(self.session.client._stub.Launch, request, timeout=self.session.client.timeout)
+
+
+def compile_options(options: Sequence[str]) -> List[str]:
+    """``options`` as a list of strings; a TypeError for a lone string (whose characters
+    would otherwise pass for options) or anything but strings in it."""
+    if isinstance(options, (str, bytes)):
+        raise TypeError(f"options is a sequence of strings, e.g. [{options!r}], not one string")
+    options = list(options)
+    for option in options:
+        if not isinstance(option, str):
+            raise TypeError(f"compile options are strings, not {option!r}")
+    return options
 
 
 def _compile_error(session: Session, error: grpc.RpcError) -> Exception:
@@ -237,7 +249,7 @@ class RawKernel:
                  session: Optional[Session] = None) -> None:
         self.source = source
         self.name = name
-        self.options = tuple(options)
+        self.options = tuple(compile_options(options))
         self.session = session
         self._compiled: "weakref.WeakKeyDictionary[Session, Kernel]" = weakref.WeakKeyDictionary()
 

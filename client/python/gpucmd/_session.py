@@ -41,10 +41,10 @@ class Stream:
     beside each other. ``session.stream(n)`` names stream ``n`` (0 is the default)."""
 
     def __init__(self, session: "Session", number: int) -> None:
-        if not isinstance(number, int) or number < 0:
-            raise ValueError(f"a stream is a non-negative int, not {number!r}")
+        if not _is_stream_id(number):
+            raise ValueError(f"a stream is an int in [0, 2**64), not {number!r}")
         self.session = session
-        self.number = number
+        self.number = int(number)
 
     def __repr__(self) -> str:
         return f"<gpucmd.Stream {self.number} of session {self.session.name!r}>"
@@ -54,15 +54,22 @@ class Stream:
         return self.session.synchronize(self)
 
 
+def _is_stream_id(number) -> bool:
+    """Whether ``number`` can name a stream: an int (not a bool) in the id's uint64 range."""
+    return (isinstance(number, (int, numpy.integer)) and not isinstance(number, bool)
+            and 0 <= number < 1 << 64)
+
+
 def stream_number(stream: StreamLike) -> int:
     """The stream id a request names for ``stream`` (None: the default stream 0)."""
     if stream is None:
         return 0
     if isinstance(stream, Stream):
         return stream.number
-    if isinstance(stream, int) and not isinstance(stream, bool) and stream >= 0:
-        return stream
-    raise TypeError(f"stream must be a gpucmd.Stream, a non-negative int or None, not {stream!r}")
+    if _is_stream_id(stream):
+        return int(stream)
+    raise TypeError(f"stream must be a gpucmd.Stream, an int in [0, 2**64) or None, "
+                    f"not {stream!r}")
 
 
 class _Lease:
@@ -133,6 +140,13 @@ class Session:
 
     @classmethod
     def _open(cls, client: Client, device: int, name: str) -> "Session":
+        if not isinstance(device, (int, numpy.integer)) or isinstance(device, bool):
+            raise TypeError(f"device is a device's ordinal (an int), not {device!r}")
+        if not 0 <= device < 1 << 32:
+            raise ValueError(f"device is a device's ordinal, in [0, 2**32), not {device}")
+        if not isinstance(name, str):
+            raise TypeError(f"name is a string, not {name!r}")
+        device = int(device)
         response = call(client._stub.OpenSession,
                         pb.OpenSessionRequest(client_name=name, device=device),
                         timeout=client.timeout)
@@ -225,7 +239,7 @@ class Session:
         """Compiles entry point ``name`` (``extern "C" __global__``) of CUDA C++ ``source``.
         Raises :class:`CompileError` with the compiler's log when it does not compile."""
         from gpucmd._kernel import Kernel
-        return Kernel.compile(self, source, name, tuple(options))
+        return Kernel.compile(self, source, name, options)
 
     def batch(self, stream: StreamLike = None) -> "Batch":
         """Collects writes, launches and reads into ``Submit`` batches sent when the
@@ -236,6 +250,8 @@ class Session:
     # Buffers and transfers (used by DeviceArray) ------------------------------------
 
     def _allocate(self, nbytes: int) -> int:
+        if nbytes >= 1 << 64:
+            raise ValueError(f"array is too big: {nbytes} bytes, more than any device holds")
         return call(self.client._stub.Allocate,
                     pb.AllocateRequest(session=self.token, size_bytes=nbytes),
                     timeout=self.client.timeout).buffer

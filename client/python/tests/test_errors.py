@@ -36,6 +36,48 @@ def test_too_much_memory_is_resource_exhausted(session):
         session.empty(2 << 30, numpy.uint8)
 
 
+def test_session_arguments_of_the_wrong_kind_are_refused_before_any_call(client):
+    for device in (None, True, 1.0, "0"):
+        with pytest.raises(TypeError, match="ordinal"):
+            client.session(device=device)
+    for device in (-1, 1 << 32):
+        with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+            client.session(device=device)
+    for name in (None, 5, b"bytes"):
+        with pytest.raises(TypeError, match="name is a string"):
+            client.session(name=name)
+    assert client.stats().sessions_open == 0
+    with client.session(device=numpy.uint32(0)) as session:
+        assert session.device == 0
+
+
+def test_sizes_and_streams_past_the_protocols_range_are_refused_as_such(session):
+    with pytest.raises(ValueError, match="array is too big"):
+        session.empty(1 << 62, numpy.float32)
+    with pytest.raises(ValueError, match=r"\[0, 2\*\*64\)"):
+        session.stream(1 << 64)
+    with pytest.raises(TypeError, match=r"\[0, 2\*\*64\)"):
+        session.synchronize(1 << 70)
+    array = session.zeros(4, numpy.int32)
+    with pytest.raises(TypeError, match=r"\[0, 2\*\*64\)"):
+        array.get(stream=-1)
+    # The largest id and numpy's integers name streams as ints do.
+    array.set(numpy.arange(4, dtype=numpy.int32), stream=(1 << 64) - 1)
+    assert session.synchronize(numpy.uint64((1 << 64) - 1)) == ""
+    assert array.get(stream=numpy.int64(3)).tolist() == [0, 1, 2, 3]
+
+
+def test_compile_options_are_a_sequence_of_strings(session):
+    source = 'extern "C" __global__ void k() {}'
+    with pytest.raises(TypeError, match="one string"):
+        session.compile(source, "k", "-O3")  # not taken for "-", "O", "3"
+    with pytest.raises(TypeError, match="one string"):
+        gpucmd.RawKernel(source, "k", "-O3")
+    with pytest.raises(TypeError, match="are strings"):
+        session.compile(source, "k", ["-O3", 3])
+    assert session.compile(source, "k", ("-O3",)).name == "k"
+
+
 @pytest.mark.parametrize("shared_memory", [False, True], ids=["inline", "shared_memory"])
 def test_tainted_data_is_failed_precondition_naming_the_cause(session, shared_memory):
     positive = session.compile(ASSERTING, "positive")
