@@ -1,7 +1,11 @@
 #include "client/client.h"
 
+#include <algorithm>
+
 #include "absl/functional/function_ref.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
@@ -24,8 +28,39 @@ std::string GrpcTarget(const std::string& target) {
   return target;
 }
 
+absl::Status ValidateTarget(const std::string& target) {
+  absl::string_view rest = target;
+  if (target.empty()) {
+    return absl::InvalidArgumentError("the target is empty: name unix:PATH or tcp:HOST:PORT");
+  }
+  if (absl::ConsumePrefix(&rest, "unix:") && rest.empty()) {
+    return absl::InvalidArgumentError("the target unix: names no socket path");
+  }
+  if (!absl::ConsumePrefix(&rest, "tcp:")) return absl::OkStatus();
+  const size_t colon = rest.rfind(':');
+  const absl::string_view host = colon == absl::string_view::npos ? "" : rest.substr(0, colon);
+  const absl::string_view port = colon == absl::string_view::npos ? "" : rest.substr(colon + 1);
+  int port_number = 0;
+  const bool port_ok = port.size() <= 5 &&
+                       std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+                       absl::SimpleAtoi(port, &port_number) && port_number >= 1 &&
+                       port_number <= 65535;
+  const bool bracketed = absl::StartsWith(host, "[") || absl::EndsWith(host, "]");
+  const bool host_ok =
+      bracketed ? host.size() >= 3 && host.front() == '[' && host.back() == ']' &&
+                      host.substr(1, host.size() - 2).find_first_of("[]") == absl::string_view::npos
+                : !host.empty() && !absl::StrContains(host, ':');
+  if (!host_ok || !port_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the target ", target, " is not tcp:HOST:PORT (a port in 1..65535, an IPv6 host in "
+        "brackets)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& target,
                                                         const ClientOptions& options) {
+  RETURN_IF_ERROR(ValidateTarget(target));
   if (options.max_message_bytes < ClientOptions::kMinMessageBytes) {
     return absl::InvalidArgumentError(absl::StrCat("max_message_bytes is ",
                                                    options.max_message_bytes, ", less than ",

@@ -46,6 +46,11 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // Turns "unix:PATH", "tcp:HOST:PORT" or "HOST:PORT" into a gRPC target.
 std::string GrpcTarget(const std::string& target);
+// INVALID_ARGUMENT, saying why, for an empty target, "unix:" without a path, or "tcp:"
+// followed by anything but HOST:PORT (a port in 1..65535; an IPv6 host in brackets, as
+// "tcp:[::1]:50051").
+// Other targets are gRPC's to judge.
+absl::Status ValidateTarget(const std::string& target);
 
 class Client;
 class Session;

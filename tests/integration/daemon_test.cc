@@ -201,6 +201,21 @@ TEST(ClientTest, MessageLimitsTooSmallForAWritesHeaderAreRefused) {
   }
 }
 
+TEST(ClientTest, MalformedTargetsAreRefusedAtOnceSayingWhy) {
+  for (const char* target : {"", "unix:", "tcp:", "tcp:localhost", "tcp:[::1", "tcp:[::1]:",
+                             "tcp::8080", "tcp:host:0", "tcp:host:65536", "tcp:host:+80",
+                             "tcp:host: 80", "tcp:::1]:80", "tcp:::1:80", "tcp:[a[b]:80"}) {
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(target);
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument) << target;
+    EXPECT_THAT(std::string(client.status().message()), HasSubstr("target")) << target;
+  }
+  for (const char* target : {"tcp:127.0.0.1:1", "tcp:[::1]:1", "tcp:localhost:65535"}) {
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
+        target, ClientOptions{.connect_timeout = std::chrono::milliseconds(200)});
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable) << target;
+  }
+}
+
 TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {
   CommandResult result =
       RunCommand({RunfilePath("client/gpucmdctl"), "--timeout_ms=300",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import List, Optional, Union
 
 import grpc
@@ -46,10 +47,22 @@ class Health:
         return self.serving and self.devices_ready == self.devices
 
 
+_TCP_TARGET = re.compile(r"(\[[^\[\]]+\]|[^\[\]:]+):([0-9]{1,5})")
+
+
 def _channel_target(target: str) -> str:
     """gRPC's spelling of a daemon address: "unix:PATH" stays, "tcp:HOST:PORT" drops
-    its scheme."""
+    its scheme. A ValueError, saying why, for an empty target, "unix:" without a path or
+    "tcp:" followed by anything but HOST:PORT; other targets are gRPC's to judge."""
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"the target is unix:PATH or tcp:HOST:PORT, not {target!r}")
+    if target == "unix:":
+        raise ValueError("the target unix: names no socket path")
     if target.startswith("tcp:"):
+        address = _TCP_TARGET.fullmatch(target[len("tcp:"):])
+        if address is None or not 1 <= int(address.group(2)) <= 65535:
+            raise ValueError(f"the target {target} is not tcp:HOST:PORT (a port in 1..65535, "
+                             f"an IPv6 host in brackets)")
         return target[len("tcp:"):]
     return target
 

@@ -90,6 +90,14 @@ def test_tainted_data_is_failed_precondition_naming_the_cause(session, shared_me
         out.get(shared_memory=shared_memory)
 
 
+@pytest.mark.parametrize("target", ["", "unix:", "tcp:", "tcp:localhost", "tcp:[::1", "tcp:[::1]:",
+                                    "tcp::8080", "tcp:host:0", "tcp:host:65536", "tcp:host:+80",
+                                    "tcp:::1:80", "tcp:[a[b]:80"])
+def test_a_malformed_target_is_a_value_error_saying_why(target):
+    with pytest.raises(ValueError, match="target"):
+        gpucmd.connect(target, wait_ready=30)
+
+
 def test_a_missing_daemon_is_unavailable(tmp_path):
     with pytest.raises(gpucmd.Unavailable):
         gpucmd.connect(f"unix:{tmp_path}/nobody.sock", wait_ready=0.5)
