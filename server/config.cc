@@ -1,12 +1,9 @@
 #include "server/config.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <thread>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +11,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/container/flat_hash_set.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -26,6 +25,7 @@ constexpr uint64_t kDefaultDeviceMemoryBytes = uint64_t{4} << 30;  // 4 GiB
 constexpr uint32_t kMaxCpuDevices = 64;
 constexpr uint64_t kDefaultMaxMessageBytes = uint64_t{16} << 20;  // 16 MiB
 constexpr uint64_t kMinMaxMessageBytes = uint64_t{64} << 10;      // 64 KiB
+constexpr uint64_t kMaxConfigFileBytes = uint64_t{1} << 20;       // 1 MiB
 
 // Collects the parser's complaints, each with its line's text so the error shows the
 // field it concerns (the parser names only the offending token).
@@ -67,16 +67,12 @@ absl::Status FieldError(absl::string_view field, absl::string_view problem) {
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    std::string reason = std::strerror(errno);
-    std::string message = absl::StrCat("config file ", path, ": cannot read: ", reason);
-    return errno == EACCES ? absl::PermissionDeniedError(message)
-                           : absl::NotFoundError(message);
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxConfigFileBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("config file ", text.status().message()));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return ParseConfigText(text.str(), absl::StrCat("config file ", path));
+  return ParseConfigText(*text, absl::StrCat("config file ", path));
 }
 
 absl::StatusOr<v1::DaemonConfig> ParseConfigText(const std::string& contents,
@@ -161,9 +157,13 @@ void ApplyConfigDefaults(v1::DaemonConfig* config) {
 }
 
 absl::Status ValidateConfig(const v1::DaemonConfig& config) {
+  absl::flat_hash_set<std::string> unix_paths;
   for (const std::string& listen : config.listen()) {
     absl::StatusOr<ListenAddress> address = ParseListenAddress(listen);
     if (!address.ok()) return FieldError("listen", address.status().message());
+    if (address->kind == ListenAddress::Kind::kUnix && !unix_paths.insert(address->path).second) {
+      return FieldError("listen", absl::StrCat("\"", listen, "\" is listed twice"));
+    }
     if (address->kind == ListenAddress::Kind::kTcp && !config.tls().cert_file().empty() &&
         config.tls().key_file().empty()) {
       return FieldError("tls.key_file", "required when tls.cert_file is set");

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,31 @@ TEST(ConfigTest, MissingFileIsNotFoundNamingThePath) {
   absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile("/nonexistent/gpucmdd.textproto");
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(config.status().message()), HasSubstr("/nonexistent/gpucmdd.textproto"));
+}
+
+TEST(ConfigTest, AConfigThatIsNoRegularFileOrTooLargeIsRefusedNamingThePath) {
+  for (const std::string& path : {std::string(getenv("TEST_TMPDIR")), std::string("/dev/zero")}) {
+    absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile(path);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_THAT(std::string(config.status().message()),
+                HasSubstr(absl::StrCat("config file ", path, ": not a regular file")));
+  }
+  const std::string large = WriteTempFile("large.textproto", std::string(2 << 20, '#'));
+  absl::StatusOr<v1::DaemonConfig> config = LoadConfigFile(large);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("holds more than"));
+}
+
+TEST(ConfigTest, AUnixSocketListedTwiceIsRefused) {
+  v1::DaemonConfig config;
+  config.add_listen("unix:/tmp/gpucmdd-twice.sock");
+  config.add_listen("tcp:127.0.0.1:0");
+  config.add_listen("unix:/tmp/gpucmdd-twice.sock");
+  absl::Status valid = ValidateConfig(Defaulted(config));
+  EXPECT_EQ(valid.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(valid.message()), HasSubstr("listed twice"));
+  config.set_listen(2, "tcp:127.0.0.1:0");  // two ports the kernel picks: two listeners
+  EXPECT_TRUE(ValidateConfig(Defaulted(config)).ok());
 }
 
 TEST(ConfigTest, UnknownFieldNamesFileLineAndField) {

@@ -14,13 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -50,6 +49,9 @@ constexpr std::chrono::milliseconds kRefusalLinger{200};
 constexpr std::chrono::milliseconds kDrainPoll{10};
 // How long past the drain's end the devices may take to stop (Daemon::Shutdown).
 constexpr std::chrono::milliseconds kDevicesStopGrace{800};
+// The largest TLS certificate, key or CA bundle file read (a system's whole CA bundle is
+// some 200 KiB).
+constexpr uint64_t kMaxTlsFileBytes = uint64_t{4} << 20;
 
 // The id of the group named `name`; FAILED_PRECONDITION naming `field` when none is.
 absl::StatusOr<gid_t> GroupId(const std::string& name, absl::string_view field) {
@@ -153,13 +155,11 @@ absl::StatusOr<std::unique_ptr<UnixListener>> ListenOnUnixSocket(
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {
-  std::ifstream file(path);
-  if (!file) {
-    return absl::FailedPreconditionError(absl::StrCat(field, ": cannot read ", path));
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxTlsFileBytes);
+  if (!text.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(field, ": ", text.status().message()));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  return text;
 }
 
 // TLS when tls.cert_file is configured, else plaintext (meant for loopback).
