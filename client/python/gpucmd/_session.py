@@ -13,7 +13,8 @@ import numpy.typing
 
 from gpucmd import _progress
 from gpucmd._client import Client
-from gpucmd._errors import GpucmdError, call, from_rpc_error
+from gpucmd._errors import (FailedPrecondition, GpucmdError, InvalidArgument, call,
+                             from_rpc_error)
 from gpucmd._shm import SharedRegion, hand_over_descriptor
 from gpucmd.v1 import gpucmd_pb2 as pb
 
@@ -135,7 +136,8 @@ class Session:
         self.closed = False
         self._lease: Optional[_Lease] = None
         self._region: Optional[SharedRegion] = None
-        self._shared_memory_refused = False
+        # Why this session has no shared-memory region, once it was refused one.
+        self._shared_memory_refusal: Optional[GpucmdError] = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -271,8 +273,12 @@ class Session:
 
     def _shared_region(self, nbytes: int) -> Optional[SharedRegion]:
         """A registered region of at least min(nbytes, the region cap) bytes, or None
-        when the daemon offers none (not a Unix socket, refused): transfers go inline."""
-        if self._shared_memory_refused or not self.client.target.startswith("unix:"):
+        when the daemon offers none (not a Unix socket, refused: the reason is kept in
+        ``_shared_memory_refusal``): transfers go inline."""
+        if not self.client.target.startswith("unix:"):
+            self._shared_memory_refusal = FailedPrecondition(
+                f"shared memory needs the daemon's Unix socket, not {self.client.target}")
+        if self._shared_memory_refusal is not None:
             return None
         wanted = min(max(nbytes, SHARED_MEMORY_THRESHOLD), SHARED_MEMORY_REGION_BYTES)
         if self._region is not None and self._region.size >= wanted:
@@ -281,8 +287,8 @@ class Session:
             self._drop_region()
         try:
             region = SharedRegion(wanted)
-        except OSError:
-            self._shared_memory_refused = True
+        except OSError as error:
+            self._shared_memory_refusal = FailedPrecondition(f"no memfd for a region: {error}")
             return None
         try:
             token = hand_over_descriptor(self.client.target, region.fd)
@@ -290,9 +296,9 @@ class Session:
                                  pb.RegisterSharedMemoryRequest(session=self.token, handoff=token,
                                                                 size_bytes=region.size),
                                  timeout=self.client.timeout).region
-        except GpucmdError:
+        except GpucmdError as error:
             region.close()
-            self._shared_memory_refused = True
+            self._shared_memory_refusal = error
             return None
         self._region = region
         return region
@@ -414,11 +420,19 @@ class Session:
                 shared_memory: Optional[bool]) -> Iterator[Tuple[int, int, Optional[SharedRegion]]]:
         """Splits a transfer of ``nbytes`` (whole rows of ``row_bytes``) into (first row,
         rows, region) pieces: one inline piece, or region-sized pieces through shared
-        memory. ``shared_memory``: None decides by size, True/False forces."""
+        memory. ``shared_memory``: None decides by size, True/False forces (True raises
+        why, when the session can have no region or a row does not fit one)."""
         rows_total = nbytes // row_bytes if row_bytes else 0
         use_region = (nbytes >= SHARED_MEMORY_THRESHOLD if shared_memory is None
                       else shared_memory) and nbytes > 0
         region = self._shared_region(nbytes) if use_region else None
+        if shared_memory and nbytes > 0:
+            if region is None:
+                refusal = self._shared_memory_refusal
+                raise type(refusal)(f"shared memory was asked for: {refusal.message}")
+            if row_bytes > region.size:
+                raise InvalidArgument(f"shared memory was asked for, but a row of {row_bytes} "
+                                      f"bytes is larger than a region ({region.size} bytes)")
         if region is None or row_bytes > region.size:
             yield 0, rows_total, None
             return

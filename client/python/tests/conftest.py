@@ -38,16 +38,17 @@ class Daemon:
     """A gpucmdd child process serving on ``target`` until :meth:`stop`."""
 
     def __init__(self, config: str = "", listen: Sequence[str] = (),
-                 idle_timeout_seconds: int = IDLE_TIMEOUT_SECONDS, cpu: str = "") -> None:
-        """`config` is appended to the configuration; `cpu` holds more fields of its `cpu`
-        block (e.g. ``kernel_timeout_seconds: 2``)."""
+                 idle_timeout_seconds: int = IDLE_TIMEOUT_SECONDS, cpu: str = "",
+                 limits: str = "") -> None:
+        """`config` is appended to the configuration; `cpu` and `limits` hold more fields
+        of its `cpu` and `limits` blocks (e.g. ``kernel_timeout_seconds: 2``)."""
         self.directory = tempfile.mkdtemp(prefix="gpucmd-py-", dir="/tmp")
         socket_path = os.path.join(self.directory, "gpucmdd.sock")
         config_path = os.path.join(self.directory, "gpucmdd.textproto")
         with open(config_path, "w") as file:
             file.write(f'compile {{ cache_dir: "{self.directory}/cache" }}\n'
                        f"limits {{ session_lease_grace_seconds: {LEASE_GRACE_SECONDS}"
-                       f" session_idle_timeout_seconds: {idle_timeout_seconds} }}\n"
+                       f" session_idle_timeout_seconds: {idle_timeout_seconds} {limits} }}\n"
                        "cpu { memory_bytes_per_device: 1073741824 executor_workers: 2 "
                        f"{cpu} }}\n"
                        + config)

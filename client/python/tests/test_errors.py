@@ -121,3 +121,20 @@ def test_bad_session_arguments(client):
         client.session(name="x" * 10_000)
     with pytest.raises(ValueError):
         client.session().empty(-1, numpy.int8)
+
+
+def test_shared_memory_asked_for_where_none_can_be_had_says_why():
+    from conftest import Daemon  # a daemon of its own: no shared-memory regions allowed
+    running = Daemon(limits="max_shared_memory_regions: 0")
+    try:
+        with gpucmd.connect(running.target, timeout=60) as client, client.session() as session:
+            data = numpy.arange(1 << 18, dtype=numpy.int32)  # 1 MiB: shared memory by size
+            array = session.asarray(data)  # the size's choice falls back to inline
+            numpy.testing.assert_array_equal(array.get(), data)
+            with pytest.raises(gpucmd.ResourceExhausted, match="max_shared_memory_regions"):
+                array.get(shared_memory=True)
+            with pytest.raises(gpucmd.ResourceExhausted, match="shared memory was asked for"):
+                array.set(data, shared_memory=True)
+            numpy.testing.assert_array_equal(array.get(shared_memory=False), data)
+    finally:
+        assert not running.stop()
