@@ -1,8 +1,6 @@
 #include "client/ctl_bench.h"
 
 #include "gmock/gmock.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace gpucmd {
@@ -26,19 +24,14 @@ TEST(FormatBenchTest, TheTableSaysWhyAFigureWasNotMeasured) {
   EXPECT_THAT(table, Not(HasSubstr(" 0 GB/s"))) << "no figure for a row not measured";
 }
 
-TEST(FormatBenchTest, JsonParsesWithANullForAFigureNotMeasured) {
-  const std::string json = FormatBench(kRows, /*json=*/true);
-  google::protobuf::ListValue parsed;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
-  ASSERT_EQ(parsed.values_size(), 2);
-  const auto& measured = parsed.values(0).struct_value().fields();
-  EXPECT_EQ(measured.at("what").string_value(), "idle Synchronize, median");
-  EXPECT_EQ(measured.at("value").number_value(), 81.5);
-  EXPECT_EQ(measured.at("unit").string_value(), "us");
-  EXPECT_FALSE(measured.contains("not_measured"));
-  const auto& refused = parsed.values(1).struct_value().fields();
-  EXPECT_TRUE(refused.at("value").has_null_value());
-  EXPECT_EQ(refused.at("not_measured").string_value(), kRows[1].not_measured);
+TEST(FormatBenchTest, JsonHasANullAndTheReasonForAFigureNotMeasured) {
+  // Compared whole (protobuf's Map, which parsing it back would need, is laid out
+  // differently under ThreadSanitizer than in the system's library).
+  EXPECT_EQ(FormatBench(kRows, /*json=*/true),
+            R"json([{"what":"idle Synchronize, median","value":81.5,"unit":"us"},)json"
+            R"json({"what":"shared-memory write, 16.0 MiB","value":null,"unit":"GB/s",)json"
+            R"json("not_measured":"the session holds 0 \"regions\",\n its limit\t(x)"}])json"
+            "\n");
 }
 
 }  // namespace

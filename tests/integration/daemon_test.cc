@@ -209,7 +209,8 @@ TEST(ClientTest, MalformedTargetsAreRefusedAtOnceSayingWhy) {
     EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument) << target;
     EXPECT_THAT(std::string(client.status().message()), HasSubstr("target")) << target;
   }
-  for (const char* target : {"tcp:127.0.0.1:1", "tcp:[::1]:1", "tcp:localhost:65535"}) {
+  // IP literals: a name would go to c-ares, whose resolver leaks a few bytes under LSan.
+  for (const char* target : {"tcp:127.0.0.1:1", "tcp:[::1]:1", "tcp:127.0.0.1:65535"}) {
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(
         target, ClientOptions{.connect_timeout = std::chrono::milliseconds(200)});
     EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable) << target;
