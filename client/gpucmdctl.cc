@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "base/lock_order_checks.h"
 #include "client/client.h"
 #include "client/ctl_bench.h"
@@ -42,10 +43,29 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+// A day: the longest interval between two frames of `top`.
+constexpr double kMaxIntervalSeconds = 86400;
 
 int Fail(const absl::Status& status) {
   std::cerr << "gpucmdctl: " << status << "\n";
   return kExitFailure;
+}
+
+// INVALID_ARGUMENT naming the first flag whose value no command can use (a typo such as
+// --interval_seconds=-1 would otherwise poll the daemon as fast as it answers).
+absl::Status ValidateFlags() {
+  if (absl::GetFlag(FLAGS_timeout_ms) <= 0) {
+    return absl::InvalidArgumentError("--timeout_ms must be positive");
+  }
+  const double interval = absl::GetFlag(FLAGS_interval_seconds);
+  if (!(interval > 0 && interval <= kMaxIntervalSeconds)) {  // NaN fails both
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--interval_seconds must be above 0 and at most ", kMaxIntervalSeconds));
+  }
+  if (absl::GetFlag(FLAGS_frames) < 0) {
+    return absl::InvalidArgumentError("--frames must be 0 (until interrupted) or more");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<gpucmd::TopSample> Sample(gpucmd::Client& client) {
@@ -103,6 +123,7 @@ int main(int argc, char** argv) {
               << "\"; expected health, devices, stats, sessions, bench or top\n";
     return kExitUsage;
   }
+  if (absl::Status flags = ValidateFlags(); !flags.ok()) return Fail(flags);
   const bool json = absl::GetFlag(FLAGS_json);
   gpucmd::ClientOptions options;
   options.connect_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms));

@@ -225,6 +225,19 @@ TEST(GpucmdctlTest, UnreachableDaemonIsAFailure) {
   EXPECT_THAT(result.stderr_text, HasSubstr("not reachable"));
 }
 
+TEST(GpucmdctlTest, FlagsNoCommandCanUseAreRefusedBeforeConnecting) {
+  for (const char* flag : {"--timeout_ms=0", "--timeout_ms=-5", "--interval_seconds=0",
+                           "--interval_seconds=-1", "--interval_seconds=nan",
+                           "--interval_seconds=1e300", "--frames=-1"}) {
+    CommandResult result =
+        RunCommand({RunfilePath("client/gpucmdctl"),
+                    "--target=unix:" + ShortTempDir() + "/nobody.sock", flag, "top"});
+    EXPECT_EQ(result.exit_code, 1) << flag;
+    const std::string name(flag, std::string(flag).find('='));
+    EXPECT_THAT(result.stderr_text, HasSubstr("INVALID_ARGUMENT: " + name)) << flag;
+  }
+}
+
 TEST(GpucmdctlTest, UnknownCommandIsAUsageError) {
   CommandResult result = RunCommand({RunfilePath("client/gpucmdctl"), "frobnicate"});
   EXPECT_EQ(result.exit_code, 2);
