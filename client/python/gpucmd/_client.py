@@ -53,9 +53,12 @@ _TCP_TARGET = re.compile(r"(\[[^\[\]]+\]|[^\[\]:]+):([0-9]{1,5})")
 def _channel_target(target: str) -> str:
     """gRPC's spelling of a daemon address: "unix:PATH" stays, "tcp:HOST:PORT" drops
     its scheme. A ValueError, saying why, for an empty target, "unix:" without a path or
-    "tcp:" followed by anything but HOST:PORT; other targets are gRPC's to judge."""
-    if not isinstance(target, str) or not target:
-        raise ValueError(f"the target is unix:PATH or tcp:HOST:PORT, not {target!r}")
+    "tcp:" followed by anything but HOST:PORT (a TypeError for anything but a string);
+    other targets are gRPC's to judge."""
+    if not isinstance(target, str):
+        raise TypeError(f"the target is a string, unix:PATH or tcp:HOST:PORT, not {target!r}")
+    if not target:
+        raise ValueError("the target is empty: name unix:PATH or tcp:HOST:PORT")
     if target == "unix:":
         raise ValueError("the target unix: names no socket path")
     if target.startswith("tcp:"):

@@ -37,6 +37,7 @@ def test_too_much_memory_is_resource_exhausted(session):
 
 
 def test_session_arguments_of_the_wrong_kind_are_refused_before_any_call(client):
+    open_before = client.stats().sessions_open
     for device in (None, True, 1.0, "0"):
         with pytest.raises(TypeError, match="ordinal"):
             client.session(device=device)
@@ -46,7 +47,7 @@ def test_session_arguments_of_the_wrong_kind_are_refused_before_any_call(client)
     for name in (None, 5, b"bytes"):
         with pytest.raises(TypeError, match="name is a string"):
             client.session(name=name)
-    assert client.stats().sessions_open == 0
+    assert client.stats().sessions_open == open_before, "a refused session was opened"
     with client.session(device=numpy.uint32(0)) as session:
         assert session.device == 0
 
@@ -96,6 +97,11 @@ def test_tainted_data_is_failed_precondition_naming_the_cause(session, shared_me
 def test_a_malformed_target_is_a_value_error_saying_why(target):
     with pytest.raises(ValueError, match="target"):
         gpucmd.connect(target, wait_ready=30)
+
+
+def test_a_target_that_is_no_string_is_a_type_error():
+    with pytest.raises(TypeError, match="target"):
+        gpucmd.connect(None, wait_ready=30)
 
 
 def test_a_missing_daemon_is_unavailable(tmp_path):
