@@ -27,7 +27,7 @@ protoc -I"$repo/proto" --cpp_out="$work/gen" gpucmd/v1/config.proto gpucmd/v1/gp
 # What each harness compiles besides itself (sources are built with coverage, so the
 # fuzzer sees into them), and what it links.
 declare -A sources=(
-  [config]="server/config.cc server/listen_address.cc $work/gen/gpucmd/v1/config.pb.cc"
+  [config]="server/config.cc server/listen_address.cc base/file.cc $work/gen/gpucmd/v1/config.pb.cc"
   [compile_options]="driver/compile_options.cc"
   [kernel_parser]="driver/front_end/kernel_parser.cc driver/kernel_signature.cc
                    driver/compile_options.cc driver/cpu/cpu_prelude.cc driver/cpu/cpu_headers.cc
