@@ -55,10 +55,15 @@ class Stream:
         return self.session.synchronize(self)
 
 
+def _is_int(value) -> bool:
+    """Whether ``value`` is an integer as the protocol's ids take it: a Python or numpy
+    int, not a bool."""
+    return isinstance(value, (int, numpy.integer)) and not isinstance(value, bool)
+
+
 def _is_stream_id(number) -> bool:
-    """Whether ``number`` can name a stream: an int (not a bool) in the id's uint64 range."""
-    return (isinstance(number, (int, numpy.integer)) and not isinstance(number, bool)
-            and 0 <= number < 1 << 64)
+    """Whether ``number`` can name a stream: an int in the id's uint64 range."""
+    return _is_int(number) and 0 <= number < 1 << 64
 
 
 def stream_number(stream: StreamLike) -> int:
@@ -142,7 +147,7 @@ class Session:
 
     @classmethod
     def _open(cls, client: Client, device: int, name: str) -> "Session":
-        if not isinstance(device, (int, numpy.integer)) or isinstance(device, bool):
+        if not _is_int(device):
             raise TypeError(f"device is a device's ordinal (an int), not {device!r}")
         if not 0 <= device < 1 << 32:
             raise ValueError(f"device is a device's ordinal, in [0, 2**32), not {device}")
