@@ -90,7 +90,7 @@ absl::StatusOr<double> SubmitLaunches(SubmitStream& stream, Session& session,
 
 }  // namespace
 
-absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options) {
+absl::Status ValidateBenchOptions(const BenchOptions& options) {
   if (options.transfer_bytes == 0) {
     return absl::InvalidArgumentError("the bytes per transfer (--bench_bytes) must be positive");
   }
@@ -98,6 +98,11 @@ absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOp
     return absl::InvalidArgumentError(
         "the seconds per figure (--bench_seconds) must be positive and finite");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options) {
+  RETURN_IF_ERROR(ValidateBenchOptions(options));
   std::vector<BenchRow> rows;
   const auto seconds = options.seconds;
   auto add = [&](std::string what, const absl::StatusOr<double>& value, std::string unit) {

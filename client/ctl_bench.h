@@ -30,10 +30,14 @@ struct BenchRow {
   std::string not_measured;
 };
 
+// INVALID_ARGUMENT, naming the flag, for no bytes per transfer or seconds per figure that
+// are not positive and finite.
+absl::Status ValidateBenchOptions(const BenchOptions& options);
+
 // Every row, each either measured or saying why not (a limit of the daemon's, say); the
 // rows after a step that failed (the kernel's compile, the transfers' buffer) say that
-// step's error. INVALID_ARGUMENT, before anything runs, for no bytes per transfer or
-// seconds per figure that are not positive and finite; the error when no session opens.
+// step's error. ValidateBenchOptions' error before anything runs; the error when no
+// session opens.
 absl::StatusOr<std::vector<BenchRow>> RunHostBench(Client& client, const BenchOptions& options);
 
 // One table, or JSON for scripts (a row not measured has a null value and its reason in

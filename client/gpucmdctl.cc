@@ -11,7 +11,8 @@
 // prints one frame, --frames=N stops after N.
 //
 // Exit status: 0 success, 1 the daemon is unreachable, unhealthy or refused the call,
-// 2 usage error.
+// 2 usage error (an unknown command, a flag's value no command can use, another
+// command's flag).
 
 #include <unistd.h>
 
@@ -21,8 +22,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "base/lock_order_checks.h"
 #include "client/client.h"
 #include "client/ctl_bench.h"
@@ -51,12 +54,44 @@ int Fail(const absl::Status& status) {
   return kExitFailure;
 }
 
-// INVALID_ARGUMENT naming the first flag whose value no command can use (a typo such as
-// --interval_seconds=-1 would otherwise poll the daemon as fast as it answers).
-absl::Status ValidateFlags() {
+int UsageError(const absl::Status& status) {
+  std::cerr << "gpucmdctl: " << status << "\n";
+  return kExitUsage;
+}
+
+gpucmd::BenchOptions BenchOptionsFromFlags() {
+  return {.transfer_bytes = absl::GetFlag(FLAGS_bench_bytes),
+          .seconds = std::chrono::duration<double>(absl::GetFlag(FLAGS_bench_seconds))};
+}
+
+// The flags that only one command reads.
+struct CommandFlag {
+  absl::string_view flag;
+  absl::string_view command;
+};
+constexpr CommandFlag kCommandFlags[] = {{"bench_bytes", "bench"},
+                                         {"bench_seconds", "bench"},
+                                         {"interval_seconds", "top"},
+                                         {"once", "top"},
+                                         {"frames", "top"}};
+
+// INVALID_ARGUMENT naming the first flag `command` cannot use: a value no command can use
+// (a typo such as --interval_seconds=-1 would otherwise poll the daemon as fast as it
+// answers), or another command's flag set to other than its default (which `command`
+// would silently ignore).
+absl::Status ValidateFlags(absl::string_view command) {
+  for (const CommandFlag& owned : kCommandFlags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(owned.flag);
+    if (command != owned.command && flag->CurrentValue() != flag->DefaultValue()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", owned.flag, " is a flag of `",
+                                                     owned.command, "`, not of `", command, "`"));
+    }
+  }
   if (absl::GetFlag(FLAGS_timeout_ms) <= 0) {
     return absl::InvalidArgumentError("--timeout_ms must be positive");
   }
+  if (command == "bench") return gpucmd::ValidateBenchOptions(BenchOptionsFromFlags());
+  if (command != "top") return absl::OkStatus();
   const double interval = absl::GetFlag(FLAGS_interval_seconds);
   if (!(interval > 0 && interval <= kMaxIntervalSeconds)) {  // NaN fails both
     return absl::InvalidArgumentError(absl::StrCat(
@@ -123,7 +158,7 @@ int main(int argc, char** argv) {
               << "\"; expected health, devices, stats, sessions, bench or top\n";
     return kExitUsage;
   }
-  if (absl::Status flags = ValidateFlags(); !flags.ok()) return Fail(flags);
+  if (absl::Status flags = ValidateFlags(command); !flags.ok()) return UsageError(flags);
   const bool json = absl::GetFlag(FLAGS_json);
   gpucmd::ClientOptions options;
   options.connect_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms));
@@ -154,9 +189,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "bench") {
-    absl::StatusOr<std::vector<gpucmd::BenchRow>> rows = gpucmd::RunHostBench(
-        **client, {.transfer_bytes = absl::GetFlag(FLAGS_bench_bytes),
-                   .seconds = std::chrono::duration<double>(absl::GetFlag(FLAGS_bench_seconds))});
+    absl::StatusOr<std::vector<gpucmd::BenchRow>> rows =
+        gpucmd::RunHostBench(**client, BenchOptionsFromFlags());
     if (!rows.ok()) return Fail(rows.status());
     std::cout << gpucmd::FormatBench(*rows, json);
     return 0;

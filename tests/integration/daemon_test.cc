@@ -185,7 +185,7 @@ TEST_F(DaemonTest, GpucmdctlBenchRefusesOptionsThatMeasureNothing) {
   for (const char* option : {"--bench_bytes=0", "--bench_seconds=0", "--bench_seconds=-1",
                              "--bench_seconds=nan", "--bench_seconds=inf"}) {
     CommandResult bench = Ctl({"bench", option});
-    EXPECT_EQ(bench.exit_code, 1) << option << ": " << bench.stdout_text;
+    EXPECT_EQ(bench.exit_code, 2) << option << ": " << bench.stdout_text;
     EXPECT_THAT(bench.stderr_text, HasSubstr("INVALID_ARGUMENT")) << option;
     EXPECT_THAT(bench.stderr_text, HasSubstr("must be positive")) << option;
   }
@@ -232,10 +232,33 @@ TEST(GpucmdctlTest, FlagsNoCommandCanUseAreRefusedBeforeConnecting) {
     CommandResult result =
         RunCommand({RunfilePath("client/gpucmdctl"),
                     "--target=unix:" + ShortTempDir() + "/nobody.sock", flag, "top"});
-    EXPECT_EQ(result.exit_code, 1) << flag;
+    EXPECT_EQ(result.exit_code, 2) << flag;
     const std::string name(flag, std::string(flag).find('='));
     EXPECT_THAT(result.stderr_text, HasSubstr("INVALID_ARGUMENT: " + name)) << flag;
   }
+}
+
+TEST(GpucmdctlTest, AnotherCommandsFlagIsAUsageErrorNotIgnored) {
+  const std::string target = "--target=unix:" + ShortTempDir() + "/nobody.sock";
+  for (const auto& [command, flag] :
+       std::vector<std::pair<std::string, std::string>>{{"bench", "--once"},
+                                                        {"stats", "--frames=3"},
+                                                        {"health", "--interval_seconds=2"},
+                                                        {"top", "--bench_bytes=4096"},
+                                                        {"sessions", "--bench_seconds=1"}}) {
+    CommandResult result = RunCommand({RunfilePath("client/gpucmdctl"), target, flag, command});
+    EXPECT_EQ(result.exit_code, 2) << command << " " << flag;
+    const std::string name = flag.substr(0, flag.find('='));
+    EXPECT_THAT(result.stderr_text, HasSubstr("INVALID_ARGUMENT: " + name + " is a flag of `"))
+        << command << " " << flag;
+    EXPECT_THAT(result.stderr_text, HasSubstr("not of `" + command + "`")) << flag;
+  }
+  // A flag given its default changes nothing and is accepted: the daemon's absence is
+  // then the failure.
+  CommandResult defaults = RunCommand(
+      {RunfilePath("client/gpucmdctl"), "--timeout_ms=300", target, "--once=false", "health"});
+  EXPECT_EQ(defaults.exit_code, 1) << defaults.stderr_text;
+  EXPECT_THAT(defaults.stderr_text, HasSubstr("not reachable"));
 }
 
 TEST(GpucmdctlTest, UnknownCommandIsAUsageError) {
