@@ -340,17 +340,17 @@ class Session:
                     region=region.region, offset_bytes=0, size_bytes=piece.size))
                 # Returns once the bytes left the region: it may be refilled at once.
                 call(self.client._stub.WriteShared, header, timeout=self.client.timeout)
-            elif piece.size <= min(_UNARY_WRITE_BYTES,
-                                   self.client.max_message_bytes - _MESSAGE_OVERHEAD):
-                # One message, answered by one: a unary call (Client._single_write).
-                header.inline_size_bytes = piece.size
-                call(self.client._single_write,
-                     pb.WriteRequest(header=header, data=piece.tobytes()),
-                     timeout=self.client.timeout)
             else:
                 header.inline_size_bytes = piece.size
-                call(self.client._stub.Write, self._inline_chunks(header, piece),
-                     timeout=self.client.timeout)
+                if piece.size <= min(_UNARY_WRITE_BYTES,
+                                     self.client.max_message_bytes - _MESSAGE_OVERHEAD):
+                    # One message, answered by one: a unary call (Client._single_write).
+                    call(self.client._single_write,
+                         pb.WriteRequest(header=header, data=piece.tobytes()),
+                         timeout=self.client.timeout)
+                else:
+                    call(self.client._stub.Write, self._inline_chunks(header, piece),
+                         timeout=self.client.timeout)
 
     def _inline_chunks(self, header: pb.WriteHeader,
                        piece: numpy.ndarray) -> Iterator[pb.WriteRequest]:
