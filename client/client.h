@@ -165,7 +165,10 @@ class SharedMemoryRegion {
 
 // Hands `fd` to the daemon at `target` ("unix:PATH") over its descriptor socket
 // (PATH.fds) and returns the token RegisterSharedMemory names; the first step of
-// SharedMemoryRegion::Create, for clients that manage their own memfds.
+// SharedMemoryRegion::Create, for clients that manage their own memfds. The daemon's
+// refusal: INVALID_ARGUMENT for a descriptor that is not a memfd sealed against
+// shrinking, RESOURCE_EXHAUSTED at its limit of handoffs waiting for the user,
+// FAILED_PRECONDITION otherwise; UNAVAILABLE when the socket cannot be reached.
 absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd);
 
 // `size_bytes` bytes at `offset_bytes` of a region.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/thread_name.h"
+#include "server/core/shared_memory_object.h"
 #include "server/rpc/peer_identity.h"
 
 namespace gpucmd {
@@ -24,6 +25,14 @@ constexpr int kMaxDescriptorsPerMessage = 4;
 void Reply(int connection, char kind, const std::string& text) {
   std::string message = std::string(1, kind) + text;
   send(connection, message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+// Answers `refusal`: its kind (Note [Descriptor socket answers] in the header) and words.
+void Refuse(int connection, const absl::Status& refusal) {
+  char kind = kRefusedOther;
+  if (refusal.code() == absl::StatusCode::kInvalidArgument) kind = kRefusedInvalid;
+  if (refusal.code() == absl::StatusCode::kResourceExhausted) kind = kRefusedAtLimit;
+  Reply(connection, kind, std::string(refusal.message()));
 }
 
 void Wake(int eventfd_descriptor) {
@@ -90,9 +99,9 @@ void DescriptorSocketServer::Serve(int connection) {
       return;
     }
   }
-  Reply(connection, 'E',
-        "too many of this user's connections to the descriptor socket wait for their "
-        "message: send it right after connecting");
+  Refuse(connection, absl::ResourceExhaustedError(
+                         "too many of this user's connections to the descriptor socket wait "
+                         "for their message: send it right after connecting"));
   close(connection);
 }
 
@@ -121,15 +130,24 @@ bool DescriptorSocketServer::TryAnswer(int connection, const std::string& user) 
   }
   if (received.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
     for (int fd : received) close(fd);
-    Reply(connection, 'E', "send exactly one descriptor (SCM_RIGHTS) per connection");
+    Refuse(connection,
+           absl::InvalidArgumentError("send exactly one descriptor (SCM_RIGHTS) per connection"));
+    return true;
+  }
+  // Only what a region can be waits for its registration: anything else (a file on
+  // disk, a pipe, a socket) is closed now rather than held under a token.
+  if (absl::Status object = ExamineSharedMemoryObject(received.front()).status(); !object.ok()) {
+    close(received.front());
+    Refuse(connection, object);
     return true;
   }
   absl::StatusOr<std::string> token = handoffs_->Put(received.front(), user);
-  if (token.ok()) {
-    Reply(connection, 'T', *token);
-  } else {
-    Reply(connection, 'E', std::string(token.status().message()));
+  if (!token.ok()) {
+    Refuse(connection, token.status());
+    return true;
   }
+  Reply(connection, kToken, *token);
+  Wake(wake_);  // Run's next wait ends when this handoff's lifetime does
   return true;
 }
 
@@ -137,7 +155,9 @@ void DescriptorSocketServer::Run() {
   std::vector<pollfd> polled;
   while (true) {
     polled.assign(1, pollfd{.fd = wake_, .events = POLLIN, .revents = 0});
-    int timeout_ms = -1;
+    const Clock::time_point next_expiry = handoffs_->CloseExpired();
+    int timeout_ms =
+        next_expiry == Clock::time_point::max() ? -1 : MillisecondsUntil(next_expiry, Clock::now());
     {
       MutexLock lock(&mutex_);
       if (stopping_) return;

@@ -5,16 +5,28 @@
 // region (Note [Shared-memory regions] in server/core/shared_memory.h). A SOCK_SEQPACKET
 // Unix socket (a UnixListener, server/unix_listener.h) beside the gRPC socket; a client
 // connects, sends one message carrying one descriptor (SCM_RIGHTS) and receives one
-// message: "T" and the token it then names in RegisterSharedMemory, or "E" and why not.
-// The token is bound to the connecting user (SO_PEERCRED), who alone may register it.
-// Descriptors arrive close-on-exec.
+// message (Note [Descriptor socket answers]). The token is bound to the connecting user
+// (SO_PEERCRED), who alone may register it. Descriptors arrive close-on-exec; one that
+// is not a shared-memory object (server/core/shared_memory_object.h) is closed at once.
+// A handed-over descriptor nobody registers is closed when its lifetime ends
+// (DescriptorHandoffs::CloseExpired, called by the server's thread).
+//
+// Note [Descriptor socket answers]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// One byte says what the answer is, the rest is its text (gpucmd.proto, at
+// RegisterSharedMemory, is the clients' copy of this table):
+//   'T' the token RegisterSharedMemory names;
+//   'I' refused, INVALID_ARGUMENT: the message did not carry exactly one descriptor, or
+//       the descriptor is not a sealed memfd (the text says which);
+//   'R' refused, RESOURCE_EXHAUSTED: a limit on waiting connections or handoffs;
+//   'E' refused for any other reason (FAILED_PRECONDITION to clients).
 //
 // No connection waits behind another: the accepting thread hands each to the
 // DescriptorSocketServer and goes on. A connection whose message is there is answered
 // at once; one that sends nothing yet waits on the server's own thread, together with
 // every other such connection, and is dropped after `Limits::silence`. Each user may
 // have at most `Limits::max_waiting_per_user` connections waiting (the daemon at most
-// `Limits::max_waiting`): one more is answered "E" and closed. So a client that opens
+// `Limits::max_waiting`): one more is answered 'R' and closed. So a client that opens
 // connections and stays silent delays no other user's handoff, and holds a bounded
 // number of the daemon's descriptors while it does.
 //
@@ -32,6 +44,12 @@
 #include "server/core/descriptor_handoffs.h"
 
 namespace gpucmd {
+
+// The kinds of answer (Note [Descriptor socket answers]).
+inline constexpr char kToken = 'T';
+inline constexpr char kRefusedInvalid = 'I';
+inline constexpr char kRefusedAtLimit = 'R';
+inline constexpr char kRefusedOther = 'E';
 
 // The descriptor socket's path for the gRPC Unix socket at `grpc_socket_path`.
 std::string DescriptorSocketPathFor(const std::string& grpc_socket_path);

@@ -6,8 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/send_descriptor.h"
@@ -32,13 +37,22 @@ Connection Connect() {
   return Connection{ends[0], ends[1]};
 }
 
+// Sends a memfd sealed against shrinking, as a region's must be.
 void SendMemfd(int client) {
-  const int memfd = memfd_create("test", MFD_CLOEXEC);
+  const int memfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
   EXPECT_TRUE(SendDescriptor(client, memfd).ok());
   close(memfd);
 }
 
-// The server's answer ("T..." or "E..."); empty when it closed the connection unanswered.
+// How many descriptors this process has open.
+size_t OpenDescriptors() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                           std::filesystem::directory_iterator()));
+}
+
+// The server's answer (its kind, then its text: Note [Descriptor socket answers]); empty
+// when it closed the connection unanswered.
 std::string Answer(int client) {
   char reply[512];
   const ssize_t size = recv(client, reply, sizeof(reply), 0);
@@ -81,7 +95,7 @@ TEST_F(DescriptorSocketServerTest, AMessageAlreadyThereIsAnsweredWithAToken) {
   server_->Serve(connection.server);
   const std::string answer = Answer(connection.client);
   ASSERT_FALSE(answer.empty());
-  EXPECT_EQ(answer[0], 'T') << answer;
+  EXPECT_EQ(answer[0], kToken) << answer;
   close(connection.client);
 }
 
@@ -94,7 +108,7 @@ TEST_F(DescriptorSocketServerTest, SilentConnectionsWaitBesideALaterMessage) {
   SendMemfd(late.client);
   const std::string answer = Answer(late.client);
   ASSERT_FALSE(answer.empty());
-  EXPECT_EQ(answer[0], 'T') << answer;
+  EXPECT_EQ(answer[0], kToken) << answer;
   for (const Connection& connection : silent) {
     EXPECT_TRUE(WaitsUnanswered(connection.client));
     close(connection.client);
@@ -117,9 +131,62 @@ TEST_F(DescriptorSocketServerTest, AMessageWithoutOneDescriptorIsRefused) {
   ASSERT_EQ(send(connection.client, "R", 1, MSG_NOSIGNAL), 1);
   const std::string answer = Answer(connection.client);
   ASSERT_FALSE(answer.empty());
-  EXPECT_EQ(answer[0], 'E');
+  EXPECT_EQ(answer[0], kRefusedInvalid);
   EXPECT_NE(answer.find("exactly one descriptor"), std::string::npos) << answer;
   close(connection.client);
+}
+
+// What a region cannot be is refused as it arrives and not held: the server's copy of
+// a pipe's read end is closed by the time the answer comes, so the write end breaks.
+TEST_F(DescriptorSocketServerTest, ADescriptorThatIsNotASealedMemfdIsRefusedAndClosedAtOnce) {
+  StartServer(Limits());
+  auto refused = [&](int fd, const std::string& words) {
+    Connection connection = Connect();
+    EXPECT_TRUE(SendDescriptor(connection.client, fd).ok());
+    server_->Serve(connection.server);
+    const std::string answer = Answer(connection.client);
+    close(connection.client);
+    EXPECT_EQ(answer.substr(0, 1), std::string(1, kRefusedInvalid)) << answer;
+    EXPECT_NE(answer.find(words), std::string::npos) << answer;
+  };
+  int pipe_ends[2];
+  ASSERT_EQ(pipe2(pipe_ends, O_CLOEXEC), 0);
+  refused(pipe_ends[0], "not one");
+  close(pipe_ends[0]);
+  signal(SIGPIPE, SIG_IGN);
+  EXPECT_EQ(write(pipe_ends[1], "x", 1), -1) << "the server still holds the read end";
+  EXPECT_EQ(errno, EPIPE);
+  close(pipe_ends[1]);
+  const int unsealed = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  refused(unsealed, "F_SEAL_SHRINK");
+  close(unsealed);
+  const int unsealable = memfd_create("test", MFD_CLOEXEC);
+  refused(unsealable, "F_SEAL_SHRINK");
+  close(unsealable);
+  const int device = open("/dev/null", O_RDWR | O_CLOEXEC);
+  refused(device, "not one");
+  close(device);
+}
+
+// A handoff nobody registers is closed when its lifetime ends, with no other handoff or
+// registration coming to have it noticed.
+TEST_F(DescriptorSocketServerTest, AHandoffNobodyRegistersIsClosedWhenItsLifetimeEnds) {
+  DescriptorHandoffs brief(std::chrono::milliseconds(50), 4, 4);
+  absl::StatusOr<std::unique_ptr<DescriptorSocketServer>> server =
+      DescriptorSocketServer::Start(&brief, Limits());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const size_t before = OpenDescriptors();
+  Connection connection = Connect();
+  SendMemfd(connection.client);
+  (*server)->Serve(connection.server);
+  const std::string answer = Answer(connection.client);
+  close(connection.client);
+  ASSERT_EQ(answer.substr(0, 1), std::string(1, kToken)) << answer;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (OpenDescriptors() > before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(OpenDescriptors(), before) << "the expired handoff is still held";
 }
 
 TEST_F(DescriptorSocketServerTest, AUsersWaitingConnectionsAreLimited) {
@@ -129,7 +196,7 @@ TEST_F(DescriptorSocketServerTest, AUsersWaitingConnectionsAreLimited) {
   server_->Serve(one_more.server);
   const std::string answer = Answer(one_more.client);
   ASSERT_FALSE(answer.empty());
-  EXPECT_EQ(answer[0], 'E');
+  EXPECT_EQ(answer[0], kRefusedAtLimit);
   EXPECT_NE(answer.find("too many"), std::string::npos) << answer;
   for (const Connection& connection : silent) close(connection.client);
   close(one_more.client);

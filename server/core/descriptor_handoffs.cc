@@ -60,6 +60,14 @@ absl::StatusOr<int> DescriptorHandoffs::Take(const std::string& token, const std
   return fd;
 }
 
+DescriptorHandoffs::Clock::time_point DescriptorHandoffs::CloseExpired(Clock::time_point now) {
+  MutexLock lock(&mutex_);
+  CloseExpiredLocked(now);
+  Clock::time_point next = Clock::time_point::max();
+  for (const auto& [token, waiting] : waiting_) next = std::min(next, waiting.expires);
+  return next;
+}
+
 void DescriptorHandoffs::CloseExpiredLocked(Clock::time_point now) {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->second.expires > now) {

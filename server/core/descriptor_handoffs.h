@@ -6,9 +6,9 @@
 // waits under an unguessable token that the client then names in RegisterSharedMemory,
 // bound to who handed it over (the peer's identity key, server/rpc/peer_identity.h): a
 // token is the proof of possession only in the hands of that same peer. A token is taken
-// once; a descriptor not taken within its lifetime is closed; at most `capacity` wait at
-// a time, at most `capacity_per_owner` of them from one owner (so that one user cannot
-// hold every place and keep the others from registering).
+// once; a descriptor not taken within its lifetime is closed (CloseExpired); at most
+// `capacity` wait at a time, at most `capacity_per_owner` of them from one owner (so that
+// one user cannot hold every place and keep the others from registering).
 //
 // Thread-safety: every method may be called from any thread.
 
@@ -43,6 +43,12 @@ class DescriptorHandoffs {
   // that is unknown, taken, expired or another owner's; another owner's stays for its own.
   absl::StatusOr<int> Take(const std::string& token, const std::string& caller,
                            Clock::time_point now = Clock::now());
+
+  // Closes the descriptors whose lifetime ended by `now` (Put and Take do too) and returns
+  // when the next of those still waiting will end: Clock::time_point::max() when none
+  // waits. The owner of this registry calls it by then, so that a descriptor nobody
+  // registers is closed when its lifetime ends, not whenever the next handoff comes.
+  Clock::time_point CloseExpired(Clock::time_point now = Clock::now());
 
  private:
   struct Waiting {

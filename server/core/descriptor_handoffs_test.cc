@@ -61,6 +61,23 @@ TEST(DescriptorHandoffsTest, UntakenDescriptorsExpireAndCapacityHolds) {
   EXPECT_TRUE(handoffs.Put(dup(0), kOwner, later).ok()) << "expired ones make room";
 }
 
+TEST(DescriptorHandoffsTest, CloseExpiredClosesWhatOutlivedItsLifetimeAndSaysWhenTheNextEnds) {
+  DescriptorHandoffs handoffs(std::chrono::seconds(30), 4, 4);
+  const Clock::time_point now = Clock::now();
+  EXPECT_EQ(handoffs.CloseExpired(now), Clock::time_point::max()) << "none waits";
+  const int first = dup(0);
+  const int second = dup(0);
+  ASSERT_TRUE(handoffs.Put(first, kOwner, now).ok());
+  ASSERT_TRUE(handoffs.Put(second, kOwner, now + std::chrono::seconds(10)).ok());
+  EXPECT_EQ(handoffs.CloseExpired(now), now + std::chrono::seconds(30));
+  EXPECT_TRUE(IsOpen(first));
+  EXPECT_EQ(handoffs.CloseExpired(now + std::chrono::seconds(30)), now + std::chrono::seconds(40));
+  EXPECT_FALSE(IsOpen(first)) << "closed by CloseExpired alone, with no Put or Take";
+  EXPECT_TRUE(IsOpen(second));
+  EXPECT_EQ(handoffs.CloseExpired(now + std::chrono::seconds(40)), Clock::time_point::max());
+  EXPECT_FALSE(IsOpen(second));
+}
+
 TEST(DescriptorHandoffsTest, OneOwnerHoldsAtMostItsShare) {
   DescriptorHandoffs handoffs(std::chrono::seconds(30), 4, 2);
   ASSERT_TRUE(handoffs.Put(dup(0), kOwner).ok());

@@ -1,10 +1,6 @@
 #include "server/core/shared_memory.h"
 
-#include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +14,7 @@
 #include "base/scoped_fd.h"
 #include "base/status_macros.h"
 #include "server/core/region_fault_guard.h"
+#include "server/core/shared_memory_object.h"
 
 namespace gpucmd {
 
@@ -55,32 +52,13 @@ namespace {
 // How many bytes a mapping of a region of `size_bytes` in `fd` takes (on hugetlbfs, whole
 // huge pages), or why `fd` cannot be such a region.
 absl::StatusOr<uint64_t> RegionMappingBytes(int fd, uint64_t size_bytes) {
-  struct stat status;
-  struct statfs filesystem;
-  if (fstat(fd, &status) != 0 || fstatfs(fd, &filesystem) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the handed-over descriptor cannot be examined: ", strerror(errno)));
-  }
-  const int seals = fcntl(fd, F_GET_SEALS);
-  const bool huge_pages = filesystem.f_type == HUGETLBFS_MAGIC;
-  if (!S_ISREG(status.st_mode) || (filesystem.f_type != TMPFS_MAGIC && !huge_pages) ||
-      seals < 0) {
-    return absl::InvalidArgumentError(
-        "a shared-memory region must be a memfd (memfd_create with MFD_ALLOW_SEALING, "
-        "MFD_HUGETLB allowed): the handed-over descriptor is not one");
-  }
-  if ((seals & F_SEAL_SHRINK) == 0) {
-    return absl::InvalidArgumentError(
-        "a shared-memory region must be sealed against shrinking (F_SEAL_SHRINK)");
-  }
-  if (static_cast<uint64_t>(status.st_size) < size_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("the memfd holds ", status.st_size,
+  ASSIGN_OR_RETURN(const SharedMemoryObject object, ExamineSharedMemoryObject(fd));
+  if (object.file_bytes < size_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the memfd holds ", object.file_bytes,
                                                    " bytes, fewer than the ", size_bytes,
                                                    " registered"));
   }
-  if (!huge_pages) return size_bytes;
-  // A hugetlbfs file holds whole huge pages (st_blksize each), and is mapped in them.
-  return RoundUp(size_bytes, static_cast<uint64_t>(status.st_blksize));
+  return object.huge_pages ? RoundUp(size_bytes, object.page_bytes) : size_bytes;
 }
 
 }  // namespace

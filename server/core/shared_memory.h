@@ -11,7 +11,8 @@
 // as their destination: one copy between the region and device memory.
 //
 // Only sealed memfds are accepted (tmpfs, or hugetlbfs where the client asked for huge
-// pages: mapped in whole huge pages): a file the client could shrink would turn the
+// pages: mapped in whole huge pages; shared_memory_object.h), checked as the descriptor
+// arrives and again when it is registered: a file the client could shrink would turn the
 // daemon's next access into SIGBUS. Each region is mapped once, shared, for reading and
 // writing; every slice is bounds-checked; regions belong to one session (another
 // session's region is NOT_FOUND, as an unknown one is) and go when it ends. A Slice

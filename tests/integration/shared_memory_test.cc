@@ -533,7 +533,7 @@ TEST_F(SharedMemoryTest, TheDescriptorSocketRefusesMessagesWithoutADescriptor) {
   char reply[512];
   ssize_t size = recv(connection, reply, sizeof(reply), 0);
   ASSERT_GT(size, 0);
-  EXPECT_EQ(reply[0], 'E');
+  EXPECT_EQ(reply[0], kRefusedInvalid);
   EXPECT_THAT(std::string(reply + 1, size - 1), HasSubstr("exactly one descriptor"));
   close(connection);
   EXPECT_TRUE(SharedMemoryRegion::Create(*session_, 4096).ok()) << "the socket serves on";
@@ -574,7 +574,7 @@ TEST_F(SharedMemoryTest, AUsersSilentConnectionsAreLimited) {
   char reply[512];
   const ssize_t size = recv(one_more, reply, sizeof(reply), 0);
   ASSERT_GT(size, 0) << "answered at once, not dropped after a wait";
-  EXPECT_EQ(reply[0], 'E');
+  EXPECT_EQ(reply[0], kRefusedAtLimit);
   EXPECT_THAT(std::string(reply + 1, size - 1), HasSubstr("too many"));
   EXPECT_TRUE(WaitsUnanswered(silent.front()));
   close(one_more);
@@ -593,11 +593,32 @@ TEST_F(SharedMemoryTest, AUsersUnregisteredHandoffsAreLimited) {
     tokens.push_back(*std::move(token));
   }
   absl::Status refused = HandOverDescriptor(daemon_->grpc_target(), memfd).status();
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("at most 32 per user"));
   EXPECT_TRUE(RegisterToken(tokens.front(), 4096).ok()) << "a token registered frees a place";
   EXPECT_TRUE(HandOverDescriptor(daemon_->grpc_target(), memfd).ok());
   close(memfd);
+}
+
+// Descriptors that cannot be regions are refused as they arrive, INVALID_ARGUMENT, and
+// hold none of the user's places meanwhile.
+TEST_F(SharedMemoryTest, DescriptorsThatAreNotSealedMemfdsAreRefusedAndHoldNoPlace) {
+  const std::string path = directory_ + "/regular-file";
+  const int file = open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_EQ(ftruncate(file, 4096), 0);
+  int pipe_ends[2];
+  ASSERT_EQ(pipe2(pipe_ends, O_CLOEXEC), 0);
+  const int unsealed = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(unsealed, 4096), 0);
+  for (int i = 0; i < 40; ++i) {  // more than the 32 a user's handoffs may wait
+    for (int fd : {file, pipe_ends[0], pipe_ends[1], unsealed}) {
+      absl::Status refused = HandOverDescriptor(daemon_->grpc_target(), fd).status();
+      EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    }
+  }
+  for (int fd : {file, pipe_ends[0], pipe_ends[1], unsealed}) close(fd);
+  absl::StatusOr<SharedMemoryRegion> region = SharedMemoryRegion::Create(*session_, 4096);
+  EXPECT_TRUE(region.ok()) << "a sealed memfd still has its place: " << region.status();
 }
 
 // A registration refused for its session (unknown, or closed since the handoff) takes

@@ -4,7 +4,7 @@ large transfers move no bytes over gRPC (one copy between the region and the dev
 The protocol is the daemon's (``RegisterSharedMemory`` in ``proto/gpucmd/v1/gpucmd.proto``):
 a memfd sealed against shrinking is handed over on the descriptor socket next to the
 daemon's Unix socket (``PATH.fds``, SOCK_SEQPACKET, SCM_RIGHTS), which answers ``T`` and a
-token, or ``E`` and why not; ``RegisterSharedMemory`` then names the token.
+token, or a refusal and why not; ``RegisterSharedMemory`` then names the token.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from typing import Optional
 
 import numpy
 
-from gpucmd._errors import FailedPrecondition, Unavailable
+from gpucmd._errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unavailable
+
+
+#: The descriptor socket's refusals by their first byte (gpucmd.proto, at
+#: RegisterSharedMemory); any other is FailedPrecondition.
+_REFUSALS = {b"I": InvalidArgument, b"R": ResourceExhausted}
 
 
 def hand_over_descriptor(target: str, fd: int) -> str:
@@ -34,9 +39,10 @@ def hand_over_descriptor(target: str, fd: int) -> str:
             raise Unavailable(f"cannot reach the descriptor socket {path}: {error}") from None
     if not reply:
         raise Unavailable("the descriptor socket closed without an answer")
-    if reply[:1] != b"T":
-        raise FailedPrecondition(f"the daemon refused the memfd: {reply[1:].decode(errors='replace')}")
-    return reply[1:].decode()
+    if reply[:1] == b"T":
+        return reply[1:].decode()
+    refusal = _REFUSALS.get(reply[:1], FailedPrecondition)
+    raise refusal(f"the daemon refused the memfd: {reply[1:].decode(errors='replace')}")
 
 
 class SharedRegion:

@@ -1,5 +1,7 @@
 """Errors of each kind through the daemon, each as its gpucmd exception."""
 
+import os
+
 import numpy
 import pytest
 
@@ -144,3 +146,16 @@ def test_shared_memory_asked_for_where_none_can_be_had_says_why():
             numpy.testing.assert_array_equal(array.get(shared_memory=False), data)
     finally:
         assert not running.stop()
+
+
+def test_a_descriptor_that_cannot_be_a_region_is_refused_as_invalid(daemon):
+    from gpucmd._shm import hand_over_descriptor
+    read_end, write_end = os.pipe()
+    unsealed = os.memfd_create("unsealed", os.MFD_ALLOW_SEALING)
+    try:
+        for fd, words in ((read_end, "not one"), (unsealed, "F_SEAL_SHRINK")):
+            with pytest.raises(gpucmd.InvalidArgument, match=words):
+                hand_over_descriptor(daemon.target, fd)
+    finally:
+        for fd in (read_end, write_end, unsealed):
+            os.close(fd)
