@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 import weakref
 from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
@@ -13,8 +14,8 @@ import numpy.typing
 
 from gpucmd import _progress
 from gpucmd._client import Client
-from gpucmd._errors import (FailedPrecondition, GpucmdError, InvalidArgument, call,
-                             from_rpc_error)
+from gpucmd._errors import (FailedPrecondition, GpucmdError, InvalidArgument,
+                             ResourceExhausted, Unavailable, call, from_rpc_error)
 from gpucmd._shm import SharedRegion, hand_over_descriptor
 from gpucmd.v1 import gpucmd_pb2 as pb
 
@@ -33,6 +34,9 @@ _ONE_MESSAGE_BYTES = 60 << 10
 #: faster at 4 KiB, a third faster at 256 KiB, alike at 1 MiB; at 8 MiB the stream was
 #: the faster (docs/BENCHMARKS.md).
 _UNARY_WRITE_BYTES = 1 << 20
+#: A refusal of a region that may pass (a limit the daemon's other sessions hold, the
+#: daemon out of reach) is asked again after this many seconds; the others stand.
+_REGION_RETRY_SECONDS = 5.0
 
 StreamLike = Union[None, int, "Stream"]
 
@@ -141,8 +145,10 @@ class Session:
         self.closed = False
         self._lease: Optional[_Lease] = None
         self._region: Optional[SharedRegion] = None
-        # Why this session has no shared-memory region, once it was refused one.
+        # Why this session has no shared-memory region, once it was refused one, and until
+        # when that stands (None: for good).
         self._shared_memory_refusal: Optional[GpucmdError] = None
+        self._shared_memory_refused_until: Optional[float] = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -281,10 +287,14 @@ class Session:
         when the daemon offers none (not a Unix socket, refused: the reason is kept in
         ``_shared_memory_refusal``): transfers go inline."""
         if not self.client.target.startswith("unix:"):
-            self._shared_memory_refusal = FailedPrecondition(
-                f"shared memory needs the daemon's Unix socket, not {self.client.target}")
+            self._refuse_regions(FailedPrecondition(
+                f"shared memory needs the daemon's Unix socket, not {self.client.target}"),
+                transient=False)
         if self._shared_memory_refusal is not None:
-            return None
+            until = self._shared_memory_refused_until
+            if until is None or time.monotonic() < until:
+                return None
+            self._shared_memory_refusal = None
         wanted = min(max(nbytes, SHARED_MEMORY_THRESHOLD), SHARED_MEMORY_REGION_BYTES)
         if self._region is not None and self._region.size >= wanted:
             return self._region
@@ -292,8 +302,9 @@ class Session:
             self._drop_region()
         try:
             region = SharedRegion(wanted)
-        except OSError as error:
-            self._shared_memory_refusal = FailedPrecondition(f"no memfd for a region: {error}")
+        except OSError as error:  # out of memory or descriptors, for now
+            self._refuse_regions(FailedPrecondition(f"no memfd for a region: {error}"),
+                                 transient=True)
             return None
         try:
             token = hand_over_descriptor(self.client.target, region.fd)
@@ -303,10 +314,18 @@ class Session:
                                  timeout=self.client.timeout).region
         except GpucmdError as error:
             region.close()
-            self._shared_memory_refusal = error
+            self._refuse_regions(error,
+                                 transient=isinstance(error, (ResourceExhausted, Unavailable)))
             return None
         self._region = region
         return region
+
+    def _refuse_regions(self, error: GpucmdError, transient: bool) -> None:
+        """Transfers go inline for the reason ``error``: for good, or, when ``transient``,
+        until a region is asked for again ``_REGION_RETRY_SECONDS`` later."""
+        self._shared_memory_refusal = error
+        self._shared_memory_refused_until = (time.monotonic() + _REGION_RETRY_SECONDS
+                                             if transient else None)
 
     def _drop_region(self) -> None:
         """Unregisters and unmaps the region; a copy still reading it keeps the daemon's

@@ -159,3 +159,23 @@ def test_a_descriptor_that_cannot_be_a_region_is_refused_as_invalid(daemon):
     finally:
         for fd in (read_end, write_end, unsealed):
             os.close(fd)
+
+
+def test_a_region_refused_for_a_limit_others_hold_is_asked_for_again(monkeypatch):
+    from conftest import Daemon  # a daemon of its own: room for one 1 MiB region in all
+    import gpucmd._session
+    monkeypatch.setattr(gpucmd._session, "_REGION_RETRY_SECONDS", 0.0)
+    running = Daemon(limits=f"max_shared_memory_bytes: {1 << 20}")
+    try:
+        with gpucmd.connect(running.target, timeout=60) as client:
+            data = numpy.arange(1 << 18, dtype=numpy.int32)  # 1 MiB
+            holder = client.session()
+            holder.asarray(data).get(shared_memory=True)  # its region takes the room
+            with client.session() as session:
+                array = session.asarray(data)  # refused a region: inline
+                with pytest.raises(gpucmd.ResourceExhausted, match="max_shared_memory_bytes"):
+                    array.get(shared_memory=True)
+                holder.close()  # its region goes with it
+                numpy.testing.assert_array_equal(array.get(shared_memory=True), data)
+    finally:
+        assert not running.stop()
