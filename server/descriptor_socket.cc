@@ -87,21 +87,30 @@ void DescriptorSocketServer::Serve(int connection) {
     close(connection);
     return;
   }
+  absl::Status refusal;
   {
     MutexLock lock(&mutex_);
     const auto users_waiting = std::count_if(
         waiting_.begin(), waiting_.end(),
         [&user](const Waiting& waiting) { return waiting.user == user; });
-    if (!stopping_ && waiting_.size() < limits_.max_waiting &&
-        static_cast<size_t>(users_waiting) < limits_.max_waiting_per_user) {
+    if (static_cast<size_t>(users_waiting) >= limits_.max_waiting_per_user) {
+      refusal = absl::ResourceExhaustedError(absl::StrCat(
+          "this user's ", users_waiting, " connections to the descriptor socket wait for ",
+          "their message already (at most ", limits_.max_waiting_per_user,
+          "): send it right after connecting"));
+    } else if (waiting_.size() >= limits_.max_waiting) {
+      refusal = absl::ResourceExhaustedError(absl::StrCat(
+          waiting_.size(), " connections to the descriptor socket wait for their message ",
+          "already (at most ", limits_.max_waiting, " from all users): try again"));
+    } else if (stopping_) {
+      refusal = absl::UnavailableError("the descriptor socket is stopping");
+    } else {
       waiting_.push_back(Waiting{connection, std::move(user), Clock::now() + limits_.silence});
       Wake(wake_);
       return;
     }
   }
-  Refuse(connection, absl::ResourceExhaustedError(
-                         "too many of this user's connections to the descriptor socket wait "
-                         "for their message: send it right after connecting"));
+  Refuse(connection, refusal);
   close(connection);
 }
 

@@ -84,6 +84,20 @@ class DescriptorSocketServerTest : public ::testing::Test {
     return silent;
   }
 
+  // One connection more while `waiting` silent ones wait: refused at once, its answer
+  // saying `words`.
+  void ExpectRefusedAtLimit(int waiting, const std::string& words) {
+    std::vector<Connection> silent = ServeSilentConnections(waiting);
+    Connection one_more = Connect();
+    server_->Serve(one_more.server);
+    const std::string answer = Answer(one_more.client);
+    ASSERT_FALSE(answer.empty());
+    EXPECT_EQ(answer[0], kRefusedAtLimit);
+    EXPECT_NE(answer.find(words), std::string::npos) << answer;
+    for (const Connection& connection : silent) close(connection.client);
+    close(one_more.client);
+  }
+
   DescriptorHandoffs handoffs_{std::chrono::seconds(30), 64, 64};
   std::unique_ptr<DescriptorSocketServer> server_;
 };
@@ -191,15 +205,12 @@ TEST_F(DescriptorSocketServerTest, AHandoffNobodyRegistersIsClosedWhenItsLifetim
 
 TEST_F(DescriptorSocketServerTest, AUsersWaitingConnectionsAreLimited) {
   StartServer(Limits{.silence = std::chrono::seconds(30), .max_waiting_per_user = 2});
-  std::vector<Connection> silent = ServeSilentConnections(2);
-  Connection one_more = Connect();
-  server_->Serve(one_more.server);
-  const std::string answer = Answer(one_more.client);
-  ASSERT_FALSE(answer.empty());
-  EXPECT_EQ(answer[0], kRefusedAtLimit);
-  EXPECT_NE(answer.find("too many"), std::string::npos) << answer;
-  for (const Connection& connection : silent) close(connection.client);
-  close(one_more.client);
+  ExpectRefusedAtLimit(2, "this user's 2 connections");
+}
+
+TEST_F(DescriptorSocketServerTest, AllUsersWaitingConnectionsAreLimited) {
+  StartServer(Limits{.silence = std::chrono::seconds(30), .max_waiting = 3});
+  ExpectRefusedAtLimit(3, "at most 3 from all users");
 }
 
 TEST_F(DescriptorSocketServerTest, StoppingClosesTheConnectionsStillWaiting) {
