@@ -614,8 +614,10 @@ BENCHMARK(BM_DaemonInlineAlternating)
 #define BATCH_SIZES Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(8 << 20)->UseRealTime()
 BENCHMARK(BM_DaemonWriteInBatch)->BATCH_SIZES;
 BENCHMARK(BM_DaemonReadInBatch)->BATCH_SIZES;
-// Bulk sizes, where shared memory is meant to come close to memcpy.
-#define BULK_SIZES Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()
+// Bulk sizes, where shared memory is meant to come close to memcpy (16 MiB and more), and
+// the sizes below, where the round trip weighs as much as the copy.
+#define BULK_SIZES \
+  Arg(1 << 20)->Arg(4 << 20)->Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;
 BENCHMARK(BM_DaemonSharedMemoryRead)->BULK_SIZES;
 BENCHMARK(BM_CommandAllocateFree)->Arg(4096)->Arg(1 << 20);
