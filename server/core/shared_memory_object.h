@@ -3,10 +3,10 @@
 
 // What a descriptor must be to back a shared-memory region (Note [Shared-memory regions]
 // in server/core/shared_memory.h): a memfd, on tmpfs or hugetlbfs (memfd_create with
-// MFD_ALLOW_SEALING, MFD_HUGETLB allowed), sealed against shrinking, so that its pages
-// cannot go away under a mapping. Never a regular file on disk, a pipe, a socket or a
-// device. A seal is never removed and a descriptor's file never changes, so an object
-// examined once stays one.
+// MFD_ALLOW_SEALING, MFD_HUGETLB allowed), sealed against shrinking, so that it cannot
+// be cut short under a mapping (a hole punched in it is Note [Faults in client memory]'s
+// case). Never a regular file on disk, a pipe, a socket or a device. A seal is never
+// removed and a descriptor's file never changes, so an object examined once stays one.
 
 #include <cstdint>
 
