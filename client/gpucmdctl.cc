@@ -49,14 +49,11 @@ constexpr int kExitUsage = 2;
 // A day: the longest interval between two frames of `top`.
 constexpr double kMaxIntervalSeconds = 86400;
 
-int Fail(const absl::Status& status) {
+// Prints `status` and returns `exit_code`: kExitFailure for the daemon's refusal or
+// absence, kExitUsage for a mistake on the command line.
+int Fail(const absl::Status& status, int exit_code = kExitFailure) {
   std::cerr << "gpucmdctl: " << status << "\n";
-  return kExitFailure;
-}
-
-int UsageError(const absl::Status& status) {
-  std::cerr << "gpucmdctl: " << status << "\n";
-  return kExitUsage;
+  return exit_code;
 }
 
 gpucmd::BenchOptions BenchOptionsFromFlags() {
@@ -158,7 +155,7 @@ int main(int argc, char** argv) {
               << "\"; expected health, devices, stats, sessions, bench or top\n";
     return kExitUsage;
   }
-  if (absl::Status flags = ValidateFlags(command); !flags.ok()) return UsageError(flags);
+  if (absl::Status flags = ValidateFlags(command); !flags.ok()) return Fail(flags, kExitUsage);
   const bool json = absl::GetFlag(FLAGS_json);
   gpucmd::ClientOptions options;
   options.connect_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms));

@@ -47,17 +47,12 @@ absl::StatusOr<std::string> HandOverDescriptor(const std::string& target, int fd
   ssize_t size = recv(connection.get(), reply, sizeof(reply), 0);
   if (size < 1) return absl::UnavailableError("the descriptor socket closed without an answer");
   std::string text(reply + 1, static_cast<size_t>(size) - 1);
-  // The answer's kinds: gpucmd.proto, at RegisterSharedMemory.
-  switch (reply[0]) {
-    case 'T':
-      return text;
-    case 'I':
-      return absl::InvalidArgumentError(absl::StrCat("the daemon refused the memfd: ", text));
-    case 'R':
-      return absl::ResourceExhaustedError(absl::StrCat("the daemon refused the memfd: ", text));
-    default:
-      return absl::FailedPreconditionError(absl::StrCat("the daemon refused the memfd: ", text));
-  }
+  if (reply[0] == 'T') return text;
+  // A refusal's kind: gpucmd.proto, at RegisterSharedMemory.
+  absl::StatusCode code = absl::StatusCode::kFailedPrecondition;
+  if (reply[0] == 'I') code = absl::StatusCode::kInvalidArgument;
+  if (reply[0] == 'R') code = absl::StatusCode::kResourceExhausted;
+  return absl::Status(code, absl::StrCat("the daemon refused the memfd: ", text));
 }
 
 namespace {
