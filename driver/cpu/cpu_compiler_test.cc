@@ -90,21 +90,26 @@ TEST(CpuCompilerTest, UnsupportedFeaturesAreNamed) {
 // Load-time code and inline assembly are refused on what the compiler made, whatever
 // the spelling (driver/cpu/module_checks.h); what merely looks similar compiles.
 TEST(CpuCompilerTest, LoadTimeCodeAndAssemblyAreRefusedInAnySpelling) {
-  for (const char* refused : {
-           "__attribute__((constructor)) static void f() { puts(\"loaded\"); }",
-           "struct Global { Global(); }; static Global global; static void f() {}",
-           "#define CAT(a, b) a##b\nstatic void f() { CAT(__as, m__) volatile(\"nop\"); }",
-           "# 1 \"/usr/include/stdio.h\" 3\nstatic void f() { __asm volatile(\"nop\"); }",
-           "asm(\".globl smuggled\"); static void f() {}"}) {
-    std::string source = std::string("extern \"C\" int puts(const char*);\n") + refused +
+  for (const char* refused :
+       {"__attribute__((constructor)) static __device__ void f() { puts(\"loaded\"); }",
+        "struct Global { __device__ Global(); }; static __device__ Global global;\n"
+        "static __device__ void f() {}",
+        "#define CAT(a, b) a##b\n"
+        "static __device__ void f() { CAT(__as, m__) volatile(\"nop\"); }",
+        "# 1 \"/usr/include/stdio.h\" 3\n"
+        "static __device__ void f() { __asm volatile(\"nop\"); }",
+        "asm(\".globl smuggled\"); static __device__ void f() {}"}) {
+    std::string source = std::string("extern \"C\" __device__ int puts(const char*);\n") + refused +
                          "\nextern \"C\" __global__ void k(int n) { f(); }";
     absl::Status status = CompileCpuKernel(source, "k", {}, OutputPath("refused"), {}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << refused;
+    // Refused for what the compiler made, not as host code.
+    EXPECT_THAT(std::string(status.message()), HasSubstr("the CPU driver does not")) << refused;
   }
   std::string path = OutputPath("local-static");
   ASSERT_TRUE(CompileCpuKernel(R"(
       #include <math.h>
-      struct Counter { int n = 0; ~Counter() {} };
+      struct Counter { int n = 0; __device__ ~Counter() {} };
       extern "C" __global__ void k(int* out) {
         static Counter counter;  // initialised on first use, not at load
         out[0] = ++counter.n + (int)sqrtf(4.0f);

@@ -137,9 +137,9 @@ GPUCMD_SURFACE_ACCESS(surf2Dwrite) GPUCMD_SURFACE_ACCESS(surf3Dwrite)
 #define __shared__ static thread_local
 #endif
 #define __global__ GPUCMD_MARK("__global__")
-#define __host__
-#define __device__
-#define __constant__
+#define __host__ GPUCMD_MARK("__host__")
+#define __device__ GPUCMD_MARK("__device__")
+#define __constant__ GPUCMD_MARK("__constant__")
 #define __restrict__ __restrict
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))

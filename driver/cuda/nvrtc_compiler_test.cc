@@ -55,6 +55,18 @@ TEST(NvrtcCompilerTest, UnknownArchitectureFallsBackToPtx) {
   EXPECT_THAT(text, HasSubstr(".entry vector_add"));
 }
 
+// What the kernel front end refuses as host code, NVRTC refuses too.
+TEST(NvrtcCompilerTest, RefusesHostCode) {
+  for (const kernels::HostCode& c : kernels::kHostCode) {
+    absl::Status status =
+        CompileWithNvrtc(c.source, "k", {}, 90, OutputPath("host_code.cubin"), {}, nullptr)
+            .status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat("kernel.cu(", c.line, ")")))
+        << c.source;
+  }
+}
+
 TEST(NvrtcCompilerTest, CompileErrorsCarryTheLog) {
   absl::Status status =
       CompileWithNvrtc("extern \"C\" __global__ void k(float* x) { x[0] = nope; }", "k", {}, 90,

@@ -68,7 +68,29 @@ void VisitChildren(CXCursor parent, const std::function<bool(CXCursor)>& visit) 
       const_cast<std::function<bool(CXCursor)>*>(&visit));
 }
 
+// The annotations of a function template, whose attributes libclang's cursors do not
+// show: read from its declaration as printed without its body, where each is
+// `__attribute__((annotate("NAME")))` (a string in it would print its quotes escaped).
+std::vector<std::string> TemplateAnnotationsOf(CXCursor function_template) {
+  CXPrintingPolicy policy = clang_getCursorPrintingPolicy(function_template);
+  clang_PrintingPolicy_setProperty(policy, CXPrintingPolicy_TerseOutput, 1);
+  const std::string printed = Take(clang_getCursorPrettyPrinted(function_template, policy));
+  clang_PrintingPolicy_dispose(policy);
+  constexpr char kOpen[] = "annotate(\"";
+  std::vector<std::string> annotations;
+  for (size_t at = printed.find(kOpen); at != std::string::npos; at = printed.find(kOpen, at)) {
+    at += sizeof(kOpen) - 1;
+    const size_t end = printed.find('"', at);
+    if (end == std::string::npos) break;
+    annotations.push_back(printed.substr(at, end - at));
+  }
+  return annotations;
+}
+
 std::vector<std::string> AnnotationsOf(CXCursor cursor) {
+  if (clang_getCursorKind(cursor) == CXCursor_FunctionTemplate) {
+    return TemplateAnnotationsOf(cursor);
+  }
   std::vector<std::string> annotations;
   if (!clang_Cursor_hasAttrs(cursor)) return annotations;
   VisitChildren(cursor, [&](CXCursor child) {
@@ -123,6 +145,58 @@ bool Meets(CXCursor function) {
     if (absl::StartsWith(name, prefix)) return true;
   }
   return InCooperativeGroups(function);
+}
+
+// Whether `declaration`'s tokens end in `= delete`.
+bool Deleted(CXTranslationUnit unit, CXCursor declaration) {
+  CXToken* tokens = nullptr;
+  unsigned count = 0;
+  clang_tokenize(unit, clang_getCursorExtent(declaration), &tokens, &count);
+  const bool deleted = count >= 2 && Take(clang_getTokenSpelling(unit, tokens[count - 2])) == "=" &&
+                       Take(clang_getTokenSpelling(unit, tokens[count - 1])) == "delete";
+  clang_disposeTokens(unit, tokens, count);
+  return deleted;
+}
+
+// Whether a declaration of the client's source is host code, which NVRTC refuses (Note
+// [Host code in a kernel's source]): what to say of it when it is, nullopt otherwise.
+std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor declaration) {
+  const CXCursorKind kind = clang_getCursorKind(declaration);
+  const std::string name = Take(clang_getCursorSpelling(declaration));
+  if (IsFunction(kind) || kind == CXCursor_Destructor) {
+    // A redeclaration of the runtime's own (puts, say) is the runtime's: the attributes it
+    // adds after the prelude's definition are dropped.
+    if (!PlaceOf(clang_getCursorLocation(clang_getCanonicalCursor(declaration))).in_source) {
+      return std::nullopt;
+    }
+    const bool device =
+        HasAnnotation(declaration, "__device__") || HasAnnotation(declaration, "__global__");
+    const bool member = kind != CXCursor_FunctionDecl && kind != CXCursor_FunctionTemplate;
+    if (device || clang_CXXMethod_isDefaulted(declaration) ||
+        (member && Deleted(unit, declaration))) {
+      return std::nullopt;
+    }
+    return absl::StrCat("function ", name,
+                        " is host code: declare it __device__ (or __host__ __device__)");
+  }
+  if (kind != CXCursor_VarDecl) return std::nullopt;
+  const CXCursorKind scope = clang_getCursorKind(clang_getCursorSemanticParent(declaration));
+  const bool namespace_scope = scope == CXCursor_TranslationUnit || scope == CXCursor_Namespace;
+  const bool static_member = clang_Cursor_getStorageClass(declaration) == CX_SC_Static &&
+                             (scope == CXCursor_StructDecl || scope == CXCursor_ClassDecl ||
+                              scope == CXCursor_ClassTemplate);
+  CXType type = clang_getCursorType(declaration);
+  while (clang_getArrayElementType(type).kind != CXType_Invalid) {
+    type = clang_getArrayElementType(type);
+  }
+  for (absl::string_view space : {"__device__", "__constant__", "__shared__", "__managed__"}) {
+    if (HasAnnotation(declaration, space)) return std::nullopt;
+  }
+  if ((!namespace_scope && !static_member) || clang_isConstQualifiedType(type)) {
+    return std::nullopt;
+  }
+  return absl::StrCat("variable ", name,
+                      " is host code: declare it __device__ or __constant__, or const");
 }
 
 absl::StatusOr<ScalarKind> ScalarKindOf(CXType canonical) {
@@ -183,6 +257,7 @@ class Parse {
   absl::flat_hash_set<std::string> meeting_functions_;
   absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> callees_;
   absl::Status malformed_;  // the first declaration the CPU driver cannot transform
+  absl::Status host_code_;  // the first declaration that is host code
 };
 
 absl::Status Parse::Run(const std::vector<std::string>& options,
@@ -290,6 +365,14 @@ bool Parse::Visit(CXCursor cursor, const std::string& function) {
   const Place place = PlaceOf(clang_getCursorLocation(cursor));
   if (!place.in_source) return false;
   const CXCursorKind kind = clang_getCursorKind(cursor);
+  if (host_code_.ok()) {
+    if (std::optional<std::string> host = HostDeclaration(unit_, cursor)) {
+      host_code_ =
+          Invalid(place.line, absl::StrCat(*host,
+                                           ". NVRTC refuses host code in a kernel's source, "
+                                           "and device code can use none"));
+    }
+  }
   if (kind == CXCursor_FunctionDecl && Take(clang_getCursorSpelling(cursor)) == entry_) {
     entry_declarations_.push_back(cursor);
   }
@@ -317,14 +400,17 @@ bool Parse::Visit(CXCursor cursor, const std::string& function) {
 }
 
 void Parse::ReadReference(CXCursor cursor, const Place& place, const std::string& function) {
-  const CXCursor referenced = clang_getCursorReferenced(cursor);
-  if (clang_Cursor_isNull(referenced) || clang_equalCursors(referenced, cursor)) return;
-  std::vector<CXCursor> declarations = {referenced};
+  // A name a template's instantiation resolves refers to each of its candidates (a
+  // shuffle of the template's type, say); any other cursor to what it names.
+  std::vector<CXCursor> declarations;
   if (clang_getCursorKind(cursor) == CXCursor_OverloadedDeclRef) {
-    declarations.clear();
     for (unsigned i = 0; i < clang_getNumOverloadedDecls(cursor); ++i) {
       declarations.push_back(clang_getOverloadedDecl(cursor, i));
     }
+  } else {
+    const CXCursor referenced = clang_getCursorReferenced(cursor);
+    if (clang_Cursor_isNull(referenced) || clang_equalCursors(referenced, cursor)) return;
+    declarations.push_back(referenced);
   }
   for (CXCursor declaration : declarations) {
     if (std::optional<std::string> feature = UnsupportedFeatureOf(declaration)) {
@@ -450,6 +536,7 @@ absl::StatusOr<ParsedKernel> Parse::Read() {
   std::stable_sort(parsed_.unsupported.begin(), parsed_.unsupported.end(),
                    [](const UnsupportedUse& a, const UnsupportedUse& b) { return a.line < b.line; });
   RETURN_IF_ERROR(malformed_);
+  RETURN_IF_ERROR(host_code_);
   ASSIGN_OR_RETURN(CXCursor entry, FindEntryPoint());
   ASSIGN_OR_RETURN(parsed_.params, ReadParams(entry));
   parsed_.threads_meet = EntryMeets(FunctionKey(entry));

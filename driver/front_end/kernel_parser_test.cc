@@ -1,9 +1,10 @@
 #include "driver/front_end/kernel_parser.h"
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/kernels/kernel_sources.h"
 
 namespace gpucmd {
 namespace {
@@ -168,10 +169,15 @@ TEST(KernelParserTest, ThreadsMeetOnlyAtBarriersAndWarpPrimitives) {
            Case{"out[0] = __ballot_sync(__activemask(), 1);", true},
            Case{"namespace cg = cooperative_groups; cg::this_thread_block().sync();", true},
            Case{"out[0] = helper_that_syncs();", true},
+           // A shuffle whose overload depends on the template's type.
+           Case{"out[0] = shuffled_in_template(out[0]);", true},
        }) {
     const std::string source = absl::StrCat(
         "#include <cooperative_groups.h>\n"
         "__device__ float helper_that_syncs() { __syncwarp(); return 0; }\n"
+        "template <typename T> __device__ T shuffled_in_template(T v) {\n"
+        "  return __shfl_xor_sync(0xffffffffu, v, 1);\n"
+        "}\n"
         "extern \"C\" __global__ void k(float* out) {\n",
         c.body, "\n}\n");
     absl::StatusOr<ParsedKernel> parsed = ParseKernel(source, "k", {});
@@ -232,6 +238,23 @@ TEST(KernelParserTest, MalformedEntryPointsAreInvalidArgument) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.message)) << c.source;
   }
+}
+
+TEST(KernelParserTest, HostCodeIsInvalidArgumentNamingItsLine) {
+  for (const kernels::HostCode& c : kernels::kHostCode) {
+    absl::Status status = ParseKernel(c.source, "k", {}).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.name, " is host code")))
+        << c.source;
+  }
+}
+
+TEST(KernelParserTest, DeviceCodeOfEveryKindParses) {
+  absl::StatusOr<ParsedKernel> parsed =
+      ParseKernel(kernels::kDeviceCodeOfEveryKind, "device_code", {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->params.size(), 1u);
 }
 
 TEST(KernelParserTest, DeclarationAndDefinitionAgree) {

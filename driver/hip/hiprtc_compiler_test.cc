@@ -32,6 +32,20 @@ TEST(HiprtcCompilerTest, BuildsTheKernelSuiteForGfx90a) {
   }
 }
 
+// Of what the kernel front end refuses as host code, hiprtc refuses what device code uses.
+TEST(HiprtcCompilerTest, RefusesHostCodeThatDeviceCodeUses) {
+  for (const kernels::HostCode& c : kernels::kHostCode) {
+    absl::Status status =
+        CompileWithHiprtc(c.source, "k", {}, "gfx90a", OutputPath("host_code.hsaco"), 64 << 10)
+            .status();
+    if (c.hiprtc_refuses) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
+    } else {
+      EXPECT_TRUE(status.ok()) << c.source << ": " << status;
+    }
+  }
+}
+
 TEST(HiprtcCompilerTest, CompileErrorsCarryTheLog) {
   absl::Status status =
       CompileWithHiprtc("extern \"C\" __global__ void k(float* x) { x[0] = nope; }", "k", {},

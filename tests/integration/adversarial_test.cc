@@ -267,7 +267,7 @@ std::string Marker(const std::string& what) {
 TEST_F(AdversarialTest, AKernelCannotRunAShell) {
   std::string pwned = Marker("system");
   std::optional<long long> status = RunAttack(R"(
-      extern "C" int system(const char*);
+      extern "C" __device__ int system(const char*);
       extern "C" __global__ void attack(long long* out) {
         out[0] = system("touch )" + pwned + R"(");
       })");
@@ -280,7 +280,7 @@ TEST_F(AdversarialTest, AKernelCannotOpenFilesOrTheDaemonsMemory) {
        {std::string("/etc/passwd"), "/proc/" + std::to_string(daemon_->pid()) + "/mem",
         std::string("/proc/self/environ")}) {
     std::optional<long long> fd = RunAttack(R"(
-        extern "C" int open(const char*, int, ...);
+        extern "C" __device__ int open(const char*, int, ...);
         extern "C" __global__ void attack(long long* out) {
           out[0] = open(")" + path + R"(", 0);
         })");
@@ -291,7 +291,7 @@ TEST_F(AdversarialTest, AKernelCannotOpenFilesOrTheDaemonsMemory) {
 TEST_F(AdversarialTest, AKernelCannotWriteFiles) {
   std::string written = Marker("write");
   std::optional<long long> fd = RunAttack(R"(
-      extern "C" int open(const char*, int, ...);
+      extern "C" __device__ int open(const char*, int, ...);
       extern "C" __global__ void attack(long long* out) {
         out[0] = open(")" + written + R"(", 0101, 0644);  // O_WRONLY | O_CREAT
       })");
@@ -303,7 +303,7 @@ TEST_F(AdversarialTest, AKernelCannotWriteFiles) {
 
 TEST_F(AdversarialTest, AKernelRunsAsAnUnprivilegedUser) {
   std::optional<long long> uid = RunAttack(R"(
-      extern "C" unsigned getuid();
+      extern "C" __device__ unsigned getuid();
       extern "C" __global__ void attack(long long* out) { out[0] = getuid(); })");
   ASSERT_TRUE(uid.has_value());
   if (geteuid() != 0) {
@@ -315,15 +315,15 @@ TEST_F(AdversarialTest, AKernelRunsAsAnUnprivilegedUser) {
   EXPECT_EQ(*uid, nobody->uid) << "the daemon runs as root: kernels run as cpu.executor_user";
   // And nothing lets it become root again.
   EXPECT_NE(RunAttack(R"(
-      extern "C" int setuid(unsigned);
+      extern "C" __device__ int setuid(unsigned);
       extern "C" __global__ void attack(long long* out) { out[0] = setuid(0); })"),
             std::optional<long long>(0));
 }
 
 TEST_F(AdversarialTest, AKernelCannotKillTheDaemon) {
   std::optional<long long> killed = RunAttack(R"(
-      extern "C" int kill(int, int);
-      extern "C" int getppid();
+      extern "C" __device__ int kill(int, int);
+      extern "C" __device__ int getppid();
       extern "C" __global__ void attack(long long* out) {
         out[0] = kill(getppid(), 9);
       })");
@@ -337,12 +337,12 @@ TEST_F(AdversarialTest, AKernelCannotKillTheDaemon) {
 // The system-call filter (not installed in sanitizer builds).
 TEST_F(AdversarialTest, AKernelCannotStartProcessesOrOpenSockets) {
   EXPECT_EQ(RunAttack(R"(
-      extern "C" int fork();
+      extern "C" __device__ int fork();
       extern "C" __global__ void attack(long long* out) { out[0] = fork(); })"),
             std::nullopt)
       << "fork was not refused";
   EXPECT_EQ(RunAttack(R"(
-      extern "C" int socket(int, int, int);
+      extern "C" __device__ int socket(int, int, int);
       extern "C" __global__ void attack(long long* out) { out[0] = socket(2, 1, 0); })"),
             std::nullopt)
       << "socket was not refused";
@@ -356,8 +356,9 @@ TEST_F(AdversarialTest, AKernelCannotStartProcessesOrOpenSockets) {
 // when other sessions' buffers are open: starting one kills the executor.
 TEST_F(AdversarialTest, AKernelCannotLeaveAThreadBehind) {
   EXPECT_EQ(RunAttack(R"(
-      extern "C" int pthread_create(unsigned long*, const void*, void* (*)(void*), void*);
-      static void* spy(void*) {
+      extern "C" __device__ int pthread_create(unsigned long*, const void*, void* (*)(void*),
+                                               void*);
+      static __device__ void* spy(void*) {
         for (volatile int forever = 1; forever;) {}
         return nullptr;
       }
@@ -376,7 +377,7 @@ TEST_F(AdversarialTest, AKernelCannotLeaveAThreadBehind) {
 // reserve terabytes).
 TEST_F(AdversarialTest, AKernelCannotAllocateWithoutLimit) {
   EXPECT_EQ(RunAttack(R"(
-      extern "C" void* malloc(unsigned long);
+      extern "C" __device__ void* malloc(unsigned long);
       extern "C" __global__ void attack(long long* out) {
         out[0] = malloc(8ull << 30) != 0;
       })"),
@@ -882,18 +883,22 @@ TEST_F(AdversarialTest, IncbinCannotReadFilesInAnySpelling) {
 // Code that would run when the executor loads the module, in the spellings C++ offers.
 TEST_F(AdversarialTest, ModulesCannotRunCodeWhenTheyLoad) {
   const std::string marker = Marker("constructor");
-  const std::string effect = "extern \"C\" int system(const char*); "
-                             "static int Run() { return system(\"touch " + marker + "\"); }\n";
-  for (const char* loader : {
-           "__attribute__((constructor)) static void Load() { Run(); }",
-           "#define ON_LOAD __attribute__((cons##tructor))\nON_LOAD static void Load() { Run(); }",
-           "[[gnu::destructor]] static void Unload() { Run(); }",
-           "static int loaded = Run();",
-           "struct Loader { Loader() { Run(); } }; static Loader loader;",
-           "static void Load() { Run(); }\n"
-           "__attribute__((section(\".init_array\"), used)) static void (*hook)() = Load;",
-           "extern \"C\" void* Resolve() { Run(); return nullptr; }\n"
-           "extern \"C\" void hooked() __attribute__((ifunc(\"Resolve\")));"}) {
+  const std::string effect =
+      "extern \"C\" __device__ int system(const char*); "
+      "static __device__ int Run() { return system(\"touch " +
+      marker + "\"); }\n";
+  for (const char* loader :
+       {"__attribute__((constructor)) static __device__ void Load() { Run(); }",
+        "#define ON_LOAD __attribute__((cons##tructor))\n"
+        "ON_LOAD static __device__ void Load() { Run(); }",
+        "[[gnu::destructor]] static __device__ void Unload() { Run(); }",
+        "static __device__ int loaded = Run();",
+        "struct Loader { __device__ Loader() { Run(); } }; static __device__ Loader loader;",
+        "static __device__ void Load() { Run(); }\n"
+        "__attribute__((section(\".init_array\"), used)) static __device__ void (*hook)() = "
+        "Load;",
+        "extern \"C\" __device__ void* Resolve() { Run(); return nullptr; }\n"
+        "extern \"C\" __device__ void hooked() __attribute__((ifunc(\"Resolve\")));"}) {
     absl::Status compiled =
         CompileOnly(effect + loader + "\nextern \"C\" __global__ void attack(long long* out) {}");
     EXPECT_EQ(compiled.code(), absl::StatusCode::kInvalidArgument) << loader << ": " << compiled;

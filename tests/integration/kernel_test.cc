@@ -13,17 +13,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
@@ -490,6 +491,51 @@ TEST_F(KernelTest, WarpShuffleScanAndReductionOverPartialWarps) {
                   .ok());
   EXPECT_EQ(Download<int>(dscan), scan);
   EXPECT_EQ(Download<int>(dsums), sums);
+}
+
+TEST_F(KernelTest, WarpSumsThroughADeviceTemplateMeetAtTheShuffles) {
+  constexpr int kBlocks = 3, kBlock = 64, kWarps = kBlocks * kBlock / 32;
+  std::vector<int> in = RandomInts(kBlocks * kBlock, 31, -50, 50);
+  std::vector<int> int_sums(kWarps, 0);
+  std::vector<float> float_sums(kWarps, 0.0f);
+  for (int i = 0; i < kBlocks * kBlock; ++i) {
+    int_sums[i / 32] += in[i];
+    float_sums[i / 32] += static_cast<float>(in[i]) * 0.5f;
+  }
+  std::string id = MustCompile(kTemplatedWarpSums, "warp_sums");
+  Buffer din = Upload(in), dints = Zeros(kWarps * sizeof(int)),
+         dfloats = Zeros(kWarps * sizeof(float));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(kBlocks), MakeDim3(kBlock)},
+                   {BufferArgument(din, v1::ACCESS_READ), BufferArgument(dints, v1::ACCESS_WRITE),
+                    BufferArgument(dfloats, v1::ACCESS_WRITE)})
+          .ok());
+  EXPECT_EQ(Download<int>(dints), int_sums);
+  EXPECT_EQ(Download<float>(dfloats), float_sums);  // halves of small ints: exact
+}
+
+TEST_F(KernelTest, HostCodeInAKernelsSourceIsRefusedNamingIt) {
+  for (const HostCode& c : kHostCode) {
+    absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(c.source, "k");
+    EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument) << c.source;
+    EXPECT_THAT(std::string(compiled.status().message()),
+                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.name, " is host code")))
+        << c.source;
+  }
+  ExpectKernelsRun(Zeros(sizeof(float)));  // the refusals cost the device nothing
+}
+
+TEST_F(KernelTest, DeviceCodeOfEveryKindRuns) {
+  // d = {x, y, ., z}: a = (x, y), c = 2 (a + a) = 4a, and d[2] = (c . a)^2 + sqrt(z) +
+  // tile(4) + kLanes + kHalf + kOffsets[1] + kWeights[0].
+  std::string id = MustCompile(kDeviceCodeOfEveryKind, "device_code");
+  Buffer data = Upload(std::vector<float>{1.0f, 2.0f, 0.0f, 16.0f});
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(1)}, {BufferArgument(data, v1::ACCESS_READ_WRITE)})
+          .ok());
+  EXPECT_EQ(Download<float>(data)[2], 400.0f + 4.0f + 32.0f + 2.0f + 0.5f + 2.0f + 0.25f);
 }
 
 TEST_F(KernelTest, BallotStreamCompactionKeepsEveryPositiveValueOnce) {

@@ -504,7 +504,127 @@ inline constexpr char kMathExtras[] = R"CUDA(
       out[7 * i + 6] = __tanf(x * 0.25f);
     })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 26> kSuite = {{
+// Per-warp sums of ints and of floats through one __device__ template, whose shuffle's
+// overload depends on its type parameter. Blocks of whole warps.
+inline constexpr char kTemplatedWarpSums[] = R"CUDA(
+    template <typename T>
+    __device__ T warp_sum(T value) {
+      for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) {
+        value += __shfl_xor_sync(0xffffffffu, value, lane_mask);
+      }
+      return value;
+    }
+    extern "C" __global__ void warp_sums(const int* in, int* int_sums, float* float_sums) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      const int int_sum = warp_sum(in[i]);
+      const float float_sum = warp_sum(static_cast<float>(in[i]) * 0.5f);
+      if (threadIdx.x % 32 == 0) {
+        int_sums[i / 32] = int_sum;
+        float_sums[i / 32] = float_sum;
+      }
+    })CUDA";
+
+// Host code in a kernel's source, the entry point "k" of each: NVRTC refuses every one
+// (host functions and variables are not allowed in its JIT mode), and so does every
+// driver's kernel front end, naming the declaration's `line` and `name`. hiprtc refuses
+// those that device code uses.
+struct HostCode {
+  const char* source;
+  int line;
+  const char* name;
+  bool hiprtc_refuses;
+};
+inline constexpr HostCode kHostCode[] = {
+    {R"CUDA(float twice(float x) { return 2 * x; }
+extern "C" __global__ void k(float* d) { d[0] = twice(d[0]); })CUDA",
+     1, "function twice", true},
+    // Called by no device code.
+    {R"CUDA(int host_only(int x) { return x * 3; }
+extern "C" __global__ void k(int* d) { d[0] = 1; })CUDA",
+     1, "function host_only", false},
+    {R"CUDA(__device__ int scale(int x) { return x * 3; }
+__host__ int host_scale(int x) { return x * 3; }
+extern "C" __global__ void k(int* d) { d[0] = scale(1); })CUDA",
+     2, "function host_scale", false},
+    // Through a __host__ __device__ function.
+    {R"CUDA(int host_only(int x) { return x * 3; }
+__host__ __device__ int both(int x) { return host_only(x); }
+extern "C" __global__ void k(int* d) { d[0] = both(d[0]); })CUDA",
+     1, "function host_only", true},
+    {R"CUDA(struct Accumulator {
+  float total = 0;
+  void add(float x) { total += x; }
+};
+extern "C" __global__ void k(float* d) { Accumulator a; a.add(d[0]); d[0] = a.total; })CUDA",
+     3, "function add", true},
+    {R"CUDA(struct Pair {
+  __device__ Pair(int a, int b) : first(a), second(b) {}
+  ~Pair() {}
+  int first, second;
+};
+extern "C" __global__ void k(int* d) { Pair p(d[0], d[1]); d[2] = p.first + p.second; })CUDA",
+     3, "function ~Pair", true},
+    {R"CUDA(struct V { float x; };
+V operator+(V a, V b) { return {a.x + b.x}; }
+extern "C" __global__ void k(float* d) { V v = V{d[0]} + V{d[1]}; d[2] = v.x; })CUDA",
+     2, "function operator+", true},
+    {R"CUDA(template <typename T> T host_twice(T x) { return x + x; }
+extern "C" __global__ void k(int* d) { d[0] = host_twice(d[0]); })CUDA",
+     1, "function host_twice", true},
+    // A member of a class local to the kernel.
+    {R"CUDA(extern "C" __global__ void k(int* d) {
+  struct Local { int one() { return 1; } };
+  d[0] = Local().one();
+})CUDA",
+     2, "function one", true},
+    // constexpr does not make a function __device__ (without --expt-relaxed-constexpr,
+    // which no driver passes); hiprtc takes it for __host__ __device__.
+    {R"CUDA(constexpr int tile(int n) { return n * 8; }
+extern "C" __global__ void k(int* d) { constexpr int kTile = tile(4); d[0] = kTile; })CUDA",
+     1, "function tile", false},
+    {R"CUDA(int counter = 0;
+extern "C" __global__ void k(int* d) { d[0] = counter; })CUDA",
+     1, "variable counter", true},
+    {R"CUDA(extern "C" __global__ void k(int* d) { d[0] = 1; }
+struct Tally { static int count; };)CUDA",
+     2, "variable count", false},
+};
+
+// Device code of every kind NVRTC takes in a kernel's source: __device__ and
+// __host__ __device__ functions, members, operators and templates, defaulted members,
+// lambdas, and const, constexpr and __constant__ data.
+inline constexpr char kDeviceCodeOfEveryKind[] = R"CUDA(
+struct Vec {
+  float x, y;
+  Vec() = default;
+  Vec(const Vec&) = default;
+  __device__ Vec(float x_, float y_) : x(x_), y(y_) {}
+  __host__ __device__ float dot(const Vec& o) const { return x * o.x + y * o.y; }
+  static constexpr int kLanes = 2;
+};
+__device__ Vec operator+(Vec a, Vec b) { return Vec(a.x + b.x, a.y + b.y); }
+template <typename T> __device__ T twice(T v) { return v + v; }
+template <typename T> struct Box {
+  T value;
+  __device__ T get() const { return value; }
+  template <typename U> __host__ __device__ U as() const { return static_cast<U>(value); }
+};
+__host__ __device__ constexpr int tile(int n) { return n * 8; }
+constexpr float kHalf = 0.5f;
+const int kOffsets[2] = {1, 2};
+__constant__ float kWeights[2] = {0.25f, 0.75f};
+extern "C" __global__ void device_code(float* d) {
+  constexpr int kTile = tile(4);
+  auto square = [](float v) { return v * v; };
+  Vec a(d[0], d[1]);
+  Vec b = a;
+  Vec c = twice(a + b);
+  const Box<int> zero{0};
+  d[2] = square(c.dot(a)) + sqrtf(d[3]) + kTile + Vec::kLanes + kHalf + kOffsets[1] +
+         kWeights[0] + zero.get() + zero.as<float>();
+})CUDA";
+
+inline constexpr std::array<std::pair<const char*, const char*>, 28> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -531,6 +651,8 @@ inline constexpr std::array<std::pair<const char*, const char*>, 26> kSuite = {{
     {"block_votes", kBlockVotes},
     {"bf16_axpy", kBfloat16Axpy},
     {"math_extras", kMathExtras},
+    {"warp_sums", kTemplatedWarpSums},
+    {"device_code", kDeviceCodeOfEveryKind},
 }};
 
 }  // namespace gpucmd::kernels
