@@ -32,32 +32,33 @@ CompileLimits CompileLimitsFor(const v1::CompileConfig& compile) {
           .max_log_bytes = compile.max_log_bytes()};
 }
 
-CompileCache::BackendCompiler CompileThroughHelper(const v1::DaemonConfig& config,
-                                                   const std::string& helper,
-                                                   const std::string& package,
-                                                   const std::string& target) {
+KernelToolchain CompileThroughHelper(const v1::DaemonConfig& config, const std::string& helper,
+                                     const std::string& package, const std::string& target) {
   const CompileLimits limits = CompileLimitsFor(config.compile());
   const CompileHelper front_end{
       .path = CompileHelperPath("gpucmd-kernel-front-end", "driver/front_end"), .limits = limits};
   const CompileHelper compiler{.path = CompileHelperPath(helper, package), .limits = limits};
-  return [front_end, compiler, target](const KernelSource& kernel, const std::string& artifact) {
-    return CompileWithHelper(front_end, compiler, kernel.source, kernel.entry_point,
-                             kernel.options, target, artifact);
-  };
+  return {
+      .compiler =
+          [front_end, compiler, target](const KernelSource& kernel, const std::string& artifact) {
+            return CompileWithHelper(front_end, compiler, kernel.source, kernel.entry_point,
+                                     kernel.options, target, artifact);
+          },
+      .files = {front_end.path, compiler.path}};
 }
 
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
                                                const std::string& driver,
-                                               const std::string& architecture,
-                                               ModuleStore modules,
-                                               CompileCache::BackendCompiler compiler) {
-  return CompileCache::Create({.driver = driver,
-                               .architecture = architecture,
-                               .workers = static_cast<int>(config.compile().workers()),
-                               .max_waiting_source_bytes =
-                                   config.compile().max_waiting_source_bytes(),
-                               .max_cache_bytes = config.compile().max_cache_bytes()},
-                              std::move(modules), std::move(compiler));
+                                               const std::string& architecture, ModuleStore modules,
+                                               KernelToolchain toolchain) {
+  return CompileCache::Create(
+      {.driver = driver,
+       .architecture = architecture,
+       .toolchain_files = std::move(toolchain.files),
+       .workers = static_cast<int>(config.compile().workers()),
+       .max_waiting_source_bytes = config.compile().max_waiting_source_bytes(),
+       .max_cache_bytes = config.compile().max_cache_bytes()},
+      std::move(modules), std::move(toolchain.compiler));
 }
 
 }  // namespace gpucmd

@@ -49,20 +49,25 @@ std::string CompileHelperPath(const std::string& name, const std::string& packag
 // The compile sandbox's limits (driver/compile_sandbox.h) from the config.
 CompileLimits CompileLimitsFor(const v1::CompileConfig& compile);
 
-// A GPU driver's compiler: each kernel read by the kernel front end, then built for
+// What builds a driver's kernels: the compiler the compile cache calls, and the programs
+// that read and build them, whose bytes are part of every KernelId (Note [Compile cache]
+// in server/core/compile_cache.h).
+struct KernelToolchain {
+  CompileCache::BackendCompiler compiler;
+  std::vector<std::string> files;
+};
+
+// A GPU driver's toolchain: each kernel read by the kernel front end, then built for
 // `target` by the compile helper `helper` of Bazel package `package`, both with the
 // config's limits (Note [Compile helper] in driver/compile_helper.h).
-CompileCache::BackendCompiler CompileThroughHelper(const v1::DaemonConfig& config,
-                                                   const std::string& helper,
-                                                   const std::string& package,
-                                                   const std::string& target);
+KernelToolchain CompileThroughHelper(const v1::DaemonConfig& config, const std::string& helper,
+                                     const std::string& package, const std::string& target);
 
-// The compile cache for `driver` on `architecture`, over `modules`.
+// The compile cache for `driver` on `architecture`, over `modules`, built by `toolchain`.
 std::unique_ptr<CompileCache> MakeCompileCache(const v1::DaemonConfig& config,
                                                const std::string& driver,
-                                               const std::string& architecture,
-                                               ModuleStore modules,
-                                               CompileCache::BackendCompiler compiler);
+                                               const std::string& architecture, ModuleStore modules,
+                                               KernelToolchain toolchain);
 
 }  // namespace gpucmd
 

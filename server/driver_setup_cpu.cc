@@ -39,13 +39,16 @@ absl::StatusOr<DriverSetup> SetUpDriver(const v1::DaemonConfig& config,
   }
   ASSIGN_OR_RETURN(ModuleStore modules, ModuleStore::Open(config.compile().cache_dir(), ".so"));
   // The module ABI is part of the target: a daemon never loads a cached module built for
-  // another version of its executor.
-  setup.compiler = MakeCompileCache(
-      config, "cpu", absl::StrCat("x86_64-abi", kKernelAbiVersion), modules,
-      [compiler](const KernelSource& kernel, const std::string& artifact) {
-        return CompileCpuKernel(kernel.source, kernel.entry_point, kernel.options, artifact,
-                                compiler);
-      });
+  // another version of its executor. The daemon compiles (with its prelude) after the
+  // front end reads: both are its toolchain.
+  setup.compiler =
+      MakeCompileCache(config, "cpu", absl::StrCat("x86_64-abi", kKernelAbiVersion), modules,
+                       {.compiler =
+                            [compiler](const KernelSource& kernel, const std::string& artifact) {
+                              return CompileCpuKernel(kernel.source, kernel.entry_point,
+                                                      kernel.options, artifact, compiler);
+                            },
+                        .files = {compiler.front_end, SelfPath()}});
 
   absl::StatusOr<std::string> executor = FindCompanionProgram("gpucmd-kernel-executor", "driver/cpu", SelfPath());
   if (!executor.ok()) {

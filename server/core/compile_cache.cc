@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "base/thread_name.h"
 
@@ -30,6 +31,16 @@ std::string Sha256Hex(const std::string& data) {
       absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
+// The SHA-256 of `files`' bytes, each length-prefixed.
+std::string FingerprintOf(const std::vector<std::string>& files) {
+  std::string bytes;
+  for (const std::string& file : files) {
+    const std::string contents = ReadFileOrEmpty(file);
+    absl::StrAppend(&bytes, contents.size(), ":", contents, ";");
+  }
+  return Sha256Hex(bytes);
+}
+
 }  // namespace
 
 std::unique_ptr<CompileCache> CompileCache::Create(const Options& options, ModuleStore modules,
@@ -40,6 +51,7 @@ std::unique_ptr<CompileCache> CompileCache::Create(const Options& options, Modul
 
 CompileCache::CompileCache(const Options& options, ModuleStore modules, BackendCompiler compiler)
     : options_(options),
+      toolchain_(FingerprintOf(options.toolchain_files)),
       modules_(std::move(modules)),
       compiler_(std::move(compiler)),
       client_share_(std::max(1, options.workers / 2)) {
@@ -65,7 +77,7 @@ KernelId CompileCache::IdFor(const KernelSource& kernel) const {
   // Length-prefixed fields: no two different inputs hash the same text.
   std::string key;
   for (const std::string& field :
-       {options_.driver, options_.architecture, kernel.entry_point, kernel.source}) {
+       {options_.driver, options_.architecture, toolchain_, kernel.entry_point, kernel.source}) {
     absl::StrAppend(&key, field.size(), ":", field, ";");
   }
   for (const std::string& option : kernel.options) absl::StrAppend(&key, option.size(), ":", option, ";");

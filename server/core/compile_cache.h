@@ -4,7 +4,11 @@
 // Note [Compile cache]
 // ~~~~~~~~~~~~~~~~~~~~
 // Kernels are compiled before anything touches a device: a launch names a KernelId, the
-// SHA-256 of (driver, target architecture, entry point, options, source). Compiles run
+// SHA-256 of (driver, target architecture, toolchain, entry point, options, source), where
+// the toolchain is the SHA-256 of the programs that read and build kernels (the kernel
+// front end, the compile helper; the daemon itself where it compiles): a daemon whose
+// toolchain changed, an upgraded one say, never takes a module its predecessor built or
+// a verdict its predecessor's front end gave. Compiles run
 // on a bounded pool of threads, never on a device thread. Results are kept in memory and
 // on disk (<directory>/<id>.so or the driver's artifact, plus <id>.sig with the
 // parameter list), so a restarted daemon does not compile again. A failed compile is
@@ -77,6 +81,9 @@ class CompileCache {
   struct Options {
     std::string driver;        // e.g. "cpu"
     std::string architecture;  // e.g. "x86_64", "sm_90"
+    // The programs that read and build kernels, whose bytes are part of every KernelId; a
+    // file that cannot be read counts as empty.
+    std::vector<std::string> toolchain_files;
     int workers = 2;
     size_t max_pending = 256;
     size_t max_pending_per_client = 16;
@@ -179,6 +186,7 @@ class CompileCache {
   absl::StatusOr<CompiledKernel> LoadFromDisk(const KernelId& id);
 
   const Options options_;
+  const std::string toolchain_;  // the SHA-256 of options_.toolchain_files
   const ModuleStore modules_;
   const BackendCompiler compiler_;
   mutable Mutex mutex_;

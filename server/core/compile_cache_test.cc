@@ -106,6 +106,37 @@ TEST(CompileCacheTest, IdsHashEveryInput) {
   EXPECT_NE(other->IdFor(base), id) << "driver and architecture are part of the id";
 }
 
+// A daemon whose front end or compiler changed (an upgrade) compiles again what its
+// predecessor compiled; one with the same toolchain takes the module from disk.
+TEST(CompileCacheTest, AChangedToolchainCompilesAgain) {
+  const std::string tool = std::string(getenv("TEST_TMPDIR")) + "/front-end";
+  const auto write_tool = [&tool](const std::string& bytes) { std::ofstream(tool) << bytes; };
+  CompileCache::Options options = Options();
+  options.toolchain_files = {tool};
+  FakeCompiler compiler;
+  KernelSource kernel{"extern \"C\" __global__ void k(float* x) {}", "k", {}};
+  write_tool("front end, version 1");
+  KernelId first;
+  {
+    std::unique_ptr<CompileCache> cache = Create("toolchain", compiler, options);
+    absl::StatusOr<CompileCache::Result> compiled = CompileNow(*cache, kernel);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    first = compiled->kernel.id;
+  }
+  absl::StatusOr<CompileCache::Result> same =
+      CompileNow(*Create("toolchain", compiler, options), kernel);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_TRUE(same->cache_hit);
+  EXPECT_EQ(same->kernel.id, first);
+  write_tool("front end, version 2");
+  std::unique_ptr<CompileCache> upgraded = Create("toolchain", compiler, options);
+  EXPECT_NE(upgraded->IdFor(kernel), first);
+  absl::StatusOr<CompileCache::Result> again = CompileNow(*upgraded, kernel);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->cache_hit);
+  EXPECT_EQ(compiler.calls(), 2);
+}
+
 TEST(CompileCacheTest, MissThenMemoryHitThenDiskHitAfterRestart) {
   FakeCompiler compiler;
   KernelSource kernel{"extern \"C\" __global__ void k(float* x) {}", "k", {}};
