@@ -180,7 +180,13 @@ std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor decl
                         " is host code: declare it __device__ (or __host__ __device__)");
   }
   if (kind != CXCursor_VarDecl) return std::nullopt;
-  const CXCursorKind scope = clang_getCursorKind(clang_getCursorSemanticParent(declaration));
+  // The scope, past `extern "C" { ... }` (which libclang shows as an unexposed declaration).
+  CXCursor parent = clang_getCursorSemanticParent(declaration);
+  while (clang_getCursorKind(parent) == CXCursor_LinkageSpec ||
+         clang_getCursorKind(parent) == CXCursor_UnexposedDecl) {
+    parent = clang_getCursorSemanticParent(parent);
+  }
+  const CXCursorKind scope = clang_getCursorKind(parent);
   const bool namespace_scope = scope == CXCursor_TranslationUnit || scope == CXCursor_Namespace;
   const bool static_member = clang_Cursor_getStorageClass(declaration) == CX_SC_Static &&
                              (scope == CXCursor_StructDecl || scope == CXCursor_ClassDecl ||

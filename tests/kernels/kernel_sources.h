@@ -588,6 +588,11 @@ extern "C" __global__ void k(int* d) { d[0] = counter; })CUDA",
     {R"CUDA(extern "C" __global__ void k(int* d) { d[0] = 1; }
 struct Tally { static int count; };)CUDA",
      2, "variable count", false},
+    {R"CUDA(extern "C" {
+int calls;
+__global__ void k(int* d) { d[0] = 1; }
+})CUDA",
+     2, "variable calls", false},
 };
 
 // Device code of every kind NVRTC takes in a kernel's source: __device__ and
