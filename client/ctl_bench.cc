@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -86,6 +88,18 @@ absl::StatusOr<double> SubmitLaunches(SubmitStream& stream, Session& session,
   }
   if (full) RETURN_IF_ERROR(session.Synchronize());
   return queued;
+}
+
+// A rate in GB/s in the largest unit of bytes that keeps it at 1 or more (down to B/s): a
+// transfer of a few bytes reads "1.15 kB/s", not "1.15e-06 GB/s". Other units unchanged.
+std::pair<double, std::string> Readable(double value, const std::string& unit) {
+  if (unit != "GB/s") return {value, unit};
+  constexpr std::pair<double, const char*> kScales[] = {
+      {1, "GB/s"}, {1e-3, "MB/s"}, {1e-6, "kB/s"}};
+  for (const auto& [scale, name] : kScales) {
+    if (value >= scale) return {value / scale, name};
+  }
+  return {value * 1e9, "B/s"};
 }
 
 }  // namespace
@@ -208,7 +222,8 @@ std::string FormatBench(const std::vector<BenchRow>& rows, bool json) {
   }
   for (const BenchRow& row : rows) {
     if (row.not_measured.empty()) {
-      absl::StrAppend(&out, absl::StrFormat("%-46s %12.4g %s\n", row.what, row.value, row.unit));
+      const auto [value, unit] = Readable(row.value, row.unit);
+      absl::StrAppend(&out, absl::StrFormat("%-46s %12.4g %s\n", row.what, value, unit));
     } else {
       absl::StrAppend(&out, absl::StrFormat("%-46s %12s (%s)\n", row.what, "not measured",
                                             row.not_measured));
