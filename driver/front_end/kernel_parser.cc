@@ -162,7 +162,6 @@ bool Deleted(CXTranslationUnit unit, CXCursor declaration) {
 // [Host code in a kernel's source]): what to say of it when it is, nullopt otherwise.
 std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor declaration) {
   const CXCursorKind kind = clang_getCursorKind(declaration);
-  const std::string name = Take(clang_getCursorSpelling(declaration));
   if (IsFunction(kind) || kind == CXCursor_Destructor) {
     // A redeclaration of the runtime's own (puts, say) is the runtime's: the attributes it
     // adds after the prelude's definition are dropped.
@@ -176,7 +175,7 @@ std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor decl
         (member && Deleted(unit, declaration))) {
       return std::nullopt;
     }
-    return absl::StrCat("function ", name,
+    return absl::StrCat("function ", Take(clang_getCursorSpelling(declaration)),
                         " is host code: declare it __device__ (or __host__ __device__)");
   }
   if (kind != CXCursor_VarDecl) return std::nullopt;
@@ -201,7 +200,7 @@ std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor decl
   if ((!namespace_scope && !static_member) || clang_isConstQualifiedType(type)) {
     return std::nullopt;
   }
-  return absl::StrCat("variable ", name,
+  return absl::StrCat("variable ", Take(clang_getCursorSpelling(declaration)),
                       " is host code: declare it __device__ or __constant__, or const");
 }
 
