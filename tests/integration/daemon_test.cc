@@ -2,10 +2,10 @@
 // C++ client library, gpucmdctl, gRPC health, and the HTTP endpoint.
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,10 +22,11 @@
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
+#include "base/status_macros.h"
 #include "client/client.h"
 #include "client/submit_stream.h"
 #include "gmock/gmock.h"
@@ -1057,6 +1058,51 @@ TEST(DaemonStartupTest, TheModuleStoreIsSweptBackUnderItsBound) {
   int value = 0;
   std::memcpy(&value, read->data(), sizeof(value));
   EXPECT_EQ(value, 1);
+}
+
+// An installation of the daemon (a copy of gpucmdd beside its companion programs) that
+// compiles one kernel over `cache` and returns its answer.
+absl::StatusOr<v1::CompileResponse> CompileInInstallation(const std::string& install,
+                                                          const std::string& cache) {
+  const std::string directory = ShortTempDir();
+  std::ofstream(directory + "/gpucmdd.textproto") << "compile { cache_dir: \"" << cache << "\" }";
+  // The launcher runs the installation's gpucmdd in place of the runfiles' one.
+  ASSIGN_OR_RETURN(DaemonProcess daemon,
+                   DaemonProcess::StartThrough(
+                       {"/bin/sh", "-c", "shift; exec \"$0\" \"$@\"", install + "/gpucmdd"},
+                       {"--listen=unix:" + directory + "/gpucmdd.sock", "--http_listen=127.0.0.1:0",
+                        "--config=" + directory + "/gpucmdd.textproto"}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(daemon.grpc_target()));
+  ASSIGN_OR_RETURN(Session session, client->OpenSession(0, "toolchain"));
+  return session.Compile(kernels::kVectorAdd, "vector_add");
+}
+
+// A kernel id names the toolchain that built it: the same installation started again
+// takes its module from the cache, and one whose kernel front end changed (an upgrade;
+// here one byte more) compiles afresh, under another id.
+TEST(DaemonStartupTest, AnUpgradedToolchainCompilesAgainUnderAnotherKernelId) {
+  namespace fs = std::filesystem;
+  const std::string install = ShortTempDir();
+  fs::permissions(install, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  for (const char* program : {"server/gpucmdd", "driver/front_end/gpucmd-kernel-front-end",
+                              "driver/cpu/gpucmd-kernel-executor"}) {
+    fs::copy_file(RunfilePath(program), install + "/" + fs::path(program).filename().string());
+  }
+  const std::string cache = ShortTempDir() + "/cache";
+  absl::StatusOr<v1::CompileResponse> first = CompileInInstallation(install, cache);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->cache_hit());
+  absl::StatusOr<v1::CompileResponse> restarted = CompileInInstallation(install, cache);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_TRUE(restarted->cache_hit());
+  EXPECT_EQ(restarted->kernel_id(), first->kernel_id());
+
+  std::ofstream(install + "/gpucmd-kernel-front-end", std::ios::app) << '\0';
+  absl::StatusOr<v1::CompileResponse> upgraded = CompileInInstallation(install, cache);
+  ASSERT_TRUE(upgraded.ok()) << upgraded.status();
+  EXPECT_FALSE(upgraded->cache_hit()) << "the module its predecessor built was taken";
+  EXPECT_NE(upgraded->kernel_id(), first->kernel_id());
 }
 
 TEST(DaemonStartupTest, VersionPrintsAndExits) {
