@@ -68,13 +68,14 @@ void VisitChildren(CXCursor parent, const std::function<bool(CXCursor)>& visit) 
       const_cast<std::function<bool(CXCursor)>*>(&visit));
 }
 
-// The annotations of a function template, whose attributes libclang's cursors do not
-// show: read from its declaration as printed without its body, where each is
+// The annotations of a function template or an unexposed declaration (a variable
+// template and its specializations), whose attributes libclang's cursors do not show:
+// read from its declaration as printed without its body, where each is
 // `__attribute__((annotate("NAME")))` (a string in it would print its quotes escaped).
-std::vector<std::string> TemplateAnnotationsOf(CXCursor function_template) {
-  CXPrintingPolicy policy = clang_getCursorPrintingPolicy(function_template);
+std::vector<std::string> PrintedAnnotationsOf(CXCursor declaration) {
+  CXPrintingPolicy policy = clang_getCursorPrintingPolicy(declaration);
   clang_PrintingPolicy_setProperty(policy, CXPrintingPolicy_TerseOutput, 1);
-  const std::string printed = Take(clang_getCursorPrettyPrinted(function_template, policy));
+  const std::string printed = Take(clang_getCursorPrettyPrinted(declaration, policy));
   clang_PrintingPolicy_dispose(policy);
   constexpr char kOpen[] = "annotate(\"";
   std::vector<std::string> annotations;
@@ -88,8 +89,9 @@ std::vector<std::string> TemplateAnnotationsOf(CXCursor function_template) {
 }
 
 std::vector<std::string> AnnotationsOf(CXCursor cursor) {
-  if (clang_getCursorKind(cursor) == CXCursor_FunctionTemplate) {
-    return TemplateAnnotationsOf(cursor);
+  const CXCursorKind kind = clang_getCursorKind(cursor);
+  if (kind == CXCursor_FunctionTemplate || kind == CXCursor_UnexposedDecl) {
+    return PrintedAnnotationsOf(cursor);
   }
   std::vector<std::string> annotations;
   if (!clang_Cursor_hasAttrs(cursor)) return annotations;
@@ -158,14 +160,80 @@ bool Deleted(CXTranslationUnit unit, CXCursor declaration) {
   return deleted;
 }
 
-// Whether a declaration of the client's source is host code, which NVRTC refuses (Note
-// [Host code in a kernel's source]): what to say of it when it is, nullopt otherwise.
+constexpr absl::string_view kHostCodeRefused =
+    ". NVRTC refuses host code in a kernel's source, and device code can use none";
+
+// The kind of `declaration`'s scope, past `extern "C" { ... }` (which libclang shows as
+// an unexposed declaration).
+CXCursorKind ScopeOf(CXCursor declaration) {
+  CXCursor parent = clang_getCursorSemanticParent(declaration);
+  while (clang_getCursorKind(parent) == CXCursor_LinkageSpec ||
+         clang_getCursorKind(parent) == CXCursor_UnexposedDecl) {
+    parent = clang_getCursorSemanticParent(parent);
+  }
+  return clang_getCursorKind(parent);
+}
+
+bool IsNamespaceScope(CXCursorKind scope) {
+  return scope == CXCursor_TranslationUnit || scope == CXCursor_Namespace;
+}
+
+bool IsClassScope(CXCursorKind scope) {
+  return scope == CXCursor_StructDecl || scope == CXCursor_ClassDecl ||
+         scope == CXCursor_UnionDecl || scope == CXCursor_ClassTemplate ||
+         scope == CXCursor_ClassTemplatePartialSpecialization;
+}
+
+// Whether `variable`'s type, or its arrays' elements' type, is const.
+bool ConstVariable(CXCursor variable) {
+  CXType type = clang_getCursorType(variable);
+  while (clang_getArrayElementType(type).kind != CXType_Invalid) {
+    type = clang_getArrayElementType(type);
+  }
+  return clang_isConstQualifiedType(type);
+}
+
+// What to say of a variable at namespace or class scope that NVRTC takes for a host
+// variable: one at namespace scope in no memory space and not const; a class's static
+// data member that is not const, whatever its annotations. Nullopt for the others.
+// `template_use`: the variable is a variable template's specialization that device
+// code uses.
+std::optional<std::string> HostVariable(CXCursor variable, CXCursorKind scope, bool template_use) {
+  if (ConstVariable(variable)) return std::nullopt;
+  const std::string name =
+      absl::StrCat(template_use ? "template " : "", Take(clang_getCursorSpelling(variable)),
+                   template_use ? ", used here," : "");
+  if (IsClassScope(scope)) {
+    return absl::StrCat("static data member ", name,
+                        " is host code: NVRTC takes a class's static data member that is not "
+                        "const for a host variable, whatever its annotations: make it const or "
+                        "constexpr, or a __device__ variable at namespace scope",
+                        kHostCodeRefused);
+  }
+  if (!IsNamespaceScope(scope)) return std::nullopt;
+  for (absl::string_view space : {"__device__", "__constant__", "__shared__", "__managed__"}) {
+    if (HasAnnotation(variable, space)) return std::nullopt;
+  }
+  return absl::StrCat("variable ", name,
+                      " is host code: declare it __device__ or __constant__, or const",
+                      kHostCodeRefused);
+}
+
+// Whether a declaration of the client's source is code NVRTC refuses, as host code or
+// as thread-local storage (Note [Host code in a kernel's source]): what to say of it when
+// it is, nullopt otherwise.
 std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor declaration) {
   const CXCursorKind kind = clang_getCursorKind(declaration);
-  if (IsFunction(kind) || kind == CXCursor_Destructor) {
+  const bool function = IsFunction(kind) || kind == CXCursor_Destructor;
+  if (!function && kind != CXCursor_VarDecl && kind != CXCursor_UnexposedDecl) {
+    return std::nullopt;
+  }
+  const std::string name = Take(clang_getCursorSpelling(declaration));
+  if (function) {
     // A redeclaration of the runtime's own (puts, say) is the runtime's: the attributes it
-    // adds after the prelude's definition are dropped.
-    if (!PlaceOf(clang_getCursorLocation(clang_getCanonicalCursor(declaration))).in_source) {
+    // adds after the prelude's definition are dropped. A deduction guide is no function.
+    if (!PlaceOf(clang_getCursorLocation(clang_getCanonicalCursor(declaration))).in_source ||
+        absl::StartsWith(name, "<deduction guide for ")) {
       return std::nullopt;
     }
     const bool device =
@@ -175,33 +243,40 @@ std::optional<std::string> HostDeclaration(CXTranslationUnit unit, CXCursor decl
         (member && Deleted(unit, declaration))) {
       return std::nullopt;
     }
-    return absl::StrCat("function ", Take(clang_getCursorSpelling(declaration)),
-                        " is host code: declare it __device__ (or __host__ __device__)");
+    return absl::StrCat("function ", name,
+                        " is host code: declare it __device__ (or __host__ __device__)",
+                        kHostCodeRefused);
+  }
+  const CXCursorKind scope = ScopeOf(declaration);
+  if (kind == CXCursor_UnexposedDecl && absl::StartsWith(name, "[") && IsNamespaceScope(scope)) {
+    return absl::StrCat("structured binding ", name,
+                        " is host code: NVRTC refuses structured bindings outside functions");
   }
   if (kind != CXCursor_VarDecl) return std::nullopt;
-  // The scope, past `extern "C" { ... }` (which libclang shows as an unexposed declaration).
-  CXCursor parent = clang_getCursorSemanticParent(declaration);
-  while (clang_getCursorKind(parent) == CXCursor_LinkageSpec ||
-         clang_getCursorKind(parent) == CXCursor_UnexposedDecl) {
-    parent = clang_getCursorSemanticParent(parent);
+  if (clang_getCursorTLSKind(declaration) != CXTLS_None) {
+    return absl::StrCat("variable ", name,
+                        " is thread_local: device code has no thread-local storage, and NVRTC "
+                        "refuses the specifier");
   }
-  const CXCursorKind scope = clang_getCursorKind(parent);
-  const bool namespace_scope = scope == CXCursor_TranslationUnit || scope == CXCursor_Namespace;
-  const bool static_member = clang_Cursor_getStorageClass(declaration) == CX_SC_Static &&
-                             (scope == CXCursor_StructDecl || scope == CXCursor_ClassDecl ||
-                              scope == CXCursor_ClassTemplate);
-  CXType type = clang_getCursorType(declaration);
-  while (clang_getArrayElementType(type).kind != CXType_Invalid) {
-    type = clang_getArrayElementType(type);
-  }
-  for (absl::string_view space : {"__device__", "__constant__", "__shared__", "__managed__"}) {
-    if (HasAnnotation(declaration, space)) return std::nullopt;
-  }
-  if ((!namespace_scope && !static_member) || clang_isConstQualifiedType(type)) {
+  if (IsClassScope(scope) && clang_Cursor_getStorageClass(declaration) != CX_SC_Static) {
     return std::nullopt;
   }
-  return absl::StrCat("variable ", Take(clang_getCursorSpelling(declaration)),
-                      " is host code: declare it __device__ or __constant__, or const");
+  return HostVariable(declaration, scope, /*template_use=*/false);
+}
+
+// Whether `reference` names a variable template's specialization that is a host
+// variable, which NVRTC refuses where device code uses it (an unused one passes): what to
+// say of it when it does, nullopt otherwise. libclang shows such a specialization as an
+// unexposed declaration with a type.
+std::optional<std::string> HostVariableTemplateUse(CXCursor reference) {
+  const CXCursorKind kind = clang_getCursorKind(reference);
+  if (kind != CXCursor_DeclRefExpr && kind != CXCursor_MemberRefExpr) return std::nullopt;
+  const CXCursor variable = clang_getCursorReferenced(reference);
+  if (clang_getCursorKind(variable) != CXCursor_UnexposedDecl ||
+      clang_getCursorType(variable).kind == CXType_Invalid) {
+    return std::nullopt;
+  }
+  return HostVariable(variable, ScopeOf(variable), /*template_use=*/true);
 }
 
 absl::StatusOr<ScalarKind> ScalarKindOf(CXType canonical) {
@@ -371,12 +446,9 @@ bool Parse::Visit(CXCursor cursor, const std::string& function) {
   if (!place.in_source) return false;
   const CXCursorKind kind = clang_getCursorKind(cursor);
   if (host_code_.ok()) {
-    if (std::optional<std::string> host = HostDeclaration(unit_, cursor)) {
-      host_code_ =
-          Invalid(place.line, absl::StrCat(*host,
-                                           ". NVRTC refuses host code in a kernel's source, "
-                                           "and device code can use none"));
-    }
+    std::optional<std::string> host = HostDeclaration(unit_, cursor);
+    if (!host.has_value()) host = HostVariableTemplateUse(cursor);
+    if (host.has_value()) host_code_ = Invalid(place.line, *host);
   }
   if (kind == CXCursor_FunctionDecl && Take(clang_getCursorSpelling(cursor)) == entry_) {
     entry_declarations_.push_back(cursor);

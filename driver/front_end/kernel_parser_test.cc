@@ -245,8 +245,45 @@ TEST(KernelParserTest, HostCodeIsInvalidArgumentNamingItsLine) {
     absl::Status status = ParseKernel(c.source, "k", {}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
     EXPECT_THAT(std::string(status.message()),
-                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.name, " is host code")))
+                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.refusal)))
         << c.source;
+  }
+}
+
+// Beyond kHostCode (whose every case NVRTC is asked about): a host variable template is
+// refused wherever device code names it, a class's static one too, and even where only
+// its address is taken (which NVRTC lets pass, though device code cannot read through
+// that address); one that no device code names passes.
+TEST(KernelParserTest, HostVariableTemplatesAreRefusedWhereDeviceCodeNamesThem) {
+  struct Case {
+    const char* source;
+    const char* refusal;  // "" when it parses
+  };
+  for (const Case& c : {
+           Case{"struct S { template <typename T> static T v; };\n"
+                "template <typename T> T S::v = T(2);\n"
+                "extern \"C\" __global__ void k(int* d) { d[0] = S::v<int>; }",
+                "kernel.cu:3: static data member template v, used here, is host code"},
+           Case{"template <typename T> T zero = T();\n"
+                "extern \"C\" __global__ void k(long* d) { d[0] = (long)&zero<int>; }",
+                "kernel.cu:2: variable template zero, used here, is host code"},
+           Case{"namespace n { template <typename T> T zero = T(); }\n"
+                "__device__ int get() { return n::zero<int>; }\n"
+                "extern \"C\" __global__ void k(int* d) { d[0] = get(); }",
+                "kernel.cu:2: variable template zero, used here, is host code"},
+           Case{"template <typename T> T zero = T();\n"
+                "template <typename T> constexpr T one = T(1);\n"
+                "struct S { template <typename T> static constexpr T two = T(2); };\n"
+                "extern \"C\" __global__ void k(int* d) { d[0] = one<int> + S::two<int>; }",
+                ""},
+       }) {
+    absl::Status status = ParseKernel(c.source, "k", {}).status();
+    if (*c.refusal == '\0') {
+      EXPECT_TRUE(status.ok()) << c.source << ": " << status;
+      continue;
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.source;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.refusal)) << c.source;
   }
 }
 

@@ -35,6 +35,9 @@ absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
   std::string log;
   ASSIGN_OR_RETURN(std::vector<std::string> flags, TranslateCompileOptions(options, {.fast_math = "-ffast-math"}));
   flags.push_back(absl::StrCat("--offload-arch=", architecture));
+  // The dialect of every driver (NVRTC's --std=c++17, the CPU compiler's -std=c++17);
+  // hiprtc's own default is C++14.
+  flags.push_back("-std=c++17");
   // CUDA's spellings, and the cooperative_groups and bfloat16 headers a CUDA kernel
   // includes.
   const std::string unit = absl::StrCat(HipCudaCompatPrelude(), source);

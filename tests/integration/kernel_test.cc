@@ -520,7 +520,7 @@ TEST_F(KernelTest, HostCodeInAKernelsSourceIsRefusedNamingIt) {
     absl::StatusOr<v1::CompileResponse> compiled = session_->Compile(c.source, "k");
     EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument) << c.source;
     EXPECT_THAT(std::string(compiled.status().message()),
-                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.name, " is host code")))
+                HasSubstr(absl::StrCat("kernel.cu:", c.line, ": ", c.refusal)))
         << c.source;
   }
   ExpectKernelsRun(Zeros(sizeof(float)));  // the refusals cost the device nothing
@@ -528,14 +528,16 @@ TEST_F(KernelTest, HostCodeInAKernelsSourceIsRefusedNamingIt) {
 
 TEST_F(KernelTest, DeviceCodeOfEveryKindRuns) {
   // d = {x, y, ., z}: a = (x, y), c = 2 (a + a) = 4a, and d[2] = (c . a)^2 + sqrt(z) +
-  // tile(4) + kLanes + kHalf + kOffsets[1] + kWeights[0].
+  // tile(4) + kLanes + kHalf + kOffsets[1] + kWeights[0] + 0 + 0 (the Box of zero) +
+  // kScale<float> + one + two.
   std::string id = MustCompile(kDeviceCodeOfEveryKind, "device_code");
   Buffer data = Upload(std::vector<float>{1.0f, 2.0f, 0.0f, 16.0f});
   ASSERT_TRUE(
       session_
           ->Launch(id, {MakeDim3(1), MakeDim3(1)}, {BufferArgument(data, v1::ACCESS_READ_WRITE)})
           .ok());
-  EXPECT_EQ(Download<float>(data)[2], 400.0f + 4.0f + 32.0f + 2.0f + 0.5f + 2.0f + 0.25f);
+  EXPECT_EQ(Download<float>(data)[2],
+            400.0f + 4.0f + 32.0f + 2.0f + 0.5f + 2.0f + 0.25f + 3.0f + 1.0f + 2.0f);
 }
 
 TEST_F(KernelTest, BallotStreamCompactionKeepsEveryPositiveValueOnce) {

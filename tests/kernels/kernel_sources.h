@@ -524,80 +524,109 @@ inline constexpr char kTemplatedWarpSums[] = R"CUDA(
       }
     })CUDA";
 
-// Host code in a kernel's source, the entry point "k" of each: NVRTC refuses every one
-// (host functions and variables are not allowed in its JIT mode), and so does every
-// driver's kernel front end, naming the declaration's `line` and `name`. hiprtc refuses
-// those that device code uses.
+// Code NVRTC refuses in a kernel's source that a host compiler takes, the entry point "k"
+// of each: host functions and variables (not allowed in its JIT mode; a variable
+// template's where device code uses it) and thread-local storage. Every driver's kernel
+// front end refuses each too, at the declaration's (or the use's) `line`, saying
+// `refusal`. hiprtc refuses those that device code uses (`hiprtc`).
+enum class Hiprtc {
+  kTakes,
+  kRefuses,
+  // Its LLVM aborts the process: thread-local storage has no lowering for AMD GPUs
+  // ("Cannot select: GlobalTLSAddress").
+  kAborts,
+};
 struct HostCode {
   const char* source;
   int line;
-  const char* name;
-  bool hiprtc_refuses;
+  const char* refusal;
+  Hiprtc hiprtc;
 };
 inline constexpr HostCode kHostCode[] = {
     {R"CUDA(float twice(float x) { return 2 * x; }
 extern "C" __global__ void k(float* d) { d[0] = twice(d[0]); })CUDA",
-     1, "function twice", true},
+     1, "function twice is host code", Hiprtc::kRefuses},
     // Called by no device code.
     {R"CUDA(int host_only(int x) { return x * 3; }
 extern "C" __global__ void k(int* d) { d[0] = 1; })CUDA",
-     1, "function host_only", false},
+     1, "function host_only is host code", Hiprtc::kTakes},
     {R"CUDA(__device__ int scale(int x) { return x * 3; }
 __host__ int host_scale(int x) { return x * 3; }
 extern "C" __global__ void k(int* d) { d[0] = scale(1); })CUDA",
-     2, "function host_scale", false},
+     2, "function host_scale is host code", Hiprtc::kTakes},
     // Through a __host__ __device__ function.
     {R"CUDA(int host_only(int x) { return x * 3; }
 __host__ __device__ int both(int x) { return host_only(x); }
 extern "C" __global__ void k(int* d) { d[0] = both(d[0]); })CUDA",
-     1, "function host_only", true},
+     1, "function host_only is host code", Hiprtc::kRefuses},
     {R"CUDA(struct Accumulator {
   float total = 0;
   void add(float x) { total += x; }
 };
 extern "C" __global__ void k(float* d) { Accumulator a; a.add(d[0]); d[0] = a.total; })CUDA",
-     3, "function add", true},
+     3, "function add is host code", Hiprtc::kRefuses},
     {R"CUDA(struct Pair {
   __device__ Pair(int a, int b) : first(a), second(b) {}
   ~Pair() {}
   int first, second;
 };
 extern "C" __global__ void k(int* d) { Pair p(d[0], d[1]); d[2] = p.first + p.second; })CUDA",
-     3, "function ~Pair", true},
+     3, "function ~Pair is host code", Hiprtc::kRefuses},
     {R"CUDA(struct V { float x; };
 V operator+(V a, V b) { return {a.x + b.x}; }
 extern "C" __global__ void k(float* d) { V v = V{d[0]} + V{d[1]}; d[2] = v.x; })CUDA",
-     2, "function operator+", true},
+     2, "function operator+ is host code", Hiprtc::kRefuses},
     {R"CUDA(template <typename T> T host_twice(T x) { return x + x; }
 extern "C" __global__ void k(int* d) { d[0] = host_twice(d[0]); })CUDA",
-     1, "function host_twice", true},
+     1, "function host_twice is host code", Hiprtc::kRefuses},
     // A member of a class local to the kernel.
     {R"CUDA(extern "C" __global__ void k(int* d) {
   struct Local { int one() { return 1; } };
   d[0] = Local().one();
 })CUDA",
-     2, "function one", true},
+     2, "function one is host code", Hiprtc::kRefuses},
     // constexpr does not make a function __device__ (without --expt-relaxed-constexpr,
     // which no driver passes); hiprtc takes it for __host__ __device__.
     {R"CUDA(constexpr int tile(int n) { return n * 8; }
 extern "C" __global__ void k(int* d) { constexpr int kTile = tile(4); d[0] = kTile; })CUDA",
-     1, "function tile", false},
+     1, "function tile is host code", Hiprtc::kTakes},
     {R"CUDA(int counter = 0;
 extern "C" __global__ void k(int* d) { d[0] = counter; })CUDA",
-     1, "variable counter", true},
+     1, "variable counter is host code", Hiprtc::kRefuses},
     {R"CUDA(extern "C" __global__ void k(int* d) { d[0] = 1; }
 struct Tally { static int count; };)CUDA",
-     2, "variable count", false},
+     2, "static data member count is host code", Hiprtc::kTakes},
     {R"CUDA(extern "C" {
 int calls;
 __global__ void k(int* d) { d[0] = 1; }
 })CUDA",
-     2, "variable calls", false},
+     2, "variable calls is host code", Hiprtc::kTakes},
+    {R"CUDA(struct Tally { __device__ static int count; };
+extern "C" __global__ void k(int* d) { d[0] = 1; })CUDA",
+     1, "static data member count is host code", Hiprtc::kTakes},
+    // Where device code uses it (an unused one passes).
+    {R"CUDA(template <typename T> T scale = T(2);
+extern "C" __global__ void k(int* d) { d[0] = scale<int>; })CUDA",
+     2, "variable template scale, used here, is host code", Hiprtc::kRefuses},
+    {R"CUDA(struct Pair { int a, b; };
+constexpr Pair kPair{1, 2};
+auto [first, second] = kPair;
+extern "C" __global__ void k(int* d) { d[0] = 1; })CUDA",
+     3, "structured binding [first, second] is host code", Hiprtc::kTakes},
+    {R"CUDA(__device__ thread_local int calls;
+extern "C" __global__ void k(int* d) { d[0] = calls; })CUDA",
+     1, "variable calls is thread_local", Hiprtc::kAborts},
+    {R"CUDA(extern "C" __global__ void k(int* d) {
+  static thread_local int calls = 0;
+  d[0] = ++calls;
+})CUDA",
+     2, "variable calls is thread_local", Hiprtc::kAborts},
 };
 
 // Device code of every kind NVRTC takes in a kernel's source: __device__ and
 // __host__ __device__ functions, members, operators and templates, defaulted members,
-// lambdas, and const, constexpr and __constant__ data.
+// deduction guides, lambdas, structured bindings in functions, const, constexpr and
+// __constant__ data, __device__ variable templates, and a host one no device code uses.
 inline constexpr char kDeviceCodeOfEveryKind[] = R"CUDA(
 struct Vec {
   float x, y;
@@ -614,10 +643,17 @@ template <typename T> struct Box {
   __device__ T get() const { return value; }
   template <typename U> __host__ __device__ U as() const { return static_cast<U>(value); }
 };
+template <typename T> struct Two {
+  T first, second;
+  __device__ Two(T a, T b) : first(a), second(b) {}
+};
+template <typename T> Two(T, T) -> Two<T>;
 __host__ __device__ constexpr int tile(int n) { return n * 8; }
 constexpr float kHalf = 0.5f;
 const int kOffsets[2] = {1, 2};
 __constant__ float kWeights[2] = {0.25f, 0.75f};
+template <typename T> __device__ T kScale = T(3);
+template <typename T> T kHostOnly = T(7);
 extern "C" __global__ void device_code(float* d) {
   constexpr int kTile = tile(4);
   auto square = [](float v) { return v * v; };
@@ -625,8 +661,10 @@ extern "C" __global__ void device_code(float* d) {
   Vec b = a;
   Vec c = twice(a + b);
   const Box<int> zero{0};
+  Two pair(1.0f, 2.0f);
+  auto [one, two] = pair;
   d[2] = square(c.dot(a)) + sqrtf(d[3]) + kTile + Vec::kLanes + kHalf + kOffsets[1] +
-         kWeights[0] + zero.get() + zero.as<float>();
+         kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
 inline constexpr std::array<std::pair<const char*, const char*>, 28> kSuite = {{
