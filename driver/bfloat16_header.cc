@@ -115,6 +115,21 @@ GPUCMD_BFLOAT16_COMPARE(__hge, >=)
 #undef GPUCMD_BFLOAT16_COMPARE
 __host__ __device__ inline __nv_bfloat162 operator+(__nv_bfloat162 a, __nv_bfloat162 b) { return __hadd2(a, b); }
 __host__ __device__ inline __nv_bfloat162 operator*(__nv_bfloat162 a, __nv_bfloat162 b) { return __hmul2(a, b); }
+// Atomic on each bfloat16, as on a GPU (a __nv_bfloat162 as a whole is not).
+__device__ inline __nv_bfloat16 atomicAdd(__nv_bfloat16* address, __nv_bfloat16 value) {
+  unsigned short* const bits = reinterpret_cast<unsigned short*>(address);
+  unsigned short seen = *bits;
+  unsigned short expected;
+  do {
+    expected = seen;
+    const __nv_bfloat16 sum = __hadd(__ushort_as_bfloat16(expected), value);
+    seen = atomicCAS(bits, expected, __bfloat16_as_ushort(sum));
+  } while (seen != expected);
+  return __ushort_as_bfloat16(seen);
+}
+__device__ inline __nv_bfloat162 atomicAdd(__nv_bfloat162* address, __nv_bfloat162 value) {
+  return __nv_bfloat162{atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y)};
+}
 )HEADER";
 
 }  // namespace

@@ -138,6 +138,18 @@ template <typename T>
 struct greater {
   __device__ T operator()(T a, T b) const { return a < b ? b : a; }
 };
+template <typename T>
+struct bit_and {
+  __device__ T operator()(T a, T b) const { return a & b; }
+};
+template <typename T>
+struct bit_or {
+  __device__ T operator()(T a, T b) const { return a | b; }
+};
+template <typename T>
+struct bit_xor {
+  __device__ T operator()(T a, T b) const { return a ^ b; }
+};
 // The tile's values combined by `op` (a butterfly over shfl_xor); every thread gets it.
 template <unsigned Size, typename T, typename Op>
 __device__ T reduce(const thread_block_tile<Size>& tile, T value, Op op) {
@@ -149,12 +161,35 @@ __device__ T reduce(const thread_block_tile<Size>& tile, T value, Op op) {
 }  // namespace cooperative_groups
 )HEADER";
 
+constexpr char kCooperativeGroupsScan[] = R"HEADER(#pragma once
+#include <cooperative_groups/reduce.h>
+namespace cooperative_groups {
+// Each thread's value combined by `op` with those of the tile's lower ranks, its own
+// included (a Hillis-Steele scan over shfl_up).
+template <unsigned Size, typename T, typename Op = plus<T>>
+__device__ T inclusive_scan(const thread_block_tile<Size>& tile, T value, Op op = Op()) {
+  for (unsigned offset = 1; offset < Size; offset *= 2) {
+    const T lower = tile.shfl_up(value, offset);
+    if (tile.thread_rank() >= offset) value = op(lower, value);
+  }
+  return value;
+}
+// The same without the thread's own value; rank 0 gets T().
+template <unsigned Size, typename T, typename Op = plus<T>>
+__device__ T exclusive_scan(const thread_block_tile<Size>& tile, T value, Op op = Op()) {
+  const T lower = tile.shfl_up(inclusive_scan(tile, value, op), 1);
+  return tile.thread_rank() == 0 ? T() : lower;
+}
+}  // namespace cooperative_groups
+)HEADER";
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& CooperativeGroupsHeaders() {
   static const auto* const kHeaders = new std::vector<std::pair<std::string, std::string>>{
       {"cooperative_groups.h", kCooperativeGroups},
       {"cooperative_groups/reduce.h", kCooperativeGroupsReduce},
+      {"cooperative_groups/scan.h", kCooperativeGroupsScan},
   };
   return *kHeaders;
 }

@@ -123,8 +123,6 @@ __device__ inline bool __hisnan(__half h) { return (h.bits & 0x7fffu) > 0x7c00u;
 __device__ inline int __hisinf(__half h) {
   return (h.bits & 0x7fffu) == 0x7c00u ? ((h.bits & 0x8000u) ? -1 : 1) : 0;
 }
-__device__ inline __half __int2half_rn(int i) { return __float2half_rn(static_cast<float>(i)); }
-__device__ inline int __half2int_rz(__half h) { return static_cast<int>(__half2float(h)); }
 __device__ inline __half2 __floats2half2_rn(float a, float b) {
   return __half2{__float2half_rn(a), __float2half_rn(b)};
 }
@@ -229,6 +227,78 @@ __device__ inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b)
 __device__ inline __half2 operator/(__half2 a, __half2 b) { return __hdiv2(a, b); }
 __device__ inline __half2& operator+=(__half2& a, __half2 b) { return a = __hadd2(a, b); }
 __device__ inline __half2& operator*=(__half2& a, __half2 b) { return a = __hmul2(a, b); }
+// A half one step from `h` toward +infinity (`up`) or -infinity; a NaN, and the infinity
+// it moves toward, stay.
+__device__ inline __half gpucmd_half_step(__half h, bool up) {
+  const unsigned short bits = h.bits;
+  if (__hisnan(h) || bits == (up ? 0x7c00u : 0xfc00u)) return h;
+  if ((bits & 0x7fffu) == 0) {
+    return __half_raw{static_cast<unsigned short>(up ? 0x0001u : 0x8001u)};
+  }
+  const bool away_from_zero = ((bits & 0x8000u) == 0) == up;
+  return __half_raw{static_cast<unsigned short>(away_from_zero ? bits + 1 : bits - 1)};
+}
+// f rounded to a half toward zero, down or up: the nearest half, moved one step when it
+// lies on the other side of f.
+__device__ inline __half __float2half_rz(float f) {
+  const __half h = __float2half_rn(f);
+  return fabsf(__half2float(h)) > fabsf(f) ? gpucmd_half_step(h, f < 0) : h;
+}
+__device__ inline __half __float2half_rd(float f) {
+  const __half h = __float2half_rn(f);
+  return __half2float(h) > f ? gpucmd_half_step(h, false) : h;
+}
+__device__ inline __half __float2half_ru(float f) {
+  const __half h = __float2half_rn(f);
+  return __half2float(h) < f ? gpucmd_half_step(h, true) : h;
+}
+__device__ inline __half2 __float22half2_rn(float2 f) {
+  return __half2{__float2half_rn(f.x), __float2half_rn(f.y)};
+}
+// Integers to halves (a float holds every integer a half reaches), and halves to
+// integers, saturating as a GPU converts.
+// `mode`: rn, rz, rd or ru; `whole`: the C function that rounds a float so.
+#define GPUCMD_HALF_ROUNDED(from, I, mode, whole)                                    \
+  __device__ inline __half __##from##2half_##mode(I i) {                             \
+    return __float2half_##mode(static_cast<float>(i));                               \
+  }                                                                                  \
+  __device__ inline I __half2##from##_##mode(__half h) {                             \
+    return gpucmd_saturated<I>(whole(__half2float(h)));                              \
+  }
+#define GPUCMD_HALF_CONVERSIONS(from, I)                                             \
+  GPUCMD_HALF_ROUNDED(from, I, rn, nearbyint) GPUCMD_HALF_ROUNDED(from, I, rz, trunc) \
+  GPUCMD_HALF_ROUNDED(from, I, rd, floor) GPUCMD_HALF_ROUNDED(from, I, ru, ceil)
+GPUCMD_HALF_CONVERSIONS(int, int)
+GPUCMD_HALF_CONVERSIONS(uint, unsigned)
+GPUCMD_HALF_CONVERSIONS(short, short)
+GPUCMD_HALF_CONVERSIONS(ushort, unsigned short)
+GPUCMD_HALF_CONVERSIONS(ll, long long)
+GPUCMD_HALF_CONVERSIONS(ull, unsigned long long)
+#undef GPUCMD_HALF_CONVERSIONS
+#undef GPUCMD_HALF_ROUNDED
+// Both halves' comparisons: as a __half2 of 1 and 0, and (__hb...) whether both hold.
+#define GPUCMD_HALF2_COMPARE(name, scalar)                                                 \
+  __device__ inline __half2 __h##name##2(__half2 a, __half2 b) {                           \
+    return __half2{__float2half_rn(scalar(a.x, b.x) ? 1.0f : 0.0f),                        \
+                   __float2half_rn(scalar(a.y, b.y) ? 1.0f : 0.0f)};                       \
+  }                                                                                        \
+  __device__ inline bool __hb##name##2(__half2 a, __half2 b) {                             \
+    return scalar(a.x, b.x) && scalar(a.y, b.y);                                           \
+  }
+GPUCMD_HALF2_COMPARE(eq, __heq)
+GPUCMD_HALF2_COMPARE(ne, __hne)
+GPUCMD_HALF2_COMPARE(lt, __hlt)
+GPUCMD_HALF2_COMPARE(gt, __hgt)
+GPUCMD_HALF2_COMPARE(le, __hle)
+GPUCMD_HALF2_COMPARE(ge, __hge)
+#undef GPUCMD_HALF2_COMPARE
+// Atomic on each half, as on a GPU (a __half2 as a whole is not).
+__device__ inline __half atomicAdd(__half* address, __half value) {
+  return gpucmd_atomic_update(address, [value](__half old) { return __hadd(old, value); });
+}
+__device__ inline __half2 atomicAdd(__half2* address, __half2 value) {
+  return __half2{atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y)};
+}
 )HEADER";
 
 }  // namespace

@@ -4,13 +4,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "driver/cpu/kernel_abi.h"
+#include "driver/portable_intrinsics.h"
 
 namespace gpucmd {
 namespace {
 
-constexpr absl::string_view kPrelude = R"PRELUDE(
+constexpr absl::string_view kPreludeBegin = R"PRELUDE(
 // ---- gpucmd CPU kernel prelude ----
 #include <assert.h>
+#include <fenv.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,12 +20,18 @@ constexpr absl::string_view kPrelude = R"PRELUDE(
 #include <stddef.h>
 #include <time.h>
 #include <cstring>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+struct uint3;
 namespace gpucmd_rt {
-struct Dim3 { unsigned x, y, z; };
+// threadIdx and the other built-in indices, which convert to CUDA's types of them.
+struct Dim3 {
+  unsigned x, y, z;
+  operator uint3() const;
+};
 struct ThreadContext {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;
   void* dynamic_shared;
@@ -93,6 +101,7 @@ extern "C" __attribute__((visibility("hidden"))) int putchar(int c) {
 struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr dim3(gpucmd_rt::Dim3 d) : x(d.x), y(d.y), z(d.z) {}
 };
 
 #define threadIdx (gpucmd_ctx->thread_idx)
@@ -191,6 +200,41 @@ inline float __uint_as_float(unsigned x) { float f; std::memcpy(&f, &x, 4); retu
 inline unsigned __float_as_uint(float f) { unsigned x; std::memcpy(&x, &f, 4); return x; }
 inline double __longlong_as_double(long long x) { double d; std::memcpy(&d, &x, 8); return d; }
 inline long long __double_as_longlong(double d) { long long x; std::memcpy(&x, &d, 8); return x; }
+inline int __double2hiint(double d) { return static_cast<int>(__double_as_longlong(d) >> 32); }
+inline int __double2loint(double d) { return static_cast<int>(__double_as_longlong(d)); }
+inline double __hiloint2double(int hi, int lo) {
+  return __longlong_as_double(static_cast<long long>(
+      (static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) |
+      static_cast<unsigned>(lo)));
+}
+
+// CUDA's roundings of arithmetic and conversions: _rn to nearest even (the default
+// mode, in which the plain operators round), _rz toward zero, _rd down, _ru up. The
+// operands are read, and the result written, through volatile copies, so that the
+// compiler computes it between the mode's change and its restore.
+#define GPUCMD_ROUNDED(name, R, mode, parameters, operands, expression) \
+  inline R name parameters {                                            \
+    const int saved = fegetround();                                     \
+    fesetround(mode);                                                   \
+    operands;                                                           \
+    volatile R result = (expression);                                   \
+    fesetround(saved);                                                  \
+    return result;                                                      \
+  }
+// `signature`: GPUCMD_UNARY, _BINARY or _TERNARY, the parameters and their copies.
+#define GPUCMD_ROUNDED_SPLIT(...) GPUCMD_ROUNDED(__VA_ARGS__)
+#define GPUCMD_DIRECTED(name, R, signature, expression)                        \
+  GPUCMD_ROUNDED_SPLIT(name##_rz, R, FE_TOWARDZERO, signature, expression)     \
+  GPUCMD_ROUNDED_SPLIT(name##_rd, R, FE_DOWNWARD, signature, expression)       \
+  GPUCMD_ROUNDED_SPLIT(name##_ru, R, FE_UPWARD, signature, expression)
+#define GPUCMD_ROUNDINGS(name, R, signature, expression)                       \
+  GPUCMD_ROUNDED_SPLIT(name##_rn, R, FE_TONEAREST, signature, expression)      \
+  GPUCMD_ROUNDED_SPLIT(name##_rz, R, FE_TOWARDZERO, signature, expression)     \
+  GPUCMD_ROUNDED_SPLIT(name##_rd, R, FE_DOWNWARD, signature, expression)       \
+  GPUCMD_ROUNDED_SPLIT(name##_ru, R, FE_UPWARD, signature, expression)
+#define GPUCMD_UNARY(T) (T x), volatile T a = x
+#define GPUCMD_BINARY(T) (T x, T y), volatile T a = x; volatile T b = y
+#define GPUCMD_TERNARY(T) (T x, T y, T z), volatile T a = x; volatile T b = y; volatile T c = z
 inline float __fadd_rn(float x, float y) { return x + y; }
 inline float __fsub_rn(float x, float y) { return x - y; }
 inline float __fmul_rn(float x, float y) { return x * y; }
@@ -198,14 +242,72 @@ inline float __fdiv_rn(float x, float y) { return x / y; }
 inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __frsqrt_rn(float x) { return static_cast<float>(1.0 / sqrt(static_cast<double>(x))); }
+GPUCMD_DIRECTED(__fadd, float, GPUCMD_BINARY(float), a + b)
+GPUCMD_DIRECTED(__fsub, float, GPUCMD_BINARY(float), a - b)
+GPUCMD_DIRECTED(__fmul, float, GPUCMD_BINARY(float), a * b)
+GPUCMD_DIRECTED(__fdiv, float, GPUCMD_BINARY(float), a / b)
+GPUCMD_DIRECTED(__fmaf, float, GPUCMD_TERNARY(float), fmaf(a, b, c))
+GPUCMD_DIRECTED(__frcp, float, GPUCMD_UNARY(float), 1.0f / a)
+GPUCMD_DIRECTED(__fsqrt, float, GPUCMD_UNARY(float), sqrtf(a))
 inline double __dadd_rn(double x, double y) { return x + y; }
+inline double __dsub_rn(double x, double y) { return x - y; }
 inline double __dmul_rn(double x, double y) { return x * y; }
+inline double __ddiv_rn(double x, double y) { return x / y; }
 inline double __fma_rn(double x, double y, double z) { return fma(x, y, z); }
-inline int __float2int_rn(float x) { return static_cast<int>(rintf(x)); }
-inline int __float2int_rz(float x) { return static_cast<int>(x); }
-inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(rintf(x)); }
-inline float __int2float_rn(int x) { return static_cast<float>(x); }
-inline float __double2float_rn(double x) { return static_cast<float>(x); }
+inline double __drcp_rn(double x) { return 1.0 / x; }
+inline double __dsqrt_rn(double x) { return sqrt(x); }
+GPUCMD_DIRECTED(__dadd, double, GPUCMD_BINARY(double), a + b)
+GPUCMD_DIRECTED(__dsub, double, GPUCMD_BINARY(double), a - b)
+GPUCMD_DIRECTED(__dmul, double, GPUCMD_BINARY(double), a * b)
+GPUCMD_DIRECTED(__ddiv, double, GPUCMD_BINARY(double), a / b)
+GPUCMD_DIRECTED(__fma, double, GPUCMD_TERNARY(double), fma(a, b, c))
+GPUCMD_DIRECTED(__drcp, double, GPUCMD_UNARY(double), 1.0 / a)
+GPUCMD_DIRECTED(__dsqrt, double, GPUCMD_UNARY(double), sqrt(a))
+// Integers to floating point, rounded as the name says.
+GPUCMD_ROUNDINGS(__int2float, float, GPUCMD_UNARY(int), static_cast<float>(a))
+GPUCMD_ROUNDINGS(__uint2float, float, GPUCMD_UNARY(unsigned), static_cast<float>(a))
+GPUCMD_ROUNDINGS(__ll2float, float, GPUCMD_UNARY(long long), static_cast<float>(a))
+GPUCMD_ROUNDINGS(__ull2float, float, GPUCMD_UNARY(unsigned long long), static_cast<float>(a))
+GPUCMD_ROUNDINGS(__ll2double, double, GPUCMD_UNARY(long long), static_cast<double>(a))
+GPUCMD_ROUNDINGS(__ull2double, double, GPUCMD_UNARY(unsigned long long), static_cast<double>(a))
+GPUCMD_ROUNDINGS(__double2float, float, GPUCMD_UNARY(double), static_cast<float>(a))
+inline double __int2double_rn(int x) { return x; }
+inline double __uint2double_rn(unsigned x) { return x; }
+#undef GPUCMD_ROUNDED
+#undef GPUCMD_ROUNDED_SPLIT
+#undef GPUCMD_DIRECTED
+#undef GPUCMD_ROUNDINGS
+#undef GPUCMD_UNARY
+#undef GPUCMD_BINARY
+#undef GPUCMD_TERNARY
+// Floating point to integers, as a GPU converts: `rounded` (already a whole number, or
+// NaN or infinite) saturates to I's range, and NaN is 0.
+template <typename I>
+inline I gpucmd_saturated(double rounded) {
+  if (rounded != rounded) return 0;
+  if (rounded <= static_cast<double>(std::numeric_limits<I>::min())) {
+    return std::numeric_limits<I>::min();
+  }
+  if (rounded >= static_cast<double>(std::numeric_limits<I>::max())) {
+    return std::numeric_limits<I>::max();
+  }
+  return static_cast<I>(rounded);
+}
+#define GPUCMD_TO_INTEGER(name, F, I)                                                      \
+  inline I name##_rn(F x) { return gpucmd_saturated<I>(nearbyint(static_cast<double>(x))); } \
+  inline I name##_rz(F x) { return gpucmd_saturated<I>(trunc(static_cast<double>(x))); }     \
+  inline I name##_rd(F x) { return gpucmd_saturated<I>(floor(static_cast<double>(x))); }     \
+  inline I name##_ru(F x) { return gpucmd_saturated<I>(ceil(static_cast<double>(x))); }
+GPUCMD_TO_INTEGER(__float2int, float, int)
+GPUCMD_TO_INTEGER(__float2uint, float, unsigned)
+GPUCMD_TO_INTEGER(__float2ll, float, long long)
+GPUCMD_TO_INTEGER(__float2ull, float, unsigned long long)
+GPUCMD_TO_INTEGER(__double2int, double, int)
+GPUCMD_TO_INTEGER(__double2uint, double, unsigned)
+GPUCMD_TO_INTEGER(__double2ll, double, long long)
+GPUCMD_TO_INTEGER(__double2ull, double, unsigned long long)
+#undef GPUCMD_TO_INTEGER
 
 // CUDA's math library beyond C's, and its fast versions (here as exact as C's).
 inline float __tanf(float x) { return tanf(x); }
@@ -243,6 +345,58 @@ inline float rcbrtf(float x) { return static_cast<float>(rcbrt(x)); }
 inline double normcdf(double x) { return 0.5 * erfc(-x * M_SQRT1_2); }
 inline float normcdff(float x) { return static_cast<float>(normcdf(x)); }
 inline float fdividef(float x, float y) { return x / y; }
+// The inverse error functions, by Newton's method: on erf near 0, on log erfc beyond
+// (where erfc is far below 1 and its logarithm nearly linear in y^2).
+inline double erfcinv(double x) {
+  if (!(x > 0.0 && x < 2.0)) return x == 0.0 ? INFINITY : (x == 2.0 ? -INFINITY : NAN);
+  if (x > 1.0) return -erfcinv(2.0 - x);
+  double y = sqrt(-log(x));
+  for (int i = 0; i < 100; ++i) {
+    const double e = erfc(y);
+    const double step = (log(e) - log(x)) * e / (-M_2_SQRTPI * exp(-y * y));
+    y -= step;
+    if (fabs(step) <= 1e-16 * fabs(y)) break;
+  }
+  return y;
+}
+inline double erfinv(double x) {
+  if (fabs(x) >= 0.5) return x > 0 ? erfcinv(1.0 - x) : -erfcinv(1.0 + x);
+  double y = x / M_2_SQRTPI;
+  for (int i = 0; i < 100; ++i) {
+    const double step = (erf(y) - x) / (M_2_SQRTPI * exp(-y * y));
+    y -= step;
+    if (fabs(step) <= 1e-17 * fabs(y)) break;
+  }
+  return y;
+}
+inline float erfinvf(float x) { return static_cast<float>(erfinv(x)); }
+inline float erfcinvf(float x) { return static_cast<float>(erfcinv(x)); }
+inline double normcdfinv(double p) { return -M_SQRT2 * erfcinv(2.0 * p); }
+inline float normcdfinvf(float p) { return static_cast<float>(normcdfinv(p)); }
+// exp(x^2) erfc(x); past x = 26, where erfc underflows, its asymptotic series.
+inline double erfcx(double x) {
+  if (x < 26.0) return exp(x * x) * erfc(x);
+  const double r = 1.0 / (2.0 * x * x);
+  return (1.0 - r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r)))) / (x * sqrt(M_PI));
+}
+inline float erfcxf(float x) { return static_cast<float>(erfcx(x)); }
+// The modified Bessel functions of the first kind, by their power series.
+inline double gpucmd_bessel_i(double x, int order) {
+  const double q = x * x / 4.0;
+  double term = order == 0 ? 1.0 : x / 2.0;
+  double sum = term;
+  for (int k = 1; k < 1000 && term > sum * 1e-17; ++k) {
+    term *= q / (k * static_cast<double>(k + order));
+    sum += term;
+  }
+  return sum;
+}
+inline double cyl_bessel_i0(double x) { return gpucmd_bessel_i(x, 0); }
+inline double cyl_bessel_i1(double x) {
+  return x < 0 ? -gpucmd_bessel_i(-x, 1) : gpucmd_bessel_i(x, 1);
+}
+inline float cyl_bessel_i0f(float x) { return static_cast<float>(cyl_bessel_i0(x)); }
+inline float cyl_bessel_i1f(float x) { return static_cast<float>(cyl_bessel_i1(x)); }
 // Waits about `nanoseconds` (CUDA: at most a millisecond), on the kernel's own clock.
 inline void __nanosleep(unsigned nanoseconds) {
   const long long until = clock64() + (nanoseconds < 1000000u ? nanoseconds : 1000000u);
@@ -282,9 +436,62 @@ inline long long __mul64hi(long long x, long long y) {
 inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
   return static_cast<unsigned long long>((static_cast<unsigned __int128>(x) * y) >> 64);
 }
+// Bytes of y:x (x the low word) picked by the selector's four nibbles (their low 3 bits).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned selector) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned result = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned pick = (selector >> (4 * i)) & 7u;
+    result |= static_cast<unsigned>((bytes >> (8 * pick)) & 0xffu) << (8 * i);
+  }
+  return result;
+}
+// hi:lo shifted by `shift` (modulo 32, or clamped to 32 for the _c forms): the high word
+// of a left shift, the low word of a right one.
+inline unsigned long long gpucmd_funnel(unsigned lo, unsigned hi) {
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>((gpucmd_funnel(lo, hi) << (shift & 31u)) >> 32);
+}
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>((gpucmd_funnel(lo, hi) << (shift < 32u ? shift : 32u)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>(gpucmd_funnel(lo, hi) >> (shift & 31u));
+}
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>(gpucmd_funnel(lo, hi) >> (shift < 32u ? shift : 32u));
+}
+// |x - y| + z.
+inline unsigned __sad(int x, int y, unsigned z) {
+  return (x > y ? static_cast<unsigned>(x) - static_cast<unsigned>(y)
+                : static_cast<unsigned>(y) - static_cast<unsigned>(x)) + z;
+}
+inline unsigned __usad(unsigned x, unsigned y, unsigned z) { return (x > y ? x - y : y - x) + z; }
+// Averages without overflow: (x + y) >> 1, and rounded up, (x + y + 1) >> 1.
+inline int __hadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y) >> 1); }
+inline int __rhadd(int x, int y) {
+  return static_cast<int>((static_cast<long long>(x) + y + 1) >> 1);
+}
+inline unsigned __uhadd(unsigned x, unsigned y) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(x) + y) >> 1);
+}
+inline unsigned __urhadd(unsigned x, unsigned y) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(x) + y + 1) >> 1);
+}
 // Loads through the read-only cache on a GPU; a plain load here.
 template <typename T>
 inline T __ldg(const T* address) { return *address; }
+// Ends the launch with an error, as a GPU's trap does.
+[[noreturn]] inline void __trap() {
+  gpucmd_ctx->fail(gpucmd_ctx, "the kernel called __trap()");
+  __builtin_unreachable();
+}
+[[noreturn]] inline void __brkpt() {
+  gpucmd_ctx->fail(gpucmd_ctx, "the kernel called __brkpt()");
+  __builtin_unreachable();
+}
 #define __threadfence_system() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 // Warp-level primitives, 32 lanes a warp: the lanes meet in the executor (driver/cpu/
@@ -455,11 +662,15 @@ GPUCMD_VECTORS(unsigned long long, ulonglong, 16, 16)
 GPUCMD_VECTORS(float, float, 8, 16)
 GPUCMD_VECTORS(double, double, 16, 16)
 #undef GPUCMD_VECTORS
+inline gpucmd_rt::Dim3::operator uint3() const { return uint3{x, y, z}; }
 #undef GPUCMD_VECTOR1
 #undef GPUCMD_VECTOR2
 #undef GPUCMD_VECTOR3
 #undef GPUCMD_VECTOR4
+// ---- (driver/portable_intrinsics.h) ----
+)PRELUDE";
 
+constexpr absl::string_view kPreludeEnd = R"PRELUDE(
 template <typename... P>
 constexpr size_t gpucmd_arity(void (*)(P...)) { return sizeof...(P); }
 template <typename... P, size_t... I>
@@ -493,7 +704,11 @@ inline void gpucmd_run_threads(void (*)(P...), void** args, std::index_sequence<
 
 }  // namespace
 
-absl::string_view CpuKernelPrelude() { return kPrelude; }
+absl::string_view CpuKernelPrelude() {
+  static const std::string* const prelude =
+      new std::string(absl::StrCat(kPreludeBegin, PortableIntrinsicDefinitions(), kPreludeEnd));
+  return *prelude;
+}
 
 std::string CpuKernelTranslationUnit(absl::string_view source, absl::string_view entry,
                                      const ParsedKernel& parsed) {
@@ -515,15 +730,15 @@ std::string CpuKernelTranslationUnit(absl::string_view source, absl::string_view
     replacement.append(std::count(declaration.begin(), declaration.end(), '\n'), '\n');
     code.replace(array->begin, array->end - array->begin, replacement);
   }
-  return absl::StrCat(kPrelude, code, "\n#line 1 \"gpucmd-exports\"\n",
+  return absl::StrCat(CpuKernelPrelude(), code, "\n#line 1 \"gpucmd-exports\"\n",
                       "extern \"C\" const int gpucmd_abi_version = ", kKernelAbiVersion, ";\n",
                       "extern \"C\" const int gpucmd_uses_barrier = ", parsed.threads_meet ? 1 : 0,
-                      ";\n", "extern \"C\" void gpucmd_entry(void** args) {\n",
-                      "  gpucmd_call(&", entry, ", args, std::make_index_sequence<",
-                      "gpucmd_arity(&", entry, ")>());\n}\n",
-                      "extern \"C\" void gpucmd_run_block(void** args) {\n",
+                      ";\n", "extern \"C\" void gpucmd_entry(void** args) {\n", "  gpucmd_call(&",
+                      entry, ", args, std::make_index_sequence<", "gpucmd_arity(&", entry,
+                      ")>());\n}\n", "extern \"C\" void gpucmd_run_block(void** args) {\n",
                       "  gpucmd_run_threads(&", entry, ", args, std::make_index_sequence<",
-                      "gpucmd_arity(&", entry, ")>(), [](auto&... a) { ", entry, "(a...); });\n}\n");
+                      "gpucmd_arity(&", entry, ")>(), [](auto&... a) { ", entry,
+                      "(a...); });\n}\n");
 }
 
 }  // namespace gpucmd

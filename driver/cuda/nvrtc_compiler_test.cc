@@ -74,6 +74,15 @@ TEST(NvrtcCompilerTest, RefusesHostCode) {
   }
 }
 
+// CUDA that the CPU driver runs and hiprtc lacks (kernel_test checks the results).
+TEST(NvrtcCompilerTest, BuildsWhatHiprtcLacks) {
+  for (const auto& [entry, source] : kernels::kBeyondHiprtc) {
+    absl::StatusOr<std::string> built = CompileWithNvrtc(
+        source, entry, {}, 90, OutputPath(absl::StrCat(entry, ".cubin")), {}, nullptr);
+    EXPECT_TRUE(built.ok()) << entry << ": " << built.status();
+  }
+}
+
 TEST(NvrtcCompilerTest, CompileErrorsCarryTheLog) {
   absl::Status status =
       CompileWithNvrtc("extern \"C\" __global__ void k(float* x) { x[0] = nope; }", "k", {}, 90,

@@ -1,9 +1,14 @@
 #include "driver/hip/hip_cuda_compat.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "driver/portable_intrinsics.h"
+
 namespace gpucmd {
 namespace {
 
-constexpr absl::string_view kPrelude = R"PRELUDE(
+constexpr absl::string_view kPreludeBegin = R"PRELUDE(
 // ---- gpucmd: CUDA spellings on HIP ----
 template <typename T>
 __device__ inline T __shfl_sync(unsigned, T var, int source_lane, int width = 32) {
@@ -88,12 +93,20 @@ GPUCMD_BLOCK_ATOMIC(atomicMin) GPUCMD_BLOCK_ATOMIC(atomicMax) GPUCMD_BLOCK_ATOMI
 GPUCMD_BLOCK_ATOMIC(atomicDec) GPUCMD_BLOCK_ATOMIC(atomicCAS) GPUCMD_BLOCK_ATOMIC(atomicAnd)
 GPUCMD_BLOCK_ATOMIC(atomicOr) GPUCMD_BLOCK_ATOMIC(atomicXor)
 #undef GPUCMD_BLOCK_ATOMIC
+// ---- (driver/portable_intrinsics.h) ----
+)PRELUDE";
+
+constexpr absl::string_view kPreludeEnd = R"PRELUDE(
 // ---- end of prelude ----
 #line 1 "kernel.cu"
 )PRELUDE";
 
 }  // namespace
 
-absl::string_view HipCudaCompatPrelude() { return kPrelude; }
+absl::string_view HipCudaCompatPrelude() {
+  static const std::string* const prelude =
+      new std::string(absl::StrCat(kPreludeBegin, PortableIntrinsicDefinitions(), kPreludeEnd));
+  return *prelude;
+}
 
 }  // namespace gpucmd

@@ -845,6 +845,185 @@ TEST_F(KernelTest, MathLibraryBeyondC) {
   }
 }
 
+TEST_F(KernelTest, MoreIntrinsicsGiveCudasResults) {
+  std::string id = MustCompile(kMoreIntrinsics, "more_intrinsics");
+  Buffer in = Upload(std::vector<float>{1.0f, 3.0f, 2.0f, 0.5f});
+  Buffer din = Upload(std::vector<double>{1.0, 3.0, 2.0, 0.5});
+  Buffer u = Zeros(64 * sizeof(unsigned)), f = Zeros(64 * sizeof(float));
+  Buffer d = Zeros(64 * sizeof(double)), sum = Zeros(2 * sizeof(float));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(1), MakeDim3(32)},
+              {BufferArgument(in, v1::ACCESS_READ), BufferArgument(din, v1::ACCESS_READ),
+               BufferArgument(u, v1::ACCESS_WRITE), BufferArgument(f, v1::ACCESS_WRITE),
+               BufferArgument(d, v1::ACCESS_WRITE), BufferArgument(sum, v1::ACCESS_READ_WRITE)})
+          .ok());
+  const auto i = [](int v) { return static_cast<unsigned>(v); };
+  const std::vector<unsigned> expected = {
+      0x55441100u, 0x23456789u, 0x23456789u, 0x89abcdefu,
+      0x6789abcdu, 0x01234567u,  // bytes
+      15u,         8u,          i(-3),       i(-2),
+      0x80000000u, 0x80000001u,                      // sums of differences, averages
+      i(-499),     1037u,       18u,         i(-7),  // dot products
+      0x3ff00000u, 0u,                               // a double's words
+      208u,        i(-40),      53u,         0xffffu,
+      0u,          0x100u,      496u,              // warp reductions
+      3200u,       12u,         8u,          12u,  // dim3, minima and maxima
+      0x41000000u};                                // cache-hinted loads: 8.0f
+  std::vector<unsigned> ints = Download<unsigned>(u);
+  ints.resize(expected.size());
+  EXPECT_EQ(ints, expected);
+
+  const std::vector<float> fs = Download<float>(f);
+  EXPECT_EQ(fs[0], 0.5f);
+  EXPECT_NEAR(std::erf(fs[1]), 0.5, 1e-6);
+  EXPECT_NEAR(std::erfc(fs[2]), 0.1, 1e-6);
+  EXPECT_NEAR(0.5 * std::erfc(-fs[3] / std::sqrt(2.0)), 0.975, 1e-6);
+  EXPECT_NEAR(fs[4], (1.0 - 1.0 / 1800.0) / (30.0 * std::sqrt(M_PI)), 1e-7);
+  EXPECT_NEAR(fs[5], 1.2660658777520082, 1e-6);
+  EXPECT_NEAR(fs[6], -0.5651591039924851, 1e-6);
+  EXPECT_EQ(fs[7], 3.0f);
+  EXPECT_EQ(fs[8], 2.0f);
+
+  const std::vector<double> ds = Download<double>(d);
+  EXPECT_EQ(ds[0], 2.0);
+  EXPECT_NEAR(std::erfc(-ds[1]) / 1e-6, 1.0, 1e-9);
+  EXPECT_NEAR(std::erfc(ds[2]) / 1e-300, 1.0, 1e-9);
+  EXPECT_EQ(ds[3], 0.0);
+  EXPECT_NEAR(ds[4], std::exp(1.0) * std::erfc(1.0), 1e-15);
+  EXPECT_NEAR(ds[5], 2.2795853023360673, 1e-13);
+  EXPECT_NEAR(ds[6], 1.5906368546373291, 1e-13);
+
+  EXPECT_EQ(Download<float>(sum), (std::vector<float>{32.0f, 64.0f})) << "each lane added (1, 2)";
+}
+
+// Each directed rounding lands on the side of the exact result its name says, one
+// float (or double) from the other side's: `below` and `above` straddle `exact`.
+template <typename F>
+void ExpectStraddle(F below, F above, double exact, const char* what) {
+  EXPECT_LE(static_cast<double>(below), exact) << what;
+  EXPECT_GE(static_cast<double>(above), exact) << what;
+  EXPECT_EQ(std::nextafter(below, above), above) << what;
+}
+
+TEST_F(KernelTest, DirectedRoundingsRoundAsNamed) {
+  std::string id = MustCompile(kDirectedRoundings, "directed_roundings");
+  Buffer in = Upload(std::vector<float>{1.0f, 3.0f, 2.0f, 0.5f});
+  Buffer din = Upload(std::vector<double>{1.0, 3.0, 2.0, 0.5});
+  Buffer u = Zeros(16 * sizeof(unsigned)), f = Zeros(32 * sizeof(float));
+  Buffer d = Zeros(16 * sizeof(double));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(1)},
+                   {BufferArgument(in, v1::ACCESS_READ), BufferArgument(din, v1::ACCESS_READ),
+                    BufferArgument(u, v1::ACCESS_WRITE), BufferArgument(f, v1::ACCESS_WRITE),
+                    BufferArgument(d, v1::ACCESS_WRITE)})
+          .ok());
+  const auto i = [](int v) { return static_cast<unsigned>(v); };
+  // To integers, saturating (3e9 past int, -3 below unsigned, -1e30 below long long).
+  const std::vector<unsigned> expected = {
+      i(-2), i(-1), 2u, i(-2), 0u, 0x7fffffffu, i(-1), 0xffffffffu, 0x80000000u, 2u, 10000000u, 7u};
+  std::vector<unsigned> ints = Download<unsigned>(u);
+  ints.resize(expected.size());
+  EXPECT_EQ(ints, expected);
+
+  const std::vector<float> fs = Download<float>(f);
+  EXPECT_EQ(fs[0], 1.0f);
+  EXPECT_EQ(fs[1], std::nextafter(1.0f, 2.0f));
+  EXPECT_EQ(fs[2], std::nextafter(-1.0f, -2.0f));
+  EXPECT_EQ(fs[3], 1.0f);
+  EXPECT_EQ(fs[4], 1.0f) << "3 times 1/3 rounded up lies above 1";
+  ExpectStraddle(fs[5], fs[6], 1.0 / 3.0, "__fdiv_rz, __fdiv_ru");
+  ExpectStraddle(fs[7], fs[8], std::sqrt(2.0), "__fsqrt_rd, __fsqrt_ru");
+  ExpectStraddle(fs[9], fs[10], 1.0 / 3.0, "__frcp_rz, __frcp_ru");
+  EXPECT_EQ(fs[11], std::nextafter(1.0f, 2.0f));
+  EXPECT_EQ(fs[12], 1.0f);
+  EXPECT_EQ(fs[13], 16777216.0f);
+  EXPECT_EQ(fs[14], 16777218.0f);
+  EXPECT_EQ(fs[15], 4294967040.0f);
+  EXPECT_EQ(fs[16], 4294967296.0f);
+  ExpectStraddle(fs[17], fs[18], 1.0 / 3.0, "__double2float_rz, __double2float_ru");
+
+  const std::vector<double> ds = Download<double>(d);
+  EXPECT_EQ(ds[0], std::nextafter(1.0, 2.0));
+  EXPECT_EQ(ds[1], std::nextafter(1.0, 0.0));
+  ExpectStraddle(ds[2], ds[3], 1.0 / 3.0, "__ddiv_rd, __ddiv_ru");
+  EXPECT_EQ(ds[4], std::nextafter(1.0, 0.0)) << "3 times 1/3 lies below 1";
+  ExpectStraddle(ds[5], ds[6], std::sqrt(2.0), "__dsqrt_rd, __dsqrt_ru");
+  EXPECT_EQ(ds[7], 1.0 / 3.0);
+  EXPECT_EQ(ds[8], std::nextafter(1.0, 2.0));
+  EXPECT_EQ(ds[9], 9007199254740992.0);
+  EXPECT_EQ(ds[10], 9007199254740994.0);
+}
+
+TEST_F(KernelTest, HalfExtrasRoundConvertCompareAndAddAtomically) {
+  std::string id = MustCompile(kHalfExtras, "half_extras");
+  Buffer in = Upload(std::vector<float>{1.0f, 3.0f});
+  Buffer u = Zeros(16 * sizeof(unsigned)), f = Zeros(4 * sizeof(float));
+  Buffer h = Zeros(4 * sizeof(uint16_t)), b = Zeros(sizeof(uint16_t));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(32)},
+                   {BufferArgument(in, v1::ACCESS_READ), BufferArgument(u, v1::ACCESS_WRITE),
+                    BufferArgument(f, v1::ACCESS_WRITE), BufferArgument(h, v1::ACCESS_READ_WRITE),
+                    BufferArgument(b, v1::ACCESS_READ_WRITE)})
+          .ok());
+  const auto i = [](int v) { return static_cast<unsigned>(v); };
+  // Halves by their bits (numpy.float16): 1/3 lies between 0x3555 and 0x3556; 65504 is
+  // 0x7bff, infinity 0x7c00; 2048 is 0x6800 and the next half, 2050, 0x6801.
+  const std::vector<unsigned> expected = {0x3555u, 0x3556u, 0xb556u, 0x7bffu, 0x7c00u, i(-3),
+                                          i(-2),   2u,      0u,      0x6800u, 0x6801u, 5u};
+  std::vector<unsigned> ints = Download<unsigned>(u);
+  ints.resize(expected.size());
+  EXPECT_EQ(ints, expected);
+  EXPECT_EQ(Download<float>(f), (std::vector<float>{1.0f, 0.0f, 4.0f, 0.0f}));
+  // 32 lanes each added 1 (and 0.5): 32 = 0x5000, 16 = 0x4c00; bfloat16 32 = 0x4200.
+  EXPECT_EQ(Download<uint16_t>(h), (std::vector<uint16_t>{0x5000, 0, 0x5000, 0x4c00}));
+  EXPECT_EQ(Download<uint16_t>(b), (std::vector<uint16_t>{0x4200}));
+}
+
+TEST_F(KernelTest, TileScansAndBitReductions) {
+  constexpr int kN = 128;  // two blocks of 64, eight tiles of 16
+  const std::vector<int> in = RandomInts(kN, 41, 0, 1000);
+  std::string id = MustCompile(kTileScans, "tile_scans");
+  Buffer din = Upload(in), inclusive = Zeros(kN * sizeof(int)), exclusive = Zeros(kN * sizeof(int));
+  Buffer maxima = Zeros(kN * sizeof(int)), bits = Zeros(3 * kN / 16 * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(2), MakeDim3(64)},
+              {BufferArgument(din, v1::ACCESS_READ), BufferArgument(inclusive, v1::ACCESS_WRITE),
+               BufferArgument(exclusive, v1::ACCESS_WRITE),
+               BufferArgument(maxima, v1::ACCESS_WRITE), BufferArgument(bits, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<int> inclusive_sums = Download<int>(inclusive);
+  const std::vector<int> exclusive_sums = Download<int>(exclusive);
+  const std::vector<int> running_maxima = Download<int>(maxima);
+  const std::vector<unsigned> tile_bits = Download<unsigned>(bits);
+  for (int tile = 0; tile < kN / 16; ++tile) {
+    int sum = 0, maximum = 0;
+    unsigned all = ~0u, any = 0, odd = 0;
+    for (int rank = 0; rank < 16; ++rank) {
+      const int i = tile * 16 + rank;
+      if (rank > 0) {
+        EXPECT_EQ(exclusive_sums[i], sum) << i;
+      }
+      sum += in[i];
+      maximum = std::max(maximum, in[i]);
+      EXPECT_EQ(inclusive_sums[i], sum) << i;
+      EXPECT_EQ(running_maxima[i], maximum) << i;
+      all &= static_cast<unsigned>(in[i]);
+      any |= static_cast<unsigned>(in[i]);
+      odd ^= static_cast<unsigned>(in[i]);
+    }
+    EXPECT_EQ(exclusive_sums[tile * 16], 0) << "rank 0's exclusive scan";
+    EXPECT_EQ(tile_bits[3 * tile], all) << tile;
+    EXPECT_EQ(tile_bits[3 * tile + 1], any) << tile;
+    EXPECT_EQ(tile_bits[3 * tile + 2], odd) << tile;
+  }
+}
+
 TEST_F(KernelTest, AFailedAssertionFailsItsLaunchNamingTheLine) {
   if (!OnCpu()) GTEST_SKIP() << "on a GPU a failed assertion loses the context";
   constexpr int kN = 300;

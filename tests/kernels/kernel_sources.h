@@ -524,6 +524,195 @@ inline constexpr char kTemplatedWarpSums[] = R"CUDA(
       }
     })CUDA";
 
+// CUDA's integer and special-function intrinsics beyond the common ones, warp
+// reductions, cache-hinted loads and stores, a built-in index as a dim3, and element-wise
+// vector atomics: one warp, lane 0 writing most results. `in` = {1.0f, 3.0f, 2.0f, 0.5f},
+// `din` = {1.0, 3.0, 2.0, 0.5}.
+inline constexpr char kMoreIntrinsics[] = R"CUDA(
+extern "C" __global__ void more_intrinsics(const float* in, const double* din, unsigned* u,
+                                           float* f, double* d, float2* sum) {
+  const unsigned lane = threadIdx.x;
+  const int value = static_cast<int>(lane) * 3 - 40;
+  const int add = __reduce_add_sync(0xffffffffu, value);
+  const int low = __reduce_min_sync(0xffffffffu, value);
+  const int high = __reduce_max_sync(0xffffffffu, value);
+  const unsigned half_or = lane < 16 ? __reduce_or_sync(0x0000ffffu, 1u << lane) : 0u;
+  const unsigned all_xor = __reduce_xor_sync(0xffffffffu, lane);
+  const unsigned all_and = __reduce_and_sync(0xffffffffu, lane | 0x100u);
+  const unsigned add_unsigned = __reduce_add_sync(0xffffffffu, lane);
+  atomicAdd(sum, make_float2(1.0f, 2.0f));
+  if (lane != 0) return;
+  const dim3 block = blockDim;
+  unsigned* o = u;
+  *o++ = __byte_perm(0x33221100u, 0x77665544u, 0x5410u);
+  *o++ = __funnelshift_l(0x89abcdefu, 0x01234567u, 8);
+  *o++ = __funnelshift_l(0x89abcdefu, 0x01234567u, 40);
+  *o++ = __funnelshift_lc(0x89abcdefu, 0x01234567u, 40);
+  *o++ = __funnelshift_r(0x89abcdefu, 0x01234567u, 8);
+  *o++ = __funnelshift_rc(0x89abcdefu, 0x01234567u, 40);
+  *o++ = __sad(-5, 7, 3u);
+  *o++ = __usad(2u, 9u, 1u);
+  *o++ = __hadd(-7, 2);
+  *o++ = __rhadd(-7, 2);
+  *o++ = __uhadd(0xffffffffu, 1u);
+  *o++ = __urhadd(0xffffffffu, 2u);
+  *o++ = __dp4a(0x01ff0280, 0x03020104, 10);
+  *o++ = __dp4a(0x01ff0280u, 0x03020104u, 10u);
+  *o++ = __dp2a_lo(static_cast<int>(0xfffe0003u), 0x0702ff05, 1);
+  *o++ = __dp2a_hi(static_cast<int>(0xfffe0003u), 0x0702ff05, 1);
+  *o++ = __double2hiint(din[0]);
+  *o++ = __double2loint(din[0]);
+  *o++ = add;
+  *o++ = low;
+  *o++ = high;
+  *o++ = half_or;
+  *o++ = all_xor;
+  *o++ = all_and;
+  *o++ = add_unsigned;
+  *o++ = threadIdx.x + 100 * block.x;
+  *o++ = umin(3u, 9u) + umax(3u, 9u);
+  *o++ = static_cast<unsigned>(llmin(-5ll, 3ll) + llmax(-5ll, 3ll) + 10);
+  *o++ = static_cast<unsigned>(ullmin(5ull, 7ull) + ullmax(5ull, 7ull));
+  *o++ = __float_as_uint(__ldcs(in + 1) + __ldcg(in + 2) + __ldca(in) + __ldlu(in) + __ldcv(in));
+  float* g = f;
+  *g++ = __frsqrt_rn(in[3] * 8.0f);
+  *g++ = erfinvf(0.5f);
+  *g++ = erfcinvf(0.1f);
+  *g++ = normcdfinvf(0.975f);
+  *g++ = erfcxf(30.0f);
+  *g++ = cyl_bessel_i0f(in[0]);
+  *g++ = cyl_bessel_i1f(-in[0]);
+  __stcs(g++, in[1]);
+  __stwt(g++, in[2]);
+  double* e = d;
+  *e++ = __hiloint2double(0x40000000, 0);
+  *e++ = erfinv(-0.999999);
+  *e++ = erfcinv(1e-300);
+  *e++ = normcdfinv(0.5);
+  *e++ = erfcx(1.0);
+  *e++ = cyl_bessel_i0(din[2]);
+  *e++ = cyl_bessel_i1(din[2]);
+})CUDA";
+
+// What NVRTC and the CPU driver build and hiprtc (HIP 5.2) lacks: arithmetic and
+// conversions in each of CUDA's rounding modes, and a built-in index as a uint3. Inputs
+// as kMoreIntrinsics'.
+inline constexpr char kDirectedRoundings[] = R"CUDA(
+extern "C" __global__ void directed_roundings(const float* in, const double* din, unsigned* u,
+                                              float* f, double* d) {
+  const uint3 index = threadIdx;
+  unsigned* o = u;
+  *o++ = __float2int_rd(-1.5f);
+  *o++ = __float2int_ru(-1.5f);
+  *o++ = __float2int_rn(2.5f);
+  *o++ = __float2int_rz(-2.7f);
+  *o++ = __float2uint_rz(-3.0f);
+  *o++ = __float2int_rn(3e9f);
+  *o++ = __double2int_rd(-0.5);
+  *o++ = __double2uint_ru(4294967296.0);
+  *o++ = static_cast<unsigned>(__double2ll_rz(-1e30) >> 32);
+  *o++ = static_cast<unsigned>(__double2ull_rn(2.5));
+  *o++ = static_cast<unsigned>(__float2ll_ru(1e10f) / 1000);
+  *o++ = index.x + 7;
+  float* g = f;
+  *g++ = __fadd_rz(in[0], 1e-8f);
+  *g++ = __fadd_ru(in[0], 1e-8f);
+  *g++ = __fadd_rd(-in[0], -1e-8f);
+  *g++ = __fsub_ru(in[0], 1e-8f);
+  *g++ = __fmul_rd(in[1], 1.0f / 3.0f);
+  *g++ = __fdiv_rz(in[0], in[1]);
+  *g++ = __fdiv_ru(in[0], in[1]);
+  *g++ = __fsqrt_rd(in[2]);
+  *g++ = __fsqrt_ru(in[2]);
+  *g++ = __frcp_rz(in[1]);
+  *g++ = __frcp_ru(in[1]);
+  *g++ = __fmaf_ru(in[0], in[0], 1e-10f);
+  *g++ = __fmaf_rd(in[0], in[0], 1e-10f);
+  *g++ = __int2float_rz(16777217);
+  *g++ = __int2float_ru(16777217);
+  *g++ = __uint2float_rd(0xffffffffu);
+  *g++ = __uint2float_rn(0xffffffffu);
+  *g++ = __double2float_rz(din[0] / din[1]);
+  *g++ = __double2float_ru(din[0] / din[1]);
+  double* e = d;
+  *e++ = __dadd_ru(din[0], 1e-20);
+  *e++ = __dsub_rd(din[0], 1e-20);
+  *e++ = __ddiv_rd(din[0], din[1]);
+  *e++ = __ddiv_ru(din[0], din[1]);
+  *e++ = __dmul_rz(din[1], 1.0 / 3.0);
+  *e++ = __dsqrt_rd(din[2]);
+  *e++ = __dsqrt_ru(din[2]);
+  *e++ = __drcp_rn(din[1]);
+  *e++ = __fma_ru(din[0], din[0], 1e-30);
+  *e++ = __ll2double_rd((1ll << 53) + 1);
+  *e++ = __ll2double_ru((1ll << 53) + 1);
+})CUDA";
+
+// Scans over tiles of 16 (cooperative_groups/scan.h) and reductions by the bit
+// operations: per tile, bits[3 t .. 3 t + 2] = the AND, OR and XOR of its values.
+inline constexpr char kTileScans[] = R"CUDA(
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void tile_scans(const int* in, int* inclusive, int* exclusive,
+                                      int* maxima, unsigned* bits) {
+  const cg::thread_block_tile<16> tile = cg::tiled_partition<16>(cg::this_thread_block());
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  inclusive[i] = cg::inclusive_scan(tile, in[i]);
+  exclusive[i] = cg::exclusive_scan(tile, in[i]);
+  maxima[i] = cg::inclusive_scan(tile, in[i], cg::greater<int>());
+  const unsigned v = static_cast<unsigned>(in[i]);
+  const unsigned all = cg::reduce(tile, v, cg::bit_and<unsigned>());
+  const unsigned any = cg::reduce(tile, v, cg::bit_or<unsigned>());
+  const unsigned odd = cg::reduce(tile, v, cg::bit_xor<unsigned>());
+  if (tile.thread_rank() == 0) {
+    bits[3 * (i / 16)] = all;
+    bits[3 * (i / 16) + 1] = any;
+    bits[3 * (i / 16) + 2] = odd;
+  }
+})CUDA";
+
+// Half precision beyond the common API, which hiprtc (HIP 5.2) lacks: directed
+// roundings to and from halves, saturating conversions, __half2 comparisons, and
+// atomicAdd on a __half, a __half2 and a __nv_bfloat16 (each element atomic on its own).
+// One warp; `in` = {1.0f, 3.0f}.
+inline constexpr char kHalfExtras[] = R"CUDA(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, __half* h,
+                                       __nv_bfloat16* b) {
+  atomicAdd(h, __float2half(1.0f));
+  atomicAdd(reinterpret_cast<__half2*>(h + 2), __floats2half2_rn(1.0f, 0.5f));
+  atomicAdd(b, __float2bfloat16(1.0f));
+  if (threadIdx.x != 0) return;
+  const float third = in[0] / in[1];
+  u[0] = __half_as_ushort(__float2half_rz(third));
+  u[1] = __half_as_ushort(__float2half_ru(third));
+  u[2] = __half_as_ushort(__float2half_rd(-third));
+  u[3] = __half_as_ushort(__float2half_rz(70000.0f));
+  u[4] = __half_as_ushort(__float2half_ru(70000.0f));
+  u[5] = __half2int_rd(__float2half(-2.5f));
+  u[6] = __half2int_ru(__float2half(-2.5f));
+  u[7] = __half2int_rn(__float2half(2.5f));
+  u[8] = __half2uint_rz(__float2half(-7.0f));
+  u[9] = __half_as_ushort(__int2half_rz(2049));
+  u[10] = __half_as_ushort(__int2half_ru(2049));
+  const __half2 a = __floats2half2_rn(1.0f, 2.0f), c = __floats2half2_rn(1.0f, 3.0f);
+  u[11] = __hbeq2(a, a) + 2 * __hbeq2(a, c) + 4 * __hble2(a, c) + 8 * __hblt2(a, c);
+  const __half2 equal = __heq2(a, c);
+  f[0] = __low2float(equal);
+  f[1] = __high2float(equal);
+  const __half2 g = __float22half2_rn(make_float2(in[0], in[1]));
+  f[2] = __low2float(g) + __high2float(g);
+})CUDA";
+
+// Kernels NVRTC and the CPU driver build that hiprtc (HIP 5.2) lacks what to build.
+inline constexpr std::array<std::pair<const char*, const char*>, 2> kBeyondHiprtc = {{
+    {"directed_roundings", kDirectedRoundings},
+    {"half_extras", kHalfExtras},
+}};
+
 // Code NVRTC refuses in a kernel's source that a host compiler takes, the entry point "k"
 // of each: host functions and variables (not allowed in its JIT mode; a variable
 // template's where device code uses it) and thread-local storage. Every driver's kernel
@@ -667,7 +856,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 28> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 30> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -695,6 +884,8 @@ inline constexpr std::array<std::pair<const char*, const char*>, 28> kSuite = {{
     {"bf16_axpy", kBfloat16Axpy},
     {"math_extras", kMathExtras},
     {"warp_sums", kTemplatedWarpSums},
+    {"more_intrinsics", kMoreIntrinsics},
+    {"tile_scans", kTileScans},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
