@@ -1055,6 +1055,26 @@ TEST_F(KernelTest, AFailedAssertionFailsItsLaunchNamingTheLine) {
   EXPECT_EQ(Download<int>(dout), std::vector<int>(kN, 8));
 }
 
+TEST_F(KernelTest, ATrapFailsItsLaunchAndTheDeviceServesOn) {
+  if (!OnCpu()) GTEST_SKIP() << "on a GPU a trap loses the context";
+  std::string id = MustCompile(kTrapping, "trapping");
+  Buffer out = Upload(std::vector<int>(32, 1));
+  const auto launch = [&](int how) {
+    return session_->Launch(id, {MakeDim3(1), MakeDim3(32)},
+                            {Int32Argument(how), BufferArgument(out, v1::ACCESS_READ_WRITE)});
+  };
+  for (const auto& [how, call] : {std::pair{1, "__trap()"}, std::pair{2, "__brkpt()"}}) {
+    ASSERT_TRUE(launch(how).ok());
+    absl::Status synced = session_->Synchronize();
+    EXPECT_EQ(synced.code(), absl::StatusCode::kAborted) << synced;
+    EXPECT_THAT(std::string(synced.message()), HasSubstr(call));
+    // The launch's output is tainted; the device runs the next launch.
+    out = Upload(std::vector<int>(32, 1));
+    ASSERT_TRUE(launch(0).ok());
+    EXPECT_EQ(Download<int>(out), std::vector<int>(32, 2));
+  }
+}
+
 TEST_F(KernelTest, TheRestOfTheGroupAndHalfPrecisionApi) {
   constexpr int kThreads = 64;
   std::vector<int> in = RandomInts(kThreads, 26, 0, 99);

@@ -320,6 +320,14 @@ extern "C" __global__ void checked_double(const int* in, int n, int* out) {
   }
 })CUDA";
 
+// A trap (`how` 1: __trap(), 2: __brkpt()) in one thread ends the launch; `how` 0 doubles.
+inline constexpr char kTrapping[] = R"CUDA(
+extern "C" __global__ void trapping(int how, int* out) {
+  if (threadIdx.x == 5 && how == 1) __trap();
+  if (threadIdx.x == 5 && how == 2) __brkpt();
+  out[threadIdx.x] *= 2;
+})CUDA";
+
 // The rest of the group and half-precision API, one block of 64 threads, each writing
 // eight words whose values do not depend on the threads' order.
 inline constexpr char kGroupAndHalfExtras[] = R"CUDA(
@@ -708,8 +716,9 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
 })CUDA";
 
 // Kernels NVRTC and the CPU driver build that hiprtc (HIP 5.2) lacks what to build.
-inline constexpr std::array<std::pair<const char*, const char*>, 2> kBeyondHiprtc = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 3> kBeyondHiprtc = {{
     {"directed_roundings", kDirectedRoundings},
+    {"trapping", kTrapping},
     {"half_extras", kHalfExtras},
 }};
 
