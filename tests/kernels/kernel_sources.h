@@ -320,7 +320,8 @@ extern "C" __global__ void checked_double(const int* in, int n, int* out) {
   }
 })CUDA";
 
-// A trap (`how` 1: __trap(), 2: __brkpt()) in one thread ends the launch; `how` 0 doubles.
+// A trap (`how` 1: __trap(), 2: __brkpt()) in one thread ends the launch; with `how` 0
+// each thread doubles its word.
 inline constexpr char kTrapping[] = R"CUDA(
 extern "C" __global__ void trapping(int how, int* out) {
   if (threadIdx.x == 5 && how == 1) __trap();
@@ -715,7 +716,8 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
   f[2] = __low2float(g) + __high2float(g);
 })CUDA";
 
-// Kernels NVRTC and the CPU driver build that hiprtc (HIP 5.2) lacks what to build.
+// Kernels NVRTC and the CPU driver build and hiprtc (HIP 5.2) cannot: it lacks what they
+// use.
 inline constexpr std::array<std::pair<const char*, const char*>, 3> kBeyondHiprtc = {{
     {"directed_roundings", kDirectedRoundings},
     {"trapping", kTrapping},
