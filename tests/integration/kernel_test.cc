@@ -850,7 +850,7 @@ TEST_F(KernelTest, MoreIntrinsicsGiveCudasResults) {
   Buffer in = Upload(std::vector<float>{1.0f, 3.0f, 2.0f, 0.5f});
   Buffer din = Upload(std::vector<double>{1.0, 3.0, 2.0, 0.5});
   Buffer u = Zeros(64 * sizeof(unsigned)), f = Zeros(64 * sizeof(float));
-  Buffer d = Zeros(64 * sizeof(double)), sum = Zeros(2 * sizeof(float));
+  Buffer d = Zeros(64 * sizeof(double)), sum = Zeros(8 * sizeof(float));
   ASSERT_TRUE(
       session_
           ->Launch(
@@ -885,6 +885,8 @@ TEST_F(KernelTest, MoreIntrinsicsGiveCudasResults) {
   EXPECT_NEAR(fs[6], -0.5651591039924851, 1e-6);
   EXPECT_EQ(fs[7], 3.0f);
   EXPECT_EQ(fs[8], 2.0f);
+  EXPECT_EQ(fs[9], 0.5f);
+  EXPECT_EQ(fs[10], 1.0f);
 
   const std::vector<double> ds = Download<double>(d);
   EXPECT_EQ(ds[0], 2.0);
@@ -895,7 +897,9 @@ TEST_F(KernelTest, MoreIntrinsicsGiveCudasResults) {
   EXPECT_NEAR(ds[5], 2.2795853023360673, 1e-13);
   EXPECT_NEAR(ds[6], 1.5906368546373291, 1e-13);
 
-  EXPECT_EQ(Download<float>(sum), (std::vector<float>{32.0f, 64.0f})) << "each lane added (1, 2)";
+  EXPECT_EQ(Download<float>(sum),
+            (std::vector<float>{32.0f, 64.0f, 0.0f, 0.0f, 32.0f, 64.0f, 96.0f, 128.0f}))
+      << "each lane added (1, 2), and (1, 2, 3, 4) to the float4";
 }
 
 // Each directed rounding lands on the side of the exact result its name says, one
@@ -961,7 +965,7 @@ TEST_F(KernelTest, HalfExtrasRoundConvertCompareAndAddAtomically) {
   std::string id = MustCompile(kHalfExtras, "half_extras");
   Buffer in = Upload(std::vector<float>{1.0f, 3.0f});
   Buffer u = Zeros(16 * sizeof(unsigned)), f = Zeros(4 * sizeof(float));
-  Buffer h = Zeros(4 * sizeof(uint16_t)), b = Zeros(sizeof(uint16_t));
+  Buffer h = Zeros(4 * sizeof(uint16_t)), b = Zeros(4 * sizeof(uint16_t));
   ASSERT_TRUE(
       session_
           ->Launch(id, {MakeDim3(1), MakeDim3(32)},
@@ -978,9 +982,10 @@ TEST_F(KernelTest, HalfExtrasRoundConvertCompareAndAddAtomically) {
   ints.resize(expected.size());
   EXPECT_EQ(ints, expected);
   EXPECT_EQ(Download<float>(f), (std::vector<float>{1.0f, 0.0f, 4.0f, 0.0f}));
-  // 32 lanes each added 1 (and 0.5): 32 = 0x5000, 16 = 0x4c00; bfloat16 32 = 0x4200.
+  // 32 lanes each added 1 (and 0.5): 32 = 0x5000, 16 = 0x4c00; bfloat16 32 = 0x4200,
+  // 16 = 0x4180.
   EXPECT_EQ(Download<uint16_t>(h), (std::vector<uint16_t>{0x5000, 0, 0x5000, 0x4c00}));
-  EXPECT_EQ(Download<uint16_t>(b), (std::vector<uint16_t>{0x4200}));
+  EXPECT_EQ(Download<uint16_t>(b), (std::vector<uint16_t>{0x4200, 0, 0x4200, 0x4180}));
 }
 
 TEST_F(KernelTest, TileScansAndBitReductions) {

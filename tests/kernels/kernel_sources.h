@@ -535,8 +535,8 @@ inline constexpr char kTemplatedWarpSums[] = R"CUDA(
 
 // CUDA's integer and special-function intrinsics beyond the common ones, warp
 // reductions, cache-hinted loads and stores, a built-in index as a dim3, and element-wise
-// vector atomics: one warp, lane 0 writing most results. `in` = {1.0f, 3.0f, 2.0f, 0.5f},
-// `din` = {1.0, 3.0, 2.0, 0.5}.
+// vector atomics (a float2, and a float4 after it): one warp, lane 0 writing most results. `in` =
+// {1.0f, 3.0f, 2.0f, 0.5f}, `din` = {1.0, 3.0, 2.0, 0.5}.
 inline constexpr char kMoreIntrinsics[] = R"CUDA(
 extern "C" __global__ void more_intrinsics(const float* in, const double* din, unsigned* u,
                                            float* f, double* d, float2* sum) {
@@ -550,6 +550,7 @@ extern "C" __global__ void more_intrinsics(const float* in, const double* din, u
   const unsigned all_and = __reduce_and_sync(0xffffffffu, lane | 0x100u);
   const unsigned add_unsigned = __reduce_add_sync(0xffffffffu, lane);
   atomicAdd(sum, make_float2(1.0f, 2.0f));
+  atomicAdd(reinterpret_cast<float4*>(sum + 2), make_float4(1.0f, 2.0f, 3.0f, 4.0f));
   if (lane != 0) return;
   const dim3 block = blockDim;
   unsigned* o = u;
@@ -593,6 +594,8 @@ extern "C" __global__ void more_intrinsics(const float* in, const double* din, u
   *g++ = cyl_bessel_i1f(-in[0]);
   __stcs(g++, in[1]);
   __stwt(g++, in[2]);
+  __stwb(g++, in[3]);
+  __stcg(g++, in[0]);
   double* e = d;
   *e++ = __hiloint2double(0x40000000, 0);
   *e++ = erfinv(-0.999999);
@@ -684,7 +687,8 @@ extern "C" __global__ void tile_scans(const int* in, int* inclusive, int* exclus
 
 // Half precision beyond the common API, which hiprtc (HIP 5.2) lacks: directed
 // roundings to and from halves, saturating conversions, __half2 comparisons, and
-// atomicAdd on a __half, a __half2 and a __nv_bfloat16 (each element atomic on its own).
+// atomicAdd on a __half, a __half2, a __nv_bfloat16 and a __nv_bfloat162 (each element
+// atomic on its own).
 // One warp; `in` = {1.0f, 3.0f}.
 inline constexpr char kHalfExtras[] = R"CUDA(
 #include <cuda_fp16.h>
@@ -694,6 +698,7 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
   atomicAdd(h, __float2half(1.0f));
   atomicAdd(reinterpret_cast<__half2*>(h + 2), __floats2half2_rn(1.0f, 0.5f));
   atomicAdd(b, __float2bfloat16(1.0f));
+  atomicAdd(reinterpret_cast<__nv_bfloat162*>(b + 2), __floats2bfloat162_rn(1.0f, 0.5f));
   if (threadIdx.x != 0) return;
   const float third = in[0] / in[1];
   u[0] = __half_as_ushort(__float2half_rz(third));
