@@ -5,8 +5,8 @@ namespace {
 
 constexpr char kCooperativeGroups[] = R"HEADER(#pragma once
 // cooperative_groups over CUDA's warp primitives, for drivers whose toolkit has none the
-// kernels can use: the block, and tiles of up to a warp (a tile is `Size` consecutive
-// threads of the block, by linear index).
+// kernels can use: the block, tiles of up to a warp (a tile is `Size` consecutive threads
+// of the block, by linear index), and coalesced groups (any lanes of one warp).
 namespace cooperative_groups {
 namespace details {
 __device__ inline unsigned linear_thread() {
@@ -17,6 +17,22 @@ __device__ inline unsigned block_threads() { return blockDim.x * blockDim.y * bl
 __device__ inline unsigned tile_mask(unsigned size) {
   if (size >= 32) return 0xffffffffu;
   return ((1u << size) - 1u) << (linear_thread() % 32 / size * size);
+}
+__device__ inline unsigned lane() { return linear_thread() % 32; }
+// The lane of the set bit of `mask` that has `rank` set bits below it.
+__device__ inline unsigned lane_of_rank(unsigned mask, unsigned rank) {
+  for (; rank > 0; --rank) mask &= mask - 1u;
+  return static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
+}
+// `lanes`' bits of the lanes in `mask`, packed: bit i for the lane of rank i.
+__device__ inline unsigned by_rank(unsigned lanes, unsigned mask) {
+  unsigned packed = 0, rank = 0;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if ((mask >> lane & 1u) == 0) continue;
+    packed |= (lanes >> lane & 1u) << rank;
+    ++rank;
+  }
+  return packed;
 }
 }  // namespace details
 
@@ -105,6 +121,77 @@ class thread_block_tile {
   }
 };
 
+// Some lanes of one warp, ranked in lane order: those that reached coalesced_threads()
+// together, or a labeled_partition's part of a group.
+class coalesced_group {
+ public:
+  __device__ explicit coalesced_group(unsigned lanes) : mask_(lanes) {}
+  __device__ void sync() const { __syncwarp(mask_); }
+  __device__ unsigned thread_rank() const {
+    return static_cast<unsigned>(__popc(mask_ & ((1u << details::lane()) - 1u)));
+  }
+  __device__ unsigned size() const { return static_cast<unsigned>(__popc(mask_)); }
+  __device__ unsigned num_threads() const { return size(); }
+  __device__ unsigned meta_group_rank() const { return 0; }
+  __device__ unsigned meta_group_size() const { return 1; }
+  template <typename T>
+  __device__ T shfl(T var, unsigned source_rank) const {
+    return __shfl_sync(mask_, var, static_cast<int>(lane_of(source_rank % size())));
+  }
+  // Lanes without a rank `delta` above (below) theirs get their own value back.
+  template <typename T>
+  __device__ T shfl_down(T var, unsigned delta) const {
+    const unsigned rank = thread_rank() + delta;
+    const unsigned source = rank < size() ? lane_of(rank) : details::lane();
+    return __shfl_sync(mask_, var, static_cast<int>(source));
+  }
+  template <typename T>
+  __device__ T shfl_up(T var, unsigned delta) const {
+    const unsigned rank = thread_rank();
+    const unsigned source = rank >= delta ? lane_of(rank - delta) : details::lane();
+    return __shfl_sync(mask_, var, static_cast<int>(source));
+  }
+  __device__ int any(int predicate) const { return __any_sync(mask_, predicate); }
+  __device__ int all(int predicate) const { return __all_sync(mask_, predicate); }
+  // Bit i for the thread of rank i.
+  __device__ unsigned ballot(int predicate) const {
+    return details::by_rank(__ballot_sync(mask_, predicate), mask_);
+  }
+  template <typename T>
+  __device__ unsigned match_any(T value) const {
+    return details::by_rank(__match_any_sync(mask_, value), mask_);
+  }
+
+ private:
+  friend __device__ coalesced_group labeled_partition(const coalesced_group&, int);
+
+  __device__ unsigned lane_of(unsigned rank) const { return details::lane_of_rank(mask_, rank); }
+  unsigned mask_;
+};
+
+// The calling thread's warp's lanes that run this call together. (`site` names the
+// call, by file and line, where a driver runs the lanes one by one and they meet there;
+// leave it out.)
+__device__ inline coalesced_group coalesced_threads(
+    unsigned long long site = reinterpret_cast<unsigned long long>(__builtin_FILE()) ^
+                              (static_cast<unsigned long long>(__builtin_LINE()) << 48)) {
+  return coalesced_group(gpucmd_coalesced_lanes(site));
+}
+
+// The threads of `group` with the calling thread's `label`.
+__device__ inline coalesced_group labeled_partition(const coalesced_group& group, int label) {
+  return coalesced_group(__match_any_sync(group.mask_, label));
+}
+template <unsigned Size>
+__device__ coalesced_group labeled_partition(const thread_block_tile<Size>& tile, int label) {
+  return coalesced_group(__match_any_sync(details::tile_mask(Size), label));
+}
+// The threads of `group` whose `predicate` is as the calling thread's.
+template <typename Group>
+__device__ coalesced_group binary_partition(const Group& group, bool predicate) {
+  return labeled_partition(group, predicate ? 1 : 0);
+}
+
 template <unsigned Size, typename Parent>
 __device__ thread_block_tile<Size> tiled_partition(const Parent&) {
   return thread_block_tile<Size>();
@@ -158,27 +245,37 @@ __device__ T reduce(const thread_block_tile<Size>& tile, T value, Op op) {
   }
   return value;
 }
+// The group's values combined by `op` (a tree towards rank 0); every thread gets it.
+template <typename T, typename Op>
+__device__ T reduce(const coalesced_group& group, T value, Op op) {
+  const unsigned rank = group.thread_rank(), size = group.size();
+  for (unsigned offset = 1; offset < size; offset *= 2) {
+    const T above = group.shfl_down(value, offset);
+    if (rank % (2 * offset) == 0 && rank + offset < size) value = op(value, above);
+  }
+  return group.shfl(value, 0);
+}
 }  // namespace cooperative_groups
 )HEADER";
 
 constexpr char kCooperativeGroupsScan[] = R"HEADER(#pragma once
 #include <cooperative_groups/reduce.h>
 namespace cooperative_groups {
-// Each thread's value combined by `op` with those of the tile's lower ranks, its own
-// included (a Hillis-Steele scan over shfl_up).
-template <unsigned Size, typename T, typename Op = plus<T>>
-__device__ T inclusive_scan(const thread_block_tile<Size>& tile, T value, Op op = Op()) {
-  for (unsigned offset = 1; offset < Size; offset *= 2) {
-    const T lower = tile.shfl_up(value, offset);
-    if (tile.thread_rank() >= offset) value = op(lower, value);
+// Each thread's value combined by `op` with those of the group's lower ranks, its own
+// included (a Hillis-Steele scan over shfl_up), in a tile or a coalesced group.
+template <typename Group, typename T, typename Op = plus<T>>
+__device__ T inclusive_scan(const Group& group, T value, Op op = Op()) {
+  for (unsigned offset = 1; offset < group.size(); offset *= 2) {
+    const T lower = group.shfl_up(value, offset);
+    if (group.thread_rank() >= offset) value = op(lower, value);
   }
   return value;
 }
 // The same without the thread's own value; rank 0 gets T().
-template <unsigned Size, typename T, typename Op = plus<T>>
-__device__ T exclusive_scan(const thread_block_tile<Size>& tile, T value, Op op = Op()) {
-  const T lower = tile.shfl_up(inclusive_scan(tile, value, op), 1);
-  return tile.thread_rank() == 0 ? T() : lower;
+template <typename Group, typename T, typename Op = plus<T>>
+__device__ T exclusive_scan(const Group& group, T value, Op op = Op()) {
+  const T lower = group.shfl_up(inclusive_scan(group, value, op), 1);
+  return group.thread_rank() == 0 ? T() : lower;
 }
 }  // namespace cooperative_groups
 )HEADER";

@@ -1,11 +1,12 @@
 #ifndef GPUCMDD_DRIVER_COOPERATIVE_GROUPS_HEADERS_H_
 #define GPUCMDD_DRIVER_COOPERATIVE_GROUPS_HEADERS_H_
 
-// <cooperative_groups.h> and <cooperative_groups/reduce.h> for the drivers whose own
-// toolkit offers none a CUDA kernel can use (the CPU driver; HIP, whose groups differ):
-// the block, tiles of up to a warp with their shuffles, votes and sync, and reduce with
-// plus/less/greater, written over CUDA's warp primitives, which each such driver
-// provides. NVRTC uses the CUDA toolkit's own.
+// <cooperative_groups.h>, <cooperative_groups/reduce.h> and <cooperative_groups/scan.h>
+// for the drivers whose own toolkit offers none a CUDA kernel can use (the CPU driver;
+// HIP, whose groups differ): the block, tiles of up to a warp and coalesced groups with
+// their shuffles, votes and sync, reduce and the scans, written over CUDA's warp
+// primitives and gpucmd_coalesced_lanes (the lanes that reached a call together), which
+// each such driver provides. NVRTC uses the CUDA toolkit's own.
 
 #include <string>
 #include <utility>

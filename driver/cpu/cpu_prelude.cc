@@ -45,7 +45,7 @@ struct ThreadContext {
 // driver/cpu/kernel_abi.h's WarpOp.
 enum WarpOp : int {
   kShuffle, kShuffleUp, kShuffleDown, kShuffleXor, kBallot, kAny, kAll, kMatchAny, kSync,
-  kActiveMask
+  kActiveMask, kCoalesce
 };
 }  // namespace gpucmd_rt
 
@@ -546,6 +546,11 @@ inline unsigned __activemask() {
   return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kActiveMask, 0, 0));
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { gpucmd_warp(gpucmd_rt::kSync, mask, 0); }
+// The lanes of the warp that reached the call at `site` together
+// (cooperative_groups::coalesced_threads).
+inline unsigned gpucmd_coalesced_lanes(unsigned long long site) {
+  return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kCoalesce, 0, site));
+}
 template <typename T>
 inline unsigned __match_any_sync(unsigned mask, T value) {
   return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kMatchAny, mask, gpucmd_bits(value)));

@@ -25,16 +25,21 @@ inline constexpr int kKernelAbiVersion = 3;
 // What a warp-level primitive asks of its warp (KernelThreadContext::warp). Lanes are
 // the threads of a warp: 32 consecutive linear thread indices of the block.
 enum WarpOp : int {
-  kWarpShuffle = 0,     // the value of lane `arg` of this lane's `width`-lane segment
-  kWarpShuffleUp = 1,   // of lane - `arg`, within the segment (else this lane's own)
-  kWarpShuffleDown = 2, // of lane + `arg`, within the segment (else this lane's own)
-  kWarpShuffleXor = 3,  // of lane ^ `arg`, unless that is in a later segment
-  kWarpBallot = 4,      // the lanes whose value is nonzero
-  kWarpAny = 5,         // 1 when some lane's value is nonzero
-  kWarpAll = 6,         // 1 when every lane's value is nonzero
-  kWarpMatchAny = 7,    // the lanes whose value equals this lane's
-  kWarpSync = 8,        // nothing: the lanes only meet
-  kWarpActiveMask = 9,  // the warp's lanes still running; no meeting
+  kWarpShuffle = 0,      // the value of lane `arg` of this lane's `width`-lane segment
+  kWarpShuffleUp = 1,    // of lane - `arg`, within the segment (else this lane's own)
+  kWarpShuffleDown = 2,  // of lane + `arg`, within the segment (else this lane's own)
+  kWarpShuffleXor = 3,   // of lane ^ `arg`, unless that is in a later segment
+  kWarpBallot = 4,       // the lanes whose value is nonzero
+  kWarpAny = 5,          // 1 when some lane's value is nonzero
+  kWarpAll = 6,          // 1 when every lane's value is nonzero
+  kWarpMatchAny = 7,     // the lanes whose value equals this lane's
+  kWarpSync = 8,         // nothing: the lanes only meet
+  kWarpActiveMask = 9,   // the warp's lanes still running; no meeting
+  // The lanes that wait at a meeting of this kind with this lane's value (the call site
+  // of cooperative_groups::coalesced_threads, its line in the high bits), once no
+  // running lane of the warp can go on; the lowest value first. So lanes that skipped a
+  // branch wait at a later call for the lanes in it, as a GPU's warp reconverges.
+  kWarpCoalesce = 10,
 };
 
 struct KernelDim3 {

@@ -235,31 +235,66 @@ uint64_t WarpResult(const FiberThread* lanes, uint32_t group, int lane) {
   }
 }
 
+// Whether each of `group`'s lanes waits for exactly its running lanes.
+bool AllNameTheGroup(const FiberThread* lanes, int count, uint32_t group, uint32_t live) {
+  for (int g = 0; g < count; ++g) {
+    if ((group >> g & 1u) && ((lanes[g].mask | 1u << g) & live) != group) return false;
+  }
+  return true;
+}
+
 // Releases, in each warp, every group of waiting lanes whose mask's running lanes have
-// all arrived at a warp primitive; true when one was.
+// all arrived at a warp primitive naming that group, and then, once none of its running lanes can
+// go on, the lanes waiting to coalesce at one call site (kWarpCoalesce); true when one was.
 bool ReleaseWarps(std::vector<FiberThread>& threads) {
   bool released = false;
+  auto release = [&released](FiberThread* lanes, int count, uint32_t group, auto result_of) {
+    for (int g = 0; g < count; ++g) {
+      if (group >> g & 1u) lanes[g].result = result_of(g);
+    }
+    for (int g = 0; g < count; ++g) {
+      if (group >> g & 1u) lanes[g].wait = FiberThread::Wait::kNothing;
+    }
+    released = true;
+  };
   for (uint64_t first = 0; first < threads.size(); first += kWarpSize) {
     FiberThread* lanes = &threads[first];
     const int count = static_cast<int>(std::min<uint64_t>(kWarpSize, threads.size() - first));
     uint32_t live = 0, waiting = 0;
     for (int l = 0; l < count; ++l) {
       if (!lanes[l].done) live |= 1u << l;
-      if (lanes[l].wait == FiberThread::Wait::kWarp) waiting |= 1u << l;
+      if (lanes[l].wait == FiberThread::Wait::kWarp && lanes[l].op != kWarpCoalesce) {
+        waiting |= 1u << l;
+      }
     }
     for (int l = 0; l < count; ++l) {
       if (!(waiting >> l & 1u)) continue;
       const uint32_t group = (lanes[l].mask | 1u << l) & live;
       if ((group & ~waiting) != 0) continue;  // some of its lanes are elsewhere still
-      for (int g = 0; g < count; ++g) {
-        if (group >> g & 1u) lanes[g].result = WarpResult(lanes, group, g);
-      }
-      for (int g = 0; g < count; ++g) {
-        if (group >> g & 1u) lanes[g].wait = FiberThread::Wait::kNothing;
-      }
+      // Lanes at a primitive with other lanes (in another branch) wait for those.
+      if (!AllNameTheGroup(lanes, count, group, live)) continue;
+      release(lanes, count, group, [&](int g) { return WarpResult(lanes, group, g); });
       waiting &= ~group;
-      released = true;
     }
+    uint32_t blocked = 0, coalescing = 0;
+    for (int l = 0; l < count; ++l) {
+      if (lanes[l].wait != FiberThread::Wait::kNothing) blocked |= 1u << l;
+      if (lanes[l].wait == FiberThread::Wait::kWarp && lanes[l].op == kWarpCoalesce) {
+        coalescing |= 1u << l;
+      }
+    }
+    if (coalescing == 0 || (live & ~blocked) != 0) continue;  // others may reach it yet
+    // The earliest call site first (kWarpCoalesce's value orders sites by line): lanes
+    // waiting at a later one may be ahead of the others, which would reach it too.
+    uint64_t site = ~uint64_t{0};
+    for (int l = 0; l < count; ++l) {
+      if (coalescing >> l & 1u) site = std::min(site, lanes[l].value);
+    }
+    uint32_t group = 0;
+    for (int l = 0; l < count; ++l) {
+      if ((coalescing >> l & 1u) && lanes[l].value == site) group |= 1u << l;
+    }
+    release(lanes, count, group, [group](int) { return uint64_t{group}; });
   }
   return released;
 }

@@ -988,6 +988,79 @@ TEST_F(KernelTest, HalfExtrasRoundConvertCompareAndAddAtomically) {
   EXPECT_EQ(Download<uint16_t>(b), (std::vector<uint16_t>{0x4200, 0, 0x4200, 0x4180}));
 }
 
+// Coalesced groups take the lanes that reach a call together: each branch's lanes, and
+// each label's part of a warp (kCoalescedGroups).
+TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {
+  constexpr int kN = 128;  // two blocks of 64: four warps
+  const std::vector<int> in = RandomInts(kN, 43, -50, 50);
+  std::string id = MustCompile(kCoalescedGroups, "coalesced_groups");
+  Buffer din = Upload(in), count = Zeros(sizeof(unsigned)), kept = Zeros(kN * sizeof(int));
+  Buffer shape = Zeros(4 * kN * sizeof(unsigned)), sums = Zeros(3 * kN * sizeof(int));
+  Buffer sides = Zeros(kN * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(2), MakeDim3(64)},
+              {BufferArgument(din, v1::ACCESS_READ), BufferArgument(count, v1::ACCESS_READ_WRITE),
+               BufferArgument(kept, v1::ACCESS_WRITE), BufferArgument(shape, v1::ACCESS_WRITE),
+               BufferArgument(sums, v1::ACCESS_WRITE), BufferArgument(sides, v1::ACCESS_WRITE)})
+          .ok());
+  std::vector<int> positive;
+  for (int i = 0; i < kN; ++i) {
+    if (in[i] > 0) positive.push_back(i);
+  }
+  const unsigned appended = Download<unsigned>(count)[0];
+  ASSERT_EQ(appended, positive.size());
+  std::vector<int> appended_indices = Download<int>(kept);
+  appended_indices.resize(appended);
+  std::sort(appended_indices.begin(), appended_indices.end());
+  EXPECT_EQ(appended_indices, positive);
+
+  const std::vector<unsigned> shapes = Download<unsigned>(shape);
+  const std::vector<int> results = Download<int>(sums);
+  const std::vector<unsigned> side_shapes = Download<unsigned>(sides);
+  for (int warp = 0; warp < kN / 32; ++warp) {
+    // Each group's members, in rank order, by what forms it.
+    auto members = [&](auto same_group_as, int i) {
+      std::vector<int> group;
+      for (int j = warp * 32; j < warp * 32 + 32; ++j) {
+        if (same_group_as(j, i)) group.push_back(j);
+      }
+      return group;
+    };
+    for (int i = warp * 32; i < warp * 32 + 32; ++i) {
+      const auto branch =
+          members([](int a, int b) { return (a % 32 % 3 == 0) == (b % 32 % 3 == 0); }, i);
+      const auto part = members([&](int a, int b) { return (in[a] & 3) == (in[b] & 3); }, i);
+      const auto side = members([&](int a, int b) { return (in[a] > 0) == (in[b] > 0); }, i);
+      auto rank_in = [i](const std::vector<int>& group) {
+        return static_cast<unsigned>(std::find(group.begin(), group.end(), i) - group.begin());
+      };
+      const unsigned branch_rank = rank_in(branch), part_rank = rank_in(part);
+      const bool multiple_of_three = i % 32 % 3 == 0;
+      EXPECT_EQ(shapes[4 * i], branch.size() + (multiple_of_three ? 0 : 100)) << i;
+      EXPECT_EQ(shapes[4 * i + 1], branch_rank) << i;
+      EXPECT_EQ(shapes[4 * i + 2], part.size() * 32 + part_rank) << i;
+      unsigned ballot = 0, below = 0;
+      int sum = 0, scan = 0, maximum = in[part[0]];
+      for (size_t r = 0; r < part.size(); ++r) {
+        if (in[part[r]] > 0) ballot |= 1u << r;
+        if (r < part_rank) below += in[part[r]];
+        maximum = std::max(maximum, in[part[r]]);
+      }
+      for (size_t r = 0; r < branch.size(); ++r) {
+        sum += in[branch[r]];
+        if (r <= branch_rank) scan += in[branch[r]];
+      }
+      EXPECT_EQ(shapes[4 * i + 3], ballot) << i;
+      EXPECT_EQ(results[3 * i], multiple_of_three ? sum : scan) << i;
+      EXPECT_EQ(results[3 * i + 1], maximum) << i;
+      EXPECT_EQ(results[3 * i + 2], static_cast<int>(below)) << i;
+      EXPECT_EQ(side_shapes[i], side.size() * 32 + rank_in(side)) << i;
+    }
+  }
+}
+
 TEST_F(KernelTest, TileScansAndBitReductions) {
   constexpr int kN = 128;  // two blocks of 64, eight tiles of 16
   const std::vector<int> in = RandomInts(kN, 41, 0, 1000);

@@ -685,6 +685,54 @@ extern "C" __global__ void tile_scans(const int* in, int* inclusive, int* exclus
   }
 })CUDA";
 
+// Coalesced groups (cooperative_groups::coalesced_threads, labeled_partition,
+// binary_partition): per thread i of a block of 64,
+// - its index appended to `kept` when in[i] > 0, by one atomicAdd per group of lanes
+//   that took that branch together (warp-aggregated atomics);
+// - in `shape` [4 i .. 4 i + 3], the size and rank of its branch's group (lanes that are
+//   multiples of 3, or the rest; 100 added in the second), of its part of the warp by
+//   in[i] & 3, and that part's ballot of in[i] > 0;
+// - in `sums` [3 i .. 3 i + 2], the branch group's sum (multiples of 3) or inclusive scan
+//   (the rest), the part's maximum, and the part's exclusive scan;
+// - in `sides` [i], the size of its warp's side by in[i] > 0 (binary_partition) times 32
+//   plus its rank there.
+inline constexpr char kCoalescedGroups[] = R"CUDA(
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+__device__ unsigned append_slot(unsigned* count) {
+  const cg::coalesced_group active = cg::coalesced_threads();
+  unsigned first = 0;
+  if (active.thread_rank() == 0) first = atomicAdd(count, active.size());
+  return active.shfl(first, 0) + active.thread_rank();
+}
+extern "C" __global__ void coalesced_groups(const int* in, unsigned* count, int* kept,
+                                            unsigned* shape, int* sums, unsigned* sides) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned lane = threadIdx.x % 32;
+  if (in[i] > 0) kept[append_slot(count)] = static_cast<int>(i);
+  if (lane % 3 == 0) {
+    const cg::coalesced_group branch = cg::coalesced_threads();
+    shape[4 * i] = branch.size();
+    shape[4 * i + 1] = branch.thread_rank();
+    sums[3 * i] = cg::reduce(branch, in[i], cg::plus<int>());
+  } else {
+    const cg::coalesced_group branch = cg::coalesced_threads();
+    shape[4 * i] = branch.size() + 100;
+    shape[4 * i + 1] = branch.thread_rank();
+    sums[3 * i] = cg::inclusive_scan(branch, in[i]);
+  }
+  const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+  const cg::coalesced_group part = cg::labeled_partition(warp, in[i] & 3);
+  shape[4 * i + 2] = part.size() * 32 + part.thread_rank();
+  shape[4 * i + 3] = part.ballot(in[i] > 0);
+  sums[3 * i + 1] = cg::reduce(part, in[i], cg::greater<int>());
+  sums[3 * i + 2] = cg::exclusive_scan(part, in[i]);
+  const cg::coalesced_group side = cg::binary_partition(warp, in[i] > 0);
+  sides[i] = side.size() * 32 + side.thread_rank();
+})CUDA";
+
 // Half precision beyond the common API, which hiprtc (HIP 5.2) lacks: directed
 // roundings to and from halves, saturating conversions, __half2 comparisons, and
 // atomicAdd on a __half, a __half2, a __nv_bfloat16 and a __nv_bfloat162 (each element
@@ -872,7 +920,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 30> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 31> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -902,6 +950,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 30> kSuite = {{
     {"warp_sums", kTemplatedWarpSums},
     {"more_intrinsics", kMoreIntrinsics},
     {"tile_scans", kTileScans},
+    {"coalesced_groups", kCoalescedGroups},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
