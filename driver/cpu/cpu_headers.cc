@@ -2,8 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "driver/bfloat16_header.h"
-#include "driver/half_min_max.h"
 #include "driver/cooperative_groups_headers.h"
+#include "driver/cpu/cuda_std_headers.h"
+#include "driver/half_min_max.h"
 
 namespace gpucmd {
 namespace {
@@ -314,6 +315,7 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"cuda_bf16.h", BFloat16Header()},
     };
     for (const auto& header : CooperativeGroupsHeaders()) headers->push_back(header);
+    for (const auto& header : CudaStdHeaders()) headers->push_back(header);
     return headers;
   }();
   return *kHeaders;

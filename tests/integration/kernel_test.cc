@@ -988,6 +988,51 @@ TEST_F(KernelTest, HalfExtrasRoundConvertCompareAndAddAtomically) {
   EXPECT_EQ(Download<uint16_t>(b), (std::vector<uint16_t>{0x4200, 0, 0x4200, 0x4180}));
 }
 
+// libcu++'s headers: atomics through cuda::atomic_ref and cuda::std::atomic_ref, and the
+// standard library's types and functions under cuda::std (kLibcudacxx).
+TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
+  constexpr int kN = 256;  // two blocks of 128
+  const std::vector<int> in = RandomInts(kN, 47, 0, 999);
+  std::string id = MustCompile(kLibcudacxx, "libcudacxx");
+  const std::vector<int> initial_tallies = {-1, 1000, 0};
+  Buffer din = Upload(in), out = Zeros(3 * kN * sizeof(int));
+  Buffer total = Zeros(sizeof(uint64_t)), tallies = Upload(initial_tallies);
+  Buffer halves = Zeros(sizeof(float));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(2), MakeDim3(128)},
+                   {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE),
+                    BufferArgument(total, v1::ACCESS_READ_WRITE),
+                    BufferArgument(tallies, v1::ACCESS_READ_WRITE),
+                    BufferArgument(halves, v1::ACCESS_READ_WRITE)})
+          .ok());
+  uint64_t sum = 0;
+  for (int v : in) sum += v;
+  EXPECT_EQ(Download<uint64_t>(total)[0], sum);
+  EXPECT_EQ(Download<int>(tallies),
+            (std::vector<int>{*std::max_element(in.begin(), in.end()),
+                              *std::min_element(in.begin(), in.end()), kN}));
+  EXPECT_EQ(Download<float>(halves)[0], 0.5f * kN);
+  const std::vector<int> results = Download<int>(out);
+  for (int i = 0; i < kN; ++i) {
+    const int v = in[i], last = v % 10;
+    const unsigned bits = static_cast<unsigned>(v);
+    const int width = bits == 0 ? 0 : 32 - __builtin_clz(bits);
+    EXPECT_EQ(results[3 * i], (v / 100 + v / 10 % 10 + last) * 1000 + __builtin_popcount(bits))
+        << i;
+    EXPECT_EQ(results[3 * i + 1], (v % 2 == 0 ? v : -1) + 31) << i;
+    EXPECT_EQ(results[3 * i + 2],
+              last * last - 1 + width * 1000 + __builtin_ctz(bits | 1024u) * 100000)
+        << i;
+  }
+  // A libcu++ header the CPU driver lacks is named in the refusal.
+  absl::StatusOr<v1::CompileResponse> missing = session_->Compile(
+      "#include <cuda/std/span>\nextern \"C\" __global__ void k(int* p) { *p = 1; }\n", "k");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cuda/std/span"));
+}
+
 // Coalesced groups take the lanes that reach a call together: each branch's lanes, and
 // each label's part of a warp (kCoalescedGroups).
 TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {

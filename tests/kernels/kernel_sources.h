@@ -769,12 +769,59 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
   f[2] = __low2float(g) + __high2float(g);
 })CUDA";
 
+// libcu++ (<cuda/std/...>, <cuda/atomic>), which hiprtc (HIP 5.2) lacks: per thread i
+// (in[i] in [0, 1000)), atomics on `total` (the sum), tallies (the maximum, the minimum,
+// the count) and halves (0.5 per thread); out[3 i] = the digit sum * 1000 + the popcount,
+// out[3 i + 1] = in[i] when even (else -1) + 31, out[3 i + 2] = d^2 - 1 (the real part of
+// the complex (d, 1) squared, d the last digit) + the bit width * 1000 + the trailing
+// zeros of in[i] | 1024 * 100000.
+inline constexpr char kLibcudacxx[] = R"CUDA(
+#include <cuda/atomic>
+#include <cuda/std/array>
+#include <cuda/std/atomic>
+#include <cuda/std/bit>
+#include <cuda/std/complex>
+#include <cuda/std/cstdint>
+#include <cuda/std/functional>
+#include <cuda/std/limits>
+#include <cuda/std/optional>
+#include <cuda/std/tuple>
+#include <cuda/std/type_traits>
+#include <cuda/std/utility>
+static_assert(cuda::std::is_same<cuda::std::int32_t, int>::value, "int32_t is int");
+extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long long* total,
+                                      int* tallies, float* halves) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> sum(*total);
+  sum.fetch_add(static_cast<unsigned long long>(in[i]), cuda::std::memory_order_relaxed);
+  cuda::atomic_ref<int, cuda::thread_scope_device>(tallies[0]).fetch_max(in[i]);
+  cuda::atomic_ref<int, cuda::thread_scope_block>(tallies[1]).fetch_min(in[i]);
+  cuda::std::atomic_ref<int> count(tallies[2]);
+  ++count;
+  cuda::std::atomic_ref<float>(*halves).fetch_add(0.5f);
+  const cuda::std::array<cuda::std::int32_t, 3> digits{in[i] / 100, in[i] / 10 % 10,
+                                                       in[i] % 10};
+  const unsigned bits = static_cast<unsigned>(in[i]);
+  const cuda::std::tuple<int, int> t =
+      cuda::std::make_tuple(digits[0] + digits[1] + digits[2], cuda::std::popcount(bits));
+  const cuda::std::optional<int> even =
+      in[i] % 2 == 0 ? cuda::std::optional<int>(in[i]) : cuda::std::nullopt;
+  const cuda::std::complex<float> z(static_cast<float>(digits[2]), 1.0f);
+  const cuda::std::pair<int, int> widths(cuda::std::bit_width(bits),
+                                         cuda::std::countr_zero(bits | 1024u));
+  out[3 * i] = cuda::std::get<0>(t) * 1000 + cuda::std::get<1>(t);
+  out[3 * i + 1] =
+      cuda::std::plus<int>()(even.value_or(-1), cuda::std::numeric_limits<int>::digits);
+  out[3 * i + 2] = static_cast<int>((z * z).real()) + widths.first * 1000 + widths.second * 100000;
+})CUDA";
+
 // Kernels NVRTC and the CPU driver build and hiprtc (HIP 5.2) cannot: it lacks what they
 // use.
-inline constexpr std::array<std::pair<const char*, const char*>, 3> kBeyondHiprtc = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 4> kBeyondHiprtc = {{
     {"directed_roundings", kDirectedRoundings},
     {"trapping", kTrapping},
     {"half_extras", kHalfExtras},
+    {"libcudacxx", kLibcudacxx},
 }};
 
 // Code NVRTC refuses in a kernel's source that a host compiler takes, the entry point "k"

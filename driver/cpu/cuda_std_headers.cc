@@ -1,0 +1,295 @@
+#include "driver/cpu/cuda_std_headers.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gpucmd {
+namespace {
+
+// Included by every <cuda/std/...> header: `cuda::std` names the host's library, and
+// what a header below declares in it comes first.
+constexpr char kNamespace[] = R"HEADER(#pragma once
+namespace cuda {
+namespace std {
+using namespace ::std;
+}  // namespace std
+}  // namespace cuda
+)HEADER";
+
+// The <cuda/std/...> headers whose names the host's C++17 library has as they are.
+constexpr const char* kHostHeaders[] = {
+    "array",       "cassert", "cfloat",  "climits",  "cmath",      "complex",
+    "cstddef",     "cstdint", "cstdlib", "cstring",  "functional", "initializer_list",
+    "iterator",    "limits",  "numeric", "optional", "ratio",      "tuple",
+    "type_traits", "utility", "variant",
+};
+
+constexpr char kAtomic[] = R"HEADER(#pragma once
+#include <atomic>
+#include <cuda/std/__gpucmd_namespace>
+namespace cuda {
+namespace std {
+namespace gpucmd_detail {
+// A compare-exchange's order when it fails, from the order it was given.
+__device__ constexpr int failure_order(::std::memory_order order) {
+  return order == ::std::memory_order_acq_rel   ? __ATOMIC_ACQUIRE
+         : order == ::std::memory_order_release ? __ATOMIC_RELAXED
+                                                : static_cast<int>(order);
+}
+}  // namespace gpucmd_detail
+
+// An atomic view of an object that is not a std::atomic (C++20's std::atomic_ref, which
+// libcu++ offers in C++17): integers add and subtract in one instruction, floating-point
+// values in a compare-exchange loop.
+template <typename T>
+class atomic_ref {
+  static_assert(::std::is_trivially_copyable<T>::value,
+                "atomic_ref holds a trivially copyable type");
+
+ public:
+  using value_type = T;
+  static constexpr bool is_always_lock_free = sizeof(T) <= 8;
+  static constexpr ::std::size_t required_alignment = alignof(T);
+
+  __device__ explicit atomic_ref(T& object) : object_(&object) {}
+  __device__ atomic_ref(const atomic_ref&) = default;
+  atomic_ref& operator=(const atomic_ref&) = delete;
+
+  __device__ bool is_lock_free() const { return is_always_lock_free; }
+  __device__ T load(::std::memory_order order = ::std::memory_order_seq_cst) const {
+    T value;
+    __atomic_load(object_, &value, static_cast<int>(order));
+    return value;
+  }
+  __device__ operator T() const { return load(); }
+  __device__ void store(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    __atomic_store(object_, &value, static_cast<int>(order));
+  }
+  __device__ T operator=(T value) const {
+    store(value);
+    return value;
+  }
+  __device__ T exchange(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    T old;
+    __atomic_exchange(object_, &value, &old, static_cast<int>(order));
+    return old;
+  }
+  __device__ bool compare_exchange_weak(T& expected, T desired, ::std::memory_order success,
+                                        ::std::memory_order failure) const {
+    return __atomic_compare_exchange(object_, &expected, &desired, true,
+                                     static_cast<int>(success), static_cast<int>(failure));
+  }
+  __device__ bool compare_exchange_weak(
+      T& expected, T desired, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return __atomic_compare_exchange(object_, &expected, &desired, true,
+                                     static_cast<int>(order),
+                                     gpucmd_detail::failure_order(order));
+  }
+  __device__ bool compare_exchange_strong(T& expected, T desired, ::std::memory_order success,
+                                          ::std::memory_order failure) const {
+    return __atomic_compare_exchange(object_, &expected, &desired, false,
+                                     static_cast<int>(success), static_cast<int>(failure));
+  }
+  __device__ bool compare_exchange_strong(
+      T& expected, T desired, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return __atomic_compare_exchange(object_, &expected, &desired, false,
+                                     static_cast<int>(order),
+                                     gpucmd_detail::failure_order(order));
+  }
+  __device__ T fetch_add(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    if constexpr (::std::is_integral<T>::value) {
+      return __atomic_fetch_add(object_, value, static_cast<int>(order));
+    } else {
+      return update([value](T old) { return old + value; }, order);
+    }
+  }
+  __device__ T fetch_sub(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    if constexpr (::std::is_integral<T>::value) {
+      return __atomic_fetch_sub(object_, value, static_cast<int>(order));
+    } else {
+      return update([value](T old) { return old - value; }, order);
+    }
+  }
+  __device__ T fetch_and(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return __atomic_fetch_and(object_, value, static_cast<int>(order));
+  }
+  __device__ T fetch_or(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return __atomic_fetch_or(object_, value, static_cast<int>(order));
+  }
+  __device__ T fetch_xor(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return __atomic_fetch_xor(object_, value, static_cast<int>(order));
+  }
+  __device__ T operator++() const { return fetch_add(T(1)) + T(1); }
+  __device__ T operator++(int) const { return fetch_add(T(1)); }
+  __device__ T operator--() const { return fetch_sub(T(1)) - T(1); }
+  __device__ T operator--(int) const { return fetch_sub(T(1)); }
+  __device__ T operator+=(T value) const { return fetch_add(value) + value; }
+  __device__ T operator-=(T value) const { return fetch_sub(value) - value; }
+  __device__ T operator&=(T value) const { return fetch_and(value) & value; }
+  __device__ T operator|=(T value) const { return fetch_or(value) | value; }
+  __device__ T operator^=(T value) const { return fetch_xor(value) ^ value; }
+
+ protected:
+  // Replaces the value `old` with next(old), atomically; returns `old`.
+  template <typename Next>
+  __device__ T update(Next next, ::std::memory_order order) const {
+    T old = load(::std::memory_order_relaxed);
+    while (!compare_exchange_weak(old, next(old), order, ::std::memory_order_relaxed)) {
+    }
+    return old;
+  }
+
+ private:
+  T* object_;
+};
+}  // namespace std
+}  // namespace cuda
+)HEADER";
+
+constexpr char kScopedAtomic[] = R"HEADER(#pragma once
+#include <cuda/std/atomic>
+namespace cuda {
+enum thread_scope {
+  thread_scope_system = 0,
+  thread_scope_device = 1,
+  thread_scope_block = 2,
+  thread_scope_thread = 3,
+};
+namespace gpucmd_detail {
+// fetch_min and fetch_max, libcu++'s additions to its scoped atomics, over a
+// compare-exchange: `keep(value, old)` says whether `value` replaces `old`.
+template <typename Atomic, typename T, typename Keep>
+__device__ T fetch_if(Atomic& atomic, T value, ::std::memory_order order, Keep keep) {
+  T old = atomic.load(::std::memory_order_relaxed);
+  while (keep(value, old) &&
+         !atomic.compare_exchange_weak(old, value, order, ::std::memory_order_relaxed)) {
+  }
+  return old;
+}
+template <typename T>
+struct less_than_old {
+  __device__ bool operator()(T value, T old) const { return value < old; }
+};
+template <typename T>
+struct greater_than_old {
+  __device__ bool operator()(T value, T old) const { return old < value; }
+};
+}  // namespace gpucmd_detail
+
+// Every scope is the device's on the CPU driver: its blocks share memory.
+template <typename T, thread_scope Scope = thread_scope_system>
+class atomic_ref : public ::cuda::std::atomic_ref<T> {
+ public:
+  using ::cuda::std::atomic_ref<T>::atomic_ref;
+  using ::cuda::std::atomic_ref<T>::operator=;
+  __device__ T fetch_min(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return gpucmd_detail::fetch_if(*this, value, order, gpucmd_detail::less_than_old<T>());
+  }
+  __device__ T fetch_max(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
+    return gpucmd_detail::fetch_if(*this, value, order, gpucmd_detail::greater_than_old<T>());
+  }
+};
+template <typename T, thread_scope Scope = thread_scope_system>
+class atomic : public ::std::atomic<T> {
+ public:
+  using ::std::atomic<T>::atomic;
+  using ::std::atomic<T>::operator=;
+  __device__ T fetch_min(T value, ::std::memory_order order = ::std::memory_order_seq_cst) {
+    return gpucmd_detail::fetch_if(*this, value, order, gpucmd_detail::less_than_old<T>());
+  }
+  __device__ T fetch_max(T value, ::std::memory_order order = ::std::memory_order_seq_cst) {
+    return gpucmd_detail::fetch_if(*this, value, order, gpucmd_detail::greater_than_old<T>());
+  }
+};
+__device__ inline void atomic_thread_fence(::std::memory_order order,
+                                           thread_scope = thread_scope_system) {
+  ::std::atomic_thread_fence(order);
+}
+}  // namespace cuda
+)HEADER";
+
+constexpr char kBit[] = R"HEADER(#pragma once
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
+namespace cuda {
+namespace std {
+// C++20's <bit>, which libcu++ offers in C++17, for unsigned integers.
+template <typename T>
+__device__ constexpr int countl_zero(T x) noexcept {
+  static_assert(::std::is_unsigned<T>::value, "the <bit> functions take unsigned integers");
+  return x == 0 ? ::std::numeric_limits<T>::digits
+                : __builtin_clzll(x) - (64 - ::std::numeric_limits<T>::digits);
+}
+template <typename T>
+__device__ constexpr int countr_zero(T x) noexcept {
+  static_assert(::std::is_unsigned<T>::value, "the <bit> functions take unsigned integers");
+  return x == 0 ? ::std::numeric_limits<T>::digits : __builtin_ctzll(x);
+}
+template <typename T>
+__device__ constexpr int countl_one(T x) noexcept {
+  return countl_zero(static_cast<T>(~x));
+}
+template <typename T>
+__device__ constexpr int countr_one(T x) noexcept {
+  return countr_zero(static_cast<T>(~x));
+}
+template <typename T>
+__device__ constexpr int popcount(T x) noexcept {
+  static_assert(::std::is_unsigned<T>::value, "the <bit> functions take unsigned integers");
+  return __builtin_popcountll(x);
+}
+template <typename T>
+__device__ constexpr bool has_single_bit(T x) noexcept {
+  return popcount(x) == 1;
+}
+template <typename T>
+__device__ constexpr int bit_width(T x) noexcept {
+  return ::std::numeric_limits<T>::digits - countl_zero(x);
+}
+template <typename T>
+__device__ constexpr T bit_floor(T x) noexcept {
+  return x == 0 ? T(0) : static_cast<T>(T(1) << (bit_width(x) - 1));
+}
+template <typename T>
+__device__ constexpr T bit_ceil(T x) noexcept {
+  return x <= 1 ? T(1) : static_cast<T>(T(1) << bit_width(static_cast<T>(x - 1)));
+}
+template <typename T>
+__device__ constexpr T rotl(T x, int shift) noexcept {
+  constexpr int kDigits = ::std::numeric_limits<T>::digits;
+  const int r = (shift % kDigits + kDigits) % kDigits;
+  return r == 0 ? x : static_cast<T>((x << r) | (x >> (kDigits - r)));
+}
+template <typename T>
+__device__ constexpr T rotr(T x, int shift) noexcept {
+  return rotl(x, -(shift % ::std::numeric_limits<T>::digits));
+}
+template <typename To, typename From>
+__device__ constexpr To bit_cast(const From& from) noexcept {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast keeps the size");
+  return __builtin_bit_cast(To, from);
+}
+}  // namespace std
+}  // namespace cuda
+)HEADER";
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& CudaStdHeaders() {
+  static const auto* const kHeaders = [] {
+    auto* headers = new std::vector<std::pair<std::string, std::string>>{
+        {"cuda/std/__gpucmd_namespace", kNamespace},
+        {"cuda/std/atomic", kAtomic},
+        {"cuda/std/bit", kBit},
+        {"cuda/atomic", kScopedAtomic},
+    };
+    for (const char* name : kHostHeaders) {
+      headers->emplace_back(absl::StrCat("cuda/std/", name),
+                            absl::StrCat("#pragma once\n#include <", name,
+                                         ">\n#include <cuda/std/__gpucmd_namespace>\n"));
+    }
+    return headers;
+  }();
+  return *kHeaders;
+}
+
+}  // namespace gpucmd
