@@ -170,11 +170,9 @@ class coalesced_group {
 };
 
 // The calling thread's warp's lanes that run this call together. (`site` names the
-// call, by file and line, where a driver runs the lanes one by one and they meet there;
-// leave it out.)
+// call, where a driver runs the lanes one by one and they meet there; leave it out.)
 __device__ inline coalesced_group coalesced_threads(
-    unsigned long long site = reinterpret_cast<unsigned long long>(__builtin_FILE()) ^
-                              (static_cast<unsigned long long>(__builtin_LINE()) << 48)) {
+    unsigned long long site = GPUCMD_CALL_SITE) {
   return coalesced_group(gpucmd_coalesced_lanes(site));
 }
 

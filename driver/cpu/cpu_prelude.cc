@@ -45,7 +45,7 @@ struct ThreadContext {
 // driver/cpu/kernel_abi.h's WarpOp.
 enum WarpOp : int {
   kShuffle, kShuffleUp, kShuffleDown, kShuffleXor, kBallot, kAny, kAll, kMatchAny, kSync,
-  kActiveMask, kCoalesce
+  kCoalesce = 10
 };
 }  // namespace gpucmd_rt
 
@@ -542,14 +542,21 @@ inline int __any_sync(unsigned mask, int predicate) {
 inline int __all_sync(unsigned mask, int predicate) {
   return static_cast<int>(gpucmd_warp(gpucmd_rt::kAll, mask, predicate != 0));
 }
-inline unsigned __activemask() {
-  return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kActiveMask, 0, 0));
-}
 inline void __syncwarp(unsigned mask = 0xffffffffu) { gpucmd_warp(gpucmd_rt::kSync, mask, 0); }
 // The lanes of the warp that reached the call at `site` together
 // (cooperative_groups::coalesced_threads).
 inline unsigned gpucmd_coalesced_lanes(unsigned long long site) {
   return static_cast<unsigned>(gpucmd_warp(gpucmd_rt::kCoalesce, 0, site));
+}
+// A call site: its file, and its line in the high bits (driver/cpu/kernel_abi.h's
+// kWarpCoalesce orders sites by it).
+#define GPUCMD_CALL_SITE                                      \
+  (reinterpret_cast<unsigned long long>(__builtin_FILE()) ^ \
+   (static_cast<unsigned long long>(__builtin_LINE()) << 48))
+// The lanes running this call together: in a branch, the lanes that took it. (`site`
+// names the call; leave it out.)
+inline unsigned __activemask(unsigned long long site = GPUCMD_CALL_SITE) {
+  return gpucmd_coalesced_lanes(site);
 }
 template <typename T>
 inline unsigned __match_any_sync(unsigned mask, T value) {

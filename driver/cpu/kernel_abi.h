@@ -20,7 +20,7 @@
 
 namespace gpucmd {
 
-inline constexpr int kKernelAbiVersion = 3;
+inline constexpr int kKernelAbiVersion = 4;
 
 // What a warp-level primitive asks of its warp (KernelThreadContext::warp). Lanes are
 // the threads of a warp: 32 consecutive linear thread indices of the block.
@@ -34,9 +34,9 @@ enum WarpOp : int {
   kWarpAll = 6,          // 1 when every lane's value is nonzero
   kWarpMatchAny = 7,     // the lanes whose value equals this lane's
   kWarpSync = 8,         // nothing: the lanes only meet
-  kWarpActiveMask = 9,   // the warp's lanes still running; no meeting
   // The lanes that wait at a meeting of this kind with this lane's value (the call site
-  // of cooperative_groups::coalesced_threads, its line in the high bits), once no
+  // of __activemask or cooperative_groups::coalesced_threads, its line in the high bits),
+  // once no
   // running lane of the warp can go on; the lowest value first. So lanes that skipped a
   // branch wait at a later call for the lanes in it, as a GPU's warp reconverges.
   kWarpCoalesce = 10,

@@ -95,9 +95,6 @@ struct FiberThread {
   int arg = 0;
   int width = 32;
   uint64_t result = 0;
-  // Its block's threads, for __activemask.
-  const std::vector<FiberThread>* block = nullptr;
-  uint64_t index = 0;  // linear thread index in the block
   // Where a failed assertion leaves the kernel: the fiber's start, on its own stack
   // (a __builtin_setjmp buffer).
   void* exit[5];
@@ -169,21 +166,9 @@ void BlockBarrier(KernelThreadContext* context) {
   SwitchToScheduler(context);
 }
 
-// The lanes of `thread`'s warp that have not finished.
-uint32_t LiveLanes(const FiberThread& thread) {
-  const std::vector<FiberThread>& block = *thread.block;
-  const uint64_t first = thread.index / kWarpSize * kWarpSize;
-  uint32_t live = 0;
-  for (uint64_t t = first; t < block.size() && t < first + kWarpSize; ++t) {
-    if (!block[t].done) live |= 1u << (t - first);
-  }
-  return live;
-}
-
 uint64_t WarpPrimitive(KernelThreadContext* context, int op, uint32_t mask, uint64_t value,
                        int arg, int width) {
   auto* thread = static_cast<FiberThread*>(context->scheduler);
-  if (op == kWarpActiveMask) return LiveLanes(*thread);
   thread->wait = FiberThread::Wait::kWarp;
   thread->op = op;
   thread->mask = mask;
@@ -348,8 +333,6 @@ void RunBlockAsFibers(const Launch& launch, KernelDim3 block_idx, void* shared,
     thread.context.fail = &FailLaunch;
     thread.context.print = &PrintFromKernel;
     thread.context.scheduler = &thread;
-    thread.block = &threads;
-    thread.index = t;
     fibers.emplace_back(std::allocator_arg, stacks,
                         [&launch, &thread](boost::context::fiber&& scheduler) {
                           thread.continuation = std::move(scheduler);

@@ -34,6 +34,7 @@ __device__ inline int __all_sync(unsigned, int predicate) { return __all(predica
 __device__ inline unsigned __activemask() { return static_cast<unsigned>(__ballot(1)); }
 // The lanes that reached the call together: those running it (any call site).
 __device__ inline unsigned gpucmd_coalesced_lanes(unsigned long long) { return __activemask(); }
+#define GPUCMD_CALL_SITE 0ull
 __device__ inline void __syncwarp(unsigned = 0xffffffffu) { __builtin_amdgcn_wave_barrier(); }
 template <typename T>
 __device__ inline unsigned __match_any_sync(unsigned mask, T value) {

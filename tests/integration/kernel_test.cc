@@ -1033,6 +1033,40 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cuda/std/span"));
 }
 
+// __activemask in a branch gives the lanes that took it: a warp-aggregated append
+// reserves exactly their places (kActiveMaskAppend).
+TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {
+  constexpr int kN = 128;  // two blocks of 64: four warps
+  const std::vector<int> in = RandomInts(kN, 53, -50, 50);
+  std::string id = MustCompile(kActiveMaskAppend, "active_mask_append");
+  Buffer din = Upload(in), count = Zeros(sizeof(unsigned)), kept = Zeros(kN * sizeof(int));
+  Buffer masks = Zeros(kN * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(2), MakeDim3(64)},
+              {BufferArgument(din, v1::ACCESS_READ), BufferArgument(count, v1::ACCESS_READ_WRITE),
+               BufferArgument(kept, v1::ACCESS_WRITE), BufferArgument(masks, v1::ACCESS_WRITE)})
+          .ok());
+  std::vector<int> positive;
+  for (int i = 0; i < kN; ++i) {
+    if (in[i] > 0) positive.push_back(i);
+  }
+  ASSERT_EQ(Download<unsigned>(count)[0], positive.size());
+  std::vector<int> appended = Download<int>(kept);
+  appended.resize(positive.size());
+  std::sort(appended.begin(), appended.end());
+  EXPECT_EQ(appended, positive);
+  const std::vector<unsigned> lanes = Download<unsigned>(masks);
+  for (int i = 0; i < kN; ++i) {
+    unsigned branch = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      if (in[i / 32 * 32 + lane] > 0) branch |= 1u << lane;
+    }
+    EXPECT_EQ(lanes[i], in[i] > 0 ? branch : 0u) << i;
+  }
+}
+
 // Coalesced groups take the lanes that reach a call together: each branch's lanes, and
 // each label's part of a warp (kCoalescedGroups).
 TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {

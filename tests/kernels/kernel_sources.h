@@ -685,6 +685,26 @@ extern "C" __global__ void tile_scans(const int* in, int* inclusive, int* exclus
   }
 })CUDA";
 
+// Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
+// in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
+// lanes that took the branch with lane i (0 for the others).
+inline constexpr char kActiveMaskAppend[] = R"CUDA(
+extern "C" __global__ void active_mask_append(const int* in, unsigned* count, int* kept,
+                                              unsigned* masks) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned lane = threadIdx.x % 32;
+  masks[i] = 0;
+  if (in[i] > 0) {
+    const unsigned mask = __activemask();
+    const int leader = __ffs(mask) - 1;
+    unsigned first = 0;
+    if (lane == static_cast<unsigned>(leader)) first = atomicAdd(count, __popc(mask));
+    first = __shfl_sync(mask, first, leader);
+    kept[first + __popc(mask & ((1u << lane) - 1u))] = static_cast<int>(i);
+    masks[i] = mask;
+  }
+})CUDA";
+
 // Coalesced groups (cooperative_groups::coalesced_threads, labeled_partition,
 // binary_partition): per thread i of a block of 64,
 // - its index appended to `kept` when in[i] > 0, by one atomicAdd per group of lanes
@@ -967,7 +987,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 31> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 32> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -998,6 +1018,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 31> kSuite = {{
     {"more_intrinsics", kMoreIntrinsics},
     {"tile_scans", kTileScans},
     {"coalesced_groups", kCoalescedGroups},
+    {"active_mask_append", kActiveMaskAppend},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
