@@ -75,25 +75,23 @@ class atomic_ref {
   }
   __device__ bool compare_exchange_weak(T& expected, T desired, ::std::memory_order success,
                                         ::std::memory_order failure) const {
-    return __atomic_compare_exchange(object_, &expected, &desired, true,
-                                     static_cast<int>(success), static_cast<int>(failure));
+    return exchange_if(expected, desired, true, static_cast<int>(success),
+                       static_cast<int>(failure));
   }
   __device__ bool compare_exchange_weak(
       T& expected, T desired, ::std::memory_order order = ::std::memory_order_seq_cst) const {
-    return __atomic_compare_exchange(object_, &expected, &desired, true,
-                                     static_cast<int>(order),
-                                     gpucmd_detail::failure_order(order));
+    return exchange_if(expected, desired, true, static_cast<int>(order),
+                       gpucmd_detail::failure_order(order));
   }
   __device__ bool compare_exchange_strong(T& expected, T desired, ::std::memory_order success,
                                           ::std::memory_order failure) const {
-    return __atomic_compare_exchange(object_, &expected, &desired, false,
-                                     static_cast<int>(success), static_cast<int>(failure));
+    return exchange_if(expected, desired, false, static_cast<int>(success),
+                       static_cast<int>(failure));
   }
   __device__ bool compare_exchange_strong(
       T& expected, T desired, ::std::memory_order order = ::std::memory_order_seq_cst) const {
-    return __atomic_compare_exchange(object_, &expected, &desired, false,
-                                     static_cast<int>(order),
-                                     gpucmd_detail::failure_order(order));
+    return exchange_if(expected, desired, false, static_cast<int>(order),
+                       gpucmd_detail::failure_order(order));
   }
   __device__ T fetch_add(T value, ::std::memory_order order = ::std::memory_order_seq_cst) const {
     if constexpr (::std::is_integral<T>::value) {
@@ -139,6 +137,12 @@ class atomic_ref {
   }
 
  private:
+  // A compare-exchange (`weak`: it may fail spuriously) in the builtins' orders.
+  __device__ bool exchange_if(T& expected, T desired, bool weak, int success,
+                              int failure) const {
+    return __atomic_compare_exchange(object_, &expected, &desired, weak, success, failure);
+  }
+
   T* object_;
 };
 }  // namespace std
