@@ -35,10 +35,10 @@ enum WarpOp : int {
   kWarpMatchAny = 7,     // the lanes whose value equals this lane's
   kWarpSync = 8,         // nothing: the lanes only meet
   // The lanes that wait at a meeting of this kind with this lane's value (the call site
-  // of __activemask or cooperative_groups::coalesced_threads, its line in the high bits),
-  // once no
-  // running lane of the warp can go on; the lowest value first. So lanes that skipped a
-  // branch wait at a later call for the lanes in it, as a GPU's warp reconverges.
+  // of __activemask or cooperative_groups::coalesced_threads, its line in the high
+  // bits), once no running lane of the warp can go on; the lowest value first. So lanes
+  // that skipped a branch wait at a later call for the lanes in it, as a GPU's warp
+  // reconverges.
   kWarpCoalesce = 10,
 };
 

@@ -229,8 +229,9 @@ bool AllNameTheGroup(const FiberThread* lanes, int count, uint32_t group, uint32
 }
 
 // Releases, in each warp, every group of waiting lanes whose mask's running lanes have
-// all arrived at a warp primitive naming that group, and then, once none of its running lanes can
-// go on, the lanes waiting to coalesce at one call site (kWarpCoalesce); true when one was.
+// all arrived at a warp primitive naming that group, and then, once none of its running
+// lanes can go on, the lanes waiting to coalesce at one call site (kWarpCoalesce); true
+// when one was.
 bool ReleaseWarps(std::vector<FiberThread>& threads) {
   bool released = false;
   auto release = [&released](FiberThread* lanes, int count, uint32_t group, auto result_of) {
