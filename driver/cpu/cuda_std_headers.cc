@@ -276,6 +276,117 @@ __device__ constexpr To bit_cast(const From& from) noexcept {
 }  // namespace cuda
 )HEADER";
 
+constexpr char kSpan[] = R"HEADER(#pragma once
+#include <cuda/std/array>
+#include <cuda/std/cstddef>
+#include <cuda/std/type_traits>
+namespace cuda {
+namespace std {
+inline constexpr ::std::size_t dynamic_extent = static_cast<::std::size_t>(-1);
+// C++20's std::span, which libcu++ offers in C++17: a view of size() consecutive objects
+// (Extent of them, when it is not dynamic_extent); its iterators are pointers.
+template <typename T, ::std::size_t Extent = dynamic_extent>
+class span {
+  // Whether a span of U may view as one of T, and `count` of them fit Extent.
+  template <typename U, ::std::size_t Count>
+  static constexpr bool kViews =
+      ::std::is_convertible<U (*)[], T (*)[]>::value &&
+      (Extent == dynamic_extent || Count == dynamic_extent || Count == Extent);
+
+ public:
+  using element_type = T;
+  using value_type = ::std::remove_cv_t<T>;
+  using size_type = ::std::size_t;
+  using difference_type = ::std::ptrdiff_t;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using reference = T&;
+  using const_reference = const T&;
+  using iterator = T*;
+  static constexpr ::std::size_t extent = Extent;
+
+  template <::std::size_t E = Extent, typename = ::std::enable_if_t<E == 0 || E == dynamic_extent>>
+  __device__ constexpr span() noexcept : data_(nullptr), size_(0) {}
+  __device__ constexpr span(T* first, size_type count) : data_(first), size_(count) {}
+  template <typename End,
+            typename = ::std::enable_if_t<!::std::is_convertible<End, size_type>::value>>
+  __device__ constexpr span(T* first, End last)
+      : data_(first), size_(static_cast<size_type>(last - first)) {}
+  template <::std::size_t N, typename = ::std::enable_if_t<kViews<T, N>>>
+  __device__ constexpr span(T (&array)[N]) noexcept : data_(array), size_(N) {}
+  template <typename U, ::std::size_t N, typename = ::std::enable_if_t<kViews<U, N>>>
+  __device__ constexpr span(::std::array<U, N>& array) noexcept
+      : data_(array.data()), size_(N) {}
+  template <typename U, ::std::size_t N, typename = ::std::enable_if_t<kViews<const U, N>>>
+  __device__ constexpr span(const ::std::array<U, N>& array) noexcept
+      : data_(array.data()), size_(N) {}
+  template <typename U, ::std::size_t N, typename = ::std::enable_if_t<kViews<U, N>>>
+  __device__ constexpr span(const span<U, N>& other) noexcept
+      : data_(other.data()), size_(other.size()) {}
+  __device__ constexpr span(const span&) noexcept = default;
+  __device__ constexpr span& operator=(const span&) noexcept = default;
+
+  __device__ constexpr iterator begin() const noexcept { return data_; }
+  __device__ constexpr iterator end() const noexcept { return data_ + size_; }
+  __device__ constexpr reference front() const { return data_[0]; }
+  __device__ constexpr reference back() const { return data_[size_ - 1]; }
+  __device__ constexpr reference operator[](size_type index) const { return data_[index]; }
+  __device__ constexpr pointer data() const noexcept { return data_; }
+  __device__ constexpr size_type size() const noexcept { return size_; }
+  __device__ constexpr size_type size_bytes() const noexcept { return size_ * sizeof(T); }
+  __device__ constexpr bool empty() const noexcept { return size_ == 0; }
+
+  template <::std::size_t Count>
+  __device__ constexpr span<T, Count> first() const {
+    return span<T, Count>(data_, Count);
+  }
+  __device__ constexpr span<T> first(size_type count) const { return span<T>(data_, count); }
+  template <::std::size_t Count>
+  __device__ constexpr span<T, Count> last() const {
+    return span<T, Count>(data_ + size_ - Count, Count);
+  }
+  __device__ constexpr span<T> last(size_type count) const {
+    return span<T>(data_ + size_ - count, count);
+  }
+  template <::std::size_t Offset, ::std::size_t Count = dynamic_extent>
+  __device__ constexpr auto subspan() const {
+    constexpr ::std::size_t kExtent =
+        Count != dynamic_extent ? Count
+                                : (Extent != dynamic_extent ? Extent - Offset : dynamic_extent);
+    return span<T, kExtent>(data_ + Offset, Count != dynamic_extent ? Count : size_ - Offset);
+  }
+  __device__ constexpr span<T> subspan(size_type offset,
+                                       size_type count = dynamic_extent) const {
+    return span<T>(data_ + offset, count == dynamic_extent ? size_ - offset : count);
+  }
+
+ private:
+  T* data_;
+  size_type size_;
+};
+template <typename T, ::std::size_t N>
+span(T (&)[N]) -> span<T, N>;
+template <typename T, ::std::size_t N>
+span(::std::array<T, N>&) -> span<T, N>;
+template <typename T, ::std::size_t N>
+span(const ::std::array<T, N>&) -> span<const T, N>;
+template <typename T>
+span(T*, ::std::size_t) -> span<T>;
+
+template <typename T, ::std::size_t N>
+__device__ span<const ::std::byte, N == dynamic_extent ? dynamic_extent : N * sizeof(T)>
+as_bytes(span<T, N> s) noexcept {
+  return {reinterpret_cast<const ::std::byte*>(s.data()), s.size_bytes()};
+}
+template <typename T, ::std::size_t N, typename = ::std::enable_if_t<!::std::is_const<T>::value>>
+__device__ span<::std::byte, N == dynamic_extent ? dynamic_extent : N * sizeof(T)>
+as_writable_bytes(span<T, N> s) noexcept {
+  return {reinterpret_cast<::std::byte*>(s.data()), s.size_bytes()};
+}
+}  // namespace std
+}  // namespace cuda
+)HEADER";
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& CudaStdHeaders() {
@@ -284,6 +395,7 @@ const std::vector<std::pair<std::string, std::string>>& CudaStdHeaders() {
         {"cuda/std/__gpucmd_namespace", kNamespace},
         {"cuda/std/atomic", kAtomic},
         {"cuda/std/bit", kBit},
+        {"cuda/std/span", kSpan},
         {"cuda/atomic", kScopedAtomic},
     };
     for (const char* name : kHostHeaders) {

@@ -5,9 +5,10 @@
 // CUDA's standard library (`#include <cuda/std/atomic>`, `cuda::atomic_ref`), which
 // NVRTC finds in the toolkit, build here too. A kernel's threads run on the host, so
 // `cuda::std` is the host's standard library (C++17), with what libcu++ adds to it in
-// C++17 declared here: std::atomic_ref, the <bit> functions, and in <cuda/atomic> the
-// scoped `cuda::atomic` and `cuda::atomic_ref` with fetch_min and fetch_max (every
-// scope is the whole device's: the blocks share memory). HIP 5.2 has no libcu++.
+// C++17 declared here: std::atomic_ref, the <bit> functions, std::span, and in
+// <cuda/atomic> the scoped `cuda::atomic` and `cuda::atomic_ref` with fetch_min and
+// fetch_max (every scope is the whole device's: the blocks share memory). HIP 5.2 has no
+// libcu++.
 
 #include <string>
 #include <utility>

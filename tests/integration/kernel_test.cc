@@ -997,14 +997,15 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   const std::vector<int> initial_tallies = {-1, 1000, 0};
   Buffer din = Upload(in), out = Zeros(3 * kN * sizeof(int));
   Buffer total = Zeros(sizeof(uint64_t)), tallies = Upload(initial_tallies);
-  Buffer halves = Zeros(sizeof(float));
+  Buffer halves = Zeros(sizeof(float)), spans = Zeros(kN * sizeof(int));
   ASSERT_TRUE(
       session_
           ->Launch(id, {MakeDim3(2), MakeDim3(128)},
                    {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE),
                     BufferArgument(total, v1::ACCESS_READ_WRITE),
                     BufferArgument(tallies, v1::ACCESS_READ_WRITE),
-                    BufferArgument(halves, v1::ACCESS_READ_WRITE)})
+                    BufferArgument(halves, v1::ACCESS_READ_WRITE),
+                    BufferArgument(spans, v1::ACCESS_WRITE)})
           .ok());
   uint64_t sum = 0;
   for (int v : in) sum += v;
@@ -1014,7 +1015,12 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
                               *std::min_element(in.begin(), in.end()), kN}));
   EXPECT_EQ(Download<float>(halves)[0], 0.5f * kN);
   const std::vector<int> results = Download<int>(out);
+  const std::vector<int> span_results = Download<int>(spans);
   for (int i = 0; i < kN; ++i) {
+    const int block = i / 128, thread = i % 128;
+    EXPECT_EQ(span_results[i],
+              (128 - thread) * 1000000 + in[block * 128 + 1] * 1000 + in[block * 128 + 127])
+        << i;
     const int v = in[i], last = v % 10;
     const unsigned bits = static_cast<unsigned>(v);
     const int width = bits == 0 ? 0 : 32 - __builtin_clz(bits);
@@ -1027,10 +1033,10 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   }
   // A libcu++ header the CPU driver lacks is named in the refusal.
   absl::StatusOr<v1::CompileResponse> missing = session_->Compile(
-      "#include <cuda/std/span>\nextern \"C\" __global__ void k(int* p) { *p = 1; }\n", "k");
+      "#include <cuda/std/barrier>\nextern \"C\" __global__ void k(int* p) { *p = 1; }\n", "k");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cuda/std/span"));
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cuda/std/barrier"));
 }
 
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append

@@ -794,7 +794,8 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
 // the count) and halves (0.5 per thread); out[3 i] = the digit sum * 1000 + the popcount,
 // out[3 i + 1] = in[i] when even (else -1) + 31, out[3 i + 2] = d^2 - 1 (the real part of
 // the complex (d, 1) squared, d the last digit) + the bit width * 1000 + the trailing
-// zeros of in[i] | 1024 * 100000.
+// zeros of in[i] | 1024 * 100000; spans[i], over a span of the block's values, the size
+// of its subspan from thread i * 1000000 + its second value * 1000 + its last value.
 inline constexpr char kLibcudacxx[] = R"CUDA(
 #include <cuda/atomic>
 #include <cuda/std/array>
@@ -805,12 +806,13 @@ inline constexpr char kLibcudacxx[] = R"CUDA(
 #include <cuda/std/functional>
 #include <cuda/std/limits>
 #include <cuda/std/optional>
+#include <cuda/std/span>
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
 #include <cuda/std/utility>
 static_assert(cuda::std::is_same<cuda::std::int32_t, int>::value, "int32_t is int");
 extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long long* total,
-                                      int* tallies, float* halves) {
+                                      int* tallies, float* halves, int* spans) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> sum(*total);
   sum.fetch_add(static_cast<unsigned long long>(in[i]), cuda::std::memory_order_relaxed);
@@ -833,6 +835,11 @@ extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long lon
   out[3 * i + 1] =
       cuda::std::plus<int>()(even.value_or(-1), cuda::std::numeric_limits<int>::digits);
   out[3 * i + 2] = static_cast<int>((z * z).real()) + widths.first * 1000 + widths.second * 100000;
+  const cuda::std::span<const int> block(in + blockIdx.x * blockDim.x, blockDim.x);
+  const cuda::std::span<const int, 2> two = block.first<2>();
+  static_assert(decltype(cuda::std::as_bytes(two))::extent == 2 * sizeof(int), "8 bytes");
+  spans[i] = static_cast<int>(block.subspan(threadIdx.x).size()) * 1000000 + two.back() * 1000 +
+             block.last(1).front();
 })CUDA";
 
 // Kernels NVRTC and the CPU driver build and hiprtc (HIP 5.2) cannot: it lacks what they
