@@ -5,6 +5,7 @@
 #include "driver/cooperative_groups_headers.h"
 #include "driver/cpu/cuda_std_headers.h"
 #include "driver/half_min_max.h"
+#include "driver/math_constants_header.h"
 
 namespace gpucmd {
 namespace {
@@ -310,9 +311,9 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"cuda_runtime.h", kRuntimeHeader},
         {"cuda_runtime_api.h", kRuntimeHeader},
         {"device_launch_parameters.h", kRuntimeHeader},
-        {"cuda_fp16.h",
-         absl::StrCat(kHalfHeaderBegin, HalfMinMaxDefinitions(), kHalfHeaderEnd)},
+        {"cuda_fp16.h", absl::StrCat(kHalfHeaderBegin, HalfMinMaxDefinitions(), kHalfHeaderEnd)},
         {"cuda_bf16.h", BFloat16Header()},
+        {"math_constants.h", MathConstantsHeader()},
     };
     for (const auto& header : CooperativeGroupsHeaders()) headers->push_back(header);
     for (const auto& header : CudaStdHeaders()) headers->push_back(header);

@@ -12,6 +12,7 @@
 #include "driver/half_min_max.h"
 #include "driver/hip/hip_cuda_compat.h"
 #include "driver/hip/hip_status.h"
+#include "driver/math_constants_header.h"
 
 namespace gpucmd {
 namespace {
@@ -38,8 +39,8 @@ absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
   // The dialect of every driver (NVRTC's --std=c++17, the CPU compiler's -std=c++17);
   // hiprtc's own default is C++14.
   flags.push_back("-std=c++17");
-  // CUDA's spellings, and the cooperative_groups and bfloat16 headers a CUDA kernel
-  // includes.
+  // CUDA's spellings, and the cooperative_groups, bfloat16 and math constants headers a
+  // CUDA kernel includes.
   const std::string unit = absl::StrCat(HipCudaCompatPrelude(), source);
   std::vector<const char*> header_contents, header_names;
   for (const auto& [name, contents] : CooperativeGroupsHeaders()) {
@@ -48,6 +49,8 @@ absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
   }
   header_names.push_back("cuda_bf16.h");
   header_contents.push_back(BFloat16Header());
+  header_names.push_back("math_constants.h");
+  header_contents.push_back(MathConstantsHeader());
   // hiprtc compiles with HIP's half-precision types and printf already declared; what
   // CUDA's half header has beyond HIP's is added.
   const std::string half_additions = absl::StrCat("#pragma once\n", HalfMinMaxDefinitions());

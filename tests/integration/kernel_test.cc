@@ -1039,6 +1039,23 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cuda/std/barrier"));
 }
 
+// <math_constants.h>: each CUDART_ constant with the bits CUDA's header gives it.
+TEST_F(KernelTest, MathConstantsHaveCudasBits) {
+  constexpr size_t kFloats = std::size(kFloatConstantBits);
+  constexpr size_t kDoubles = std::size(kDoubleConstantBits);
+  std::string id = MustCompile(kMathConstants, "math_constants");
+  Buffer f = Zeros(kFloats * sizeof(float)), d = Zeros(kDoubles * sizeof(double));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(1)},
+                   {BufferArgument(f, v1::ACCESS_WRITE), BufferArgument(d, v1::ACCESS_WRITE)})
+          .ok());
+  EXPECT_EQ(Download<uint32_t>(f),
+            std::vector<uint32_t>(std::begin(kFloatConstantBits), std::end(kFloatConstantBits)));
+  EXPECT_EQ(Download<uint64_t>(d),
+            std::vector<uint64_t>(std::begin(kDoubleConstantBits), std::end(kDoubleConstantBits)));
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

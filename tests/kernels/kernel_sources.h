@@ -6,6 +6,7 @@
 // tests compile them for GPUs.
 
 #include <array>
+#include <cstdint>
 #include <utility>
 
 namespace gpucmd::kernels {
@@ -685,6 +686,74 @@ extern "C" __global__ void tile_scans(const int* in, int* inclusive, int* exclus
   }
 })CUDA";
 
+// <math_constants.h>: every CUDART_ constant the drivers share, f[i] the float ones and
+// d[i] the double ones in the order of kFloatConstantBits and kDoubleConstantBits.
+inline constexpr char kMathConstants[] = R"CUDA(
+#include <math_constants.h>
+extern "C" __global__ void math_constants(float* f, double* d) {
+  f[0] = CUDART_INF_F; f[1] = CUDART_NAN_F; f[2] = CUDART_MIN_DENORM_F;
+  f[3] = CUDART_MAX_NORMAL_F; f[4] = CUDART_NEG_ZERO_F; f[5] = CUDART_ZERO_F;
+  f[6] = CUDART_ONE_F; f[7] = CUDART_SQRT_HALF_F; f[8] = CUDART_SQRT_TWO_F;
+  f[9] = CUDART_THIRD_F; f[10] = CUDART_PIO4_F; f[11] = CUDART_PIO2_F; f[12] = CUDART_3PIO4_F;
+  f[13] = CUDART_2_OVER_PI_F; f[14] = CUDART_SQRT_2_OVER_PI_F; f[15] = CUDART_PI_F;
+  f[16] = CUDART_L2E_F; f[17] = CUDART_L2T_F; f[18] = CUDART_LG2_F; f[19] = CUDART_LGE_F;
+  f[20] = CUDART_LN2_F; f[21] = CUDART_LNT_F; f[22] = CUDART_LNPI_F;
+  f[23] = CUDART_TWO_TO_M126_F; f[24] = CUDART_TWO_TO_126_F; f[25] = CUDART_NORM_HUGE_F;
+  f[26] = CUDART_TWO_TO_23_F; f[27] = CUDART_TWO_TO_24_F; f[28] = CUDART_TWO_TO_31_F;
+  f[29] = CUDART_TWO_TO_32_F;
+  d[0] = CUDART_INF; d[1] = CUDART_NAN; d[2] = CUDART_NEG_ZERO; d[3] = CUDART_MIN_DENORM;
+  d[4] = CUDART_ZERO; d[5] = CUDART_ONE; d[6] = CUDART_SQRT_TWO; d[7] = CUDART_SQRT_HALF;
+  d[8] = CUDART_THIRD; d[9] = CUDART_TWOTHIRD; d[10] = CUDART_PIO4; d[11] = CUDART_PIO2;
+  d[12] = CUDART_3PIO4; d[13] = CUDART_2_OVER_PI; d[14] = CUDART_PI; d[15] = CUDART_SQRT_2PI;
+  d[16] = CUDART_SQRT_PIO2; d[17] = CUDART_SQRT_2OPI; d[18] = CUDART_L2E; d[19] = CUDART_L2T;
+  d[20] = CUDART_LG2; d[21] = CUDART_LGE; d[22] = CUDART_LN2; d[23] = CUDART_LNT;
+  d[24] = CUDART_LNPI; d[25] = CUDART_TWO_TO_23; d[26] = CUDART_TWO_TO_52;
+  d[27] = CUDART_TWO_TO_53; d[28] = CUDART_TWO_TO_54; d[29] = CUDART_TWO_TO_M54;
+  d[30] = CUDART_TWO_TO_M1022;
+})CUDA";
+
+// The bits of those constants in CUDA's <math_constants.h>, in kMathConstants' order.
+inline constexpr uint32_t kFloatConstantBits[] = {
+    0x7f800000u, 0x7fffffffu, 0x1u,        0x7f7fffffu, 0x80000000u, 0x0u,
+    0x3f800000u, 0x3f3504f3u, 0x3fb504f3u, 0x3eaaaaabu, 0x3f490fdbu, 0x3fc90fdbu,
+    0x4016cbe4u, 0x3f22f983u, 0x3f4c422au, 0x40490fdbu, 0x3fb8aa3bu, 0x40549a78u,
+    0x3e9a209bu, 0x3ede5bd9u, 0x3f317218u, 0x40135d8eu, 0x3f928682u, 0x800000u,
+    0x7e800000u, 0x7f7fffffu, 0x4b000000u, 0x4b800000u, 0x4f000000u, 0x4f800000u,
+};
+inline constexpr uint64_t kDoubleConstantBits[] = {
+    0x7ff0000000000000ull,
+    0xfff8000000000000ull,
+    0x8000000000000000ull,
+    0x1ull,
+    0x0ull,
+    0x3ff0000000000000ull,
+    0x3ff6a09e667f3bcdull,
+    0x3fe6a09e667f3bcdull,
+    0x3fd5555555555555ull,
+    0x3fe5555555555555ull,
+    0x3fe921fb54442d18ull,
+    0x3ff921fb54442d18ull,
+    0x4002d97c7f3321d2ull,
+    0x3fe45f306dc9c883ull,
+    0x400921fb54442d18ull,
+    0x40040d931ff62706ull,
+    0x3ff40d931ff62706ull,
+    0x3fe9884533d43651ull,
+    0x3ff71547652b82feull,
+    0x400a934f0979a371ull,
+    0x3fd34413509f79ffull,
+    0x3fdbcb7b1526e50eull,
+    0x3fe62e42fefa39efull,
+    0x40026bb1bbb55516ull,
+    0x3ff250d048e7a1bdull,
+    0x4160000000000000ull,
+    0x4330000000000000ull,
+    0x4340000000000000ull,
+    0x4350000000000000ull,
+    0x3c90000000000000ull,
+    0x10000000000000ull,
+};
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -994,7 +1063,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 32> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 33> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1026,6 +1095,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 32> kSuite = {{
     {"tile_scans", kTileScans},
     {"coalesced_groups", kCoalescedGroups},
     {"active_mask_append", kActiveMaskAppend},
+    {"math_constants", kMathConstants},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
