@@ -278,6 +278,42 @@ __device__ T exclusive_scan(const Group& group, T value, Op op = Op()) {
 }  // namespace cooperative_groups
 )HEADER";
 
+constexpr char kCooperativeGroupsMemcpyAsync[] = R"HEADER(#pragma once
+#include <cooperative_groups.h>
+namespace cooperative_groups {
+// Copies `bytes` bytes from `source` to `target`, shared by the group's threads (each
+// copies its rank's part); they are the group's once it waits (wait, wait_prior). The
+// threads copy at once rather than in the background, which a wait cannot tell apart.
+template <typename Group, typename T>
+__device__ void memcpy_async(const Group& group, T* target, const T* source,
+                             unsigned long long bytes) {
+  const unsigned long long threads = group.size(), rank = group.thread_rank();
+  const unsigned long long part = (bytes + threads - 1) / threads;
+  const unsigned long long begin = rank * part < bytes ? rank * part : bytes;
+  const unsigned long long end = begin + part < bytes ? begin + part : bytes;
+  __builtin_memcpy(reinterpret_cast<unsigned char*>(target) + begin,
+                   reinterpret_cast<const unsigned char*>(source) + begin, end - begin);
+}
+// The first min(target_count, source_count) elements.
+template <typename Group, typename T>
+__device__ void memcpy_async(const Group& group, T* target, unsigned long long target_count,
+                             const T* source, unsigned long long source_count) {
+  const unsigned long long count = target_count < source_count ? target_count : source_count;
+  memcpy_async(group, target, source, count * sizeof(T));
+}
+// Every copy the group started has landed, for all of its threads.
+template <typename Group>
+__device__ void wait(const Group& group) {
+  group.sync();
+}
+// All but the last `Stages` copies have landed (here, all of them).
+template <unsigned Stages, typename Group>
+__device__ void wait_prior(const Group& group) {
+  group.sync();
+}
+}  // namespace cooperative_groups
+)HEADER";
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& CooperativeGroupsHeaders() {
@@ -285,6 +321,7 @@ const std::vector<std::pair<std::string, std::string>>& CooperativeGroupsHeaders
       {"cooperative_groups.h", kCooperativeGroups},
       {"cooperative_groups/reduce.h", kCooperativeGroupsReduce},
       {"cooperative_groups/scan.h", kCooperativeGroupsScan},
+      {"cooperative_groups/memcpy_async.h", kCooperativeGroupsMemcpyAsync},
   };
   return *kHeaders;
 }

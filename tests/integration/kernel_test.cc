@@ -1056,6 +1056,28 @@ TEST_F(KernelTest, MathConstantsHaveCudasBits) {
             std::vector<uint64_t>(std::begin(kDoubleConstantBits), std::end(kDoubleConstantBits)));
 }
 
+// cooperative_groups::memcpy_async and its waits: a block's values staged in shared
+// memory, and each tile's first 12 copied over -1s (kGroupCopies).
+TEST_F(KernelTest, GroupCopiesLandByTheirWaits) {
+  constexpr int kN = 128;  // two blocks of 64
+  const std::vector<int> in = RandomInts(kN, 59, 0, 1000);
+  std::string id = MustCompile(kGroupCopies, "group_copies");
+  Buffer din = Upload(in), reversed = Zeros(kN * sizeof(int)), tiles = Zeros(kN * sizeof(int));
+  ASSERT_TRUE(session_
+                  ->Launch(id, {MakeDim3(2), MakeDim3(64)},
+                           {BufferArgument(din, v1::ACCESS_READ),
+                            BufferArgument(reversed, v1::ACCESS_WRITE),
+                            BufferArgument(tiles, v1::ACCESS_WRITE)})
+                  .ok());
+  const std::vector<int> reversed_values = Download<int>(reversed);
+  const std::vector<int> tile_values = Download<int>(tiles);
+  for (int i = 0; i < kN; ++i) {
+    const int block = i / 64, thread = i % 64;
+    EXPECT_EQ(reversed_values[i], in[block * 64 + 63 - thread]) << i;
+    EXPECT_EQ(tile_values[i], thread % 16 < 12 ? in[i] : -1) << i;
+  }
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -754,6 +754,29 @@ inline constexpr uint64_t kDoubleConstantBits[] = {
     0x10000000000000ull,
 };
 
+// cooperative_groups/memcpy_async.h: each block of 64 stages its values in shared memory
+// with one group copy and writes them reversed; each tile of 16 then copies the first 12
+// of its values over -1s (the datum form, min of the two counts).
+inline constexpr char kGroupCopies[] = R"CUDA(
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void group_copies(const int* in, int* reversed, int* tiles) {
+  __shared__ int staged[64];
+  __shared__ int parts[64];
+  const cg::thread_block block = cg::this_thread_block();
+  const int* mine = in + blockIdx.x * 64;
+  parts[threadIdx.x] = -1;
+  cg::memcpy_async(block, staged, mine, sizeof(int) * 64);
+  cg::wait(block);
+  reversed[blockIdx.x * 64 + threadIdx.x] = staged[63 - threadIdx.x];
+  const cg::thread_block_tile<16> tile = cg::tiled_partition<16>(block);
+  const unsigned first = tile.meta_group_rank() * 16;
+  cg::memcpy_async(tile, parts + first, 16, mine + first, 12);
+  cg::wait_prior<0>(tile);
+  tiles[blockIdx.x * 64 + threadIdx.x] = parts[threadIdx.x];
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1063,7 +1086,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 33> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 34> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1096,6 +1119,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 33> kSuite = {{
     {"coalesced_groups", kCoalescedGroups},
     {"active_mask_append", kActiveMaskAppend},
     {"math_constants", kMathConstants},
+    {"group_copies", kGroupCopies},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
