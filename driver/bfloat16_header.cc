@@ -94,6 +94,33 @@ __host__ __device__ inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   return __ushort_as_bfloat16(static_cast<unsigned short>(a.__x & 0x7fffu));
 }
 
+// h<name> on a __nv_bfloat16 and h2<name> on each half of a __nv_bfloat162, as CUDA
+// names them.
+#define GPUCMD_BFLOAT16_UNARY(name, expression)                                  \
+  __host__ __device__ inline __nv_bfloat16 h##name(__nv_bfloat16 a) {            \
+    const float x = static_cast<float>(a);                                       \
+    return __nv_bfloat16(expression);                                            \
+  }                                                                              \
+  __host__ __device__ inline __nv_bfloat162 h2##name(__nv_bfloat162 a) {         \
+    return __nv_bfloat162{h##name(a.x), h##name(a.y)};                           \
+  }
+GPUCMD_BFLOAT16_UNARY(sqrt, sqrtf(x))
+GPUCMD_BFLOAT16_UNARY(rsqrt, 1.0f / sqrtf(x))
+GPUCMD_BFLOAT16_UNARY(rcp, 1.0f / x)
+GPUCMD_BFLOAT16_UNARY(exp, expf(x))
+GPUCMD_BFLOAT16_UNARY(exp2, exp2f(x))
+GPUCMD_BFLOAT16_UNARY(exp10, exp10f(x))
+GPUCMD_BFLOAT16_UNARY(log, logf(x))
+GPUCMD_BFLOAT16_UNARY(log2, log2f(x))
+GPUCMD_BFLOAT16_UNARY(log10, log10f(x))
+GPUCMD_BFLOAT16_UNARY(sin, sinf(x))
+GPUCMD_BFLOAT16_UNARY(cos, cosf(x))
+GPUCMD_BFLOAT16_UNARY(floor, floorf(x))
+GPUCMD_BFLOAT16_UNARY(ceil, ceilf(x))
+GPUCMD_BFLOAT16_UNARY(trunc, truncf(x))
+GPUCMD_BFLOAT16_UNARY(rint, rintf(x))
+#undef GPUCMD_BFLOAT16_UNARY
+
 __host__ __device__ inline __nv_bfloat16 operator+(__nv_bfloat16 a, __nv_bfloat16 b) { return __hadd(a, b); }
 __host__ __device__ inline __nv_bfloat16 operator-(__nv_bfloat16 a, __nv_bfloat16 b) { return __hsub(a, b); }
 __host__ __device__ inline __nv_bfloat16 operator*(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmul(a, b); }

@@ -185,24 +185,30 @@ __device__ inline bool __hgt(__half a, __half b) { return __half2float(a) > __ha
 __device__ inline bool __hle(__half a, __half b) { return __half2float(a) <= __half2float(b); }
 __device__ inline bool __hge(__half a, __half b) { return __half2float(a) >= __half2float(b); }
 __device__ inline bool __hne(__half a, __half b) { return __half2float(a) != __half2float(b); }
+// h<name> on a __half and h2<name> on each half of a __half2, as CUDA names them.
 #define GPUCMD_HALF_UNARY(name, expression)                   \
-  __device__ inline __half name(__half a) {                   \
+  __device__ inline __half h##name(__half a) {                \
     const float x = __half2float(a);                          \
     return __float2half_rn(expression);                       \
   }                                                           \
-  __device__ inline __half2 name##2(__half2 a) {              \
-    return __half2{name(a.x), name(a.y)};                     \
+  __device__ inline __half2 h2##name(__half2 a) {             \
+    return __half2{h##name(a.x), h##name(a.y)};               \
   }
-GPUCMD_HALF_UNARY(hsqrt, sqrtf(x))
-GPUCMD_HALF_UNARY(hrsqrt, 1.0f / sqrtf(x))
-GPUCMD_HALF_UNARY(hrcp, 1.0f / x)
-GPUCMD_HALF_UNARY(hexp, expf(x))
-GPUCMD_HALF_UNARY(hlog, logf(x))
-GPUCMD_HALF_UNARY(hsin, sinf(x))
-GPUCMD_HALF_UNARY(hcos, cosf(x))
-GPUCMD_HALF_UNARY(hfloor, floorf(x))
-GPUCMD_HALF_UNARY(hceil, ceilf(x))
-GPUCMD_HALF_UNARY(htrunc, truncf(x))
+GPUCMD_HALF_UNARY(sqrt, sqrtf(x))
+GPUCMD_HALF_UNARY(rsqrt, 1.0f / sqrtf(x))
+GPUCMD_HALF_UNARY(rcp, 1.0f / x)
+GPUCMD_HALF_UNARY(exp, expf(x))
+GPUCMD_HALF_UNARY(exp2, exp2f(x))
+GPUCMD_HALF_UNARY(exp10, exp10f(x))
+GPUCMD_HALF_UNARY(log, logf(x))
+GPUCMD_HALF_UNARY(log2, log2f(x))
+GPUCMD_HALF_UNARY(log10, log10f(x))
+GPUCMD_HALF_UNARY(sin, sinf(x))
+GPUCMD_HALF_UNARY(cos, cosf(x))
+GPUCMD_HALF_UNARY(floor, floorf(x))
+GPUCMD_HALF_UNARY(ceil, ceilf(x))
+GPUCMD_HALF_UNARY(trunc, truncf(x))
+GPUCMD_HALF_UNARY(rint, rintf(x))
 #undef GPUCMD_HALF_UNARY
 
 __device__ inline __half operator+(__half a, __half b) { return __hadd(a, b); }

@@ -35,6 +35,14 @@ __device__ inline unsigned __activemask() { return static_cast<unsigned>(__ballo
 // The lanes that reached the call together: those running it (any call site).
 __device__ inline unsigned gpucmd_coalesced_lanes(unsigned long long) { return __activemask(); }
 #define GPUCMD_CALL_SITE 0ull
+// HIP 5.2's hrcp and h2rcp call an intrinsic its device library lacks (the link fails):
+// kernels get these (and <cuda_bf16.h>'s bfloat16 forms are named alike).
+__device__ inline __half gpucmd_hrcp(__half a) { return __float2half(1.0f / __half2float(a)); }
+__device__ inline __half2 gpucmd_h2rcp(__half2 a) {
+  return __halves2half2(gpucmd_hrcp(__low2half(a)), gpucmd_hrcp(__high2half(a)));
+}
+#define hrcp gpucmd_hrcp
+#define h2rcp gpucmd_h2rcp
 __device__ inline void __syncwarp(unsigned = 0xffffffffu) { __builtin_amdgcn_wave_barrier(); }
 template <typename T>
 __device__ inline unsigned __match_any_sync(unsigned mask, T value) {

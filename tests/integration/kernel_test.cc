@@ -1078,6 +1078,28 @@ TEST_F(KernelTest, GroupCopiesLandByTheirWaits) {
   }
 }
 
+// The half and bfloat16 math functions, each on an input whose result both types hold
+// exactly (kHalfMath).
+TEST_F(KernelTest, HalfMathFunctionsOnBothTypes) {
+  const std::vector<float> in = {2.25f,  4.0f, 4.0f, 0.0f,  3.0f,  2.0f,  1.0f, 8.0f,
+                                 100.0f, 0.0f, 0.0f, -2.5f, -2.5f, -2.5f, 2.5f};
+  const std::vector<float> expected = {1.5f, 0.5f, 0.25f, 1.0f,  8.0f,  100.0f, 0.0f, 3.0f,
+                                       2.0f, 0.0f, 1.0f,  -3.0f, -2.0f, -2.0f,  2.0f};
+  std::string id = MustCompile(kHalfMath, "half_math");
+  Buffer din = Upload(in), out = Zeros(4 * in.size() * sizeof(float));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(static_cast<unsigned>(in.size()))},
+                   {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<float> results = Download<float>(out);
+  for (size_t t = 0; t < in.size(); ++t) {
+    for (int form = 0; form < 4; ++form) {
+      EXPECT_EQ(results[4 * t + form], expected[t]) << "function " << t << ", form " << form;
+    }
+  }
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

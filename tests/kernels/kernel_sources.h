@@ -777,6 +777,35 @@ extern "C" __global__ void group_copies(const int* in, int* reversed, int* tiles
   tiles[blockIdx.x * 64 + threadIdx.x] = parts[threadIdx.x];
 })CUDA";
 
+// Half and bfloat16 math, h<name> and h2<name> as CUDA names them: thread t applies the
+// t-th function of sqrt, rsqrt, rcp, exp, exp2, exp10, log, log2, log10, sin, cos,
+// floor, ceil, trunc and rint to in[t] (an input whose result each type holds exactly);
+// out[4 t ..] = the __half, the __half2's high half, the __nv_bfloat16, the
+// __nv_bfloat162's high half.
+inline constexpr char kHalfMath[] = R"CUDA(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void half_math(const float* in, float* out) {
+  const unsigned t = threadIdx.x;
+  const __half x = __float2half(in[t]);
+  const __half2 x2 = __halves2half2(x, x);
+  const __nv_bfloat16 y = __float2bfloat16(in[t]);
+  const __nv_bfloat162 y2 = __halves2bfloat162(y, y);
+#define CASE(i, name)                                  \
+  case i:                                              \
+    out[4 * t] = __half2float(h##name(x));             \
+    out[4 * t + 1] = __high2float(h2##name(x2));       \
+    out[4 * t + 2] = __bfloat162float(h##name(y));     \
+    out[4 * t + 3] = __high2float(h2##name(y2));       \
+    break;
+  switch (t) {
+    CASE(0, sqrt) CASE(1, rsqrt) CASE(2, rcp) CASE(3, exp) CASE(4, exp2) CASE(5, exp10)
+    CASE(6, log) CASE(7, log2) CASE(8, log10) CASE(9, sin) CASE(10, cos) CASE(11, floor)
+    CASE(12, ceil) CASE(13, trunc) CASE(14, rint)
+  }
+#undef CASE
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1086,7 +1115,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 34> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 35> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1120,6 +1149,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 34> kSuite = {{
     {"active_mask_append", kActiveMaskAppend},
     {"math_constants", kMathConstants},
     {"group_copies", kGroupCopies},
+    {"half_math", kHalfMath},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
