@@ -50,6 +50,42 @@ class thread_block {
 
 __device__ inline thread_block this_thread_block() { return thread_block(); }
 
+// The launch's grid. No driver makes cooperative launches, so it is never valid to sync:
+// sync() fails the launch.
+class grid_group {
+ public:
+  __device__ bool is_valid() const { return false; }
+  __device__ void sync() const {
+    gpucmd_fail_launch("grid_group::sync() needs a cooperative launch, which gpucmd does not make");
+  }
+  __device__ static unsigned long long num_blocks() {
+    return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+  }
+  __device__ static unsigned long long block_rank() {
+    return blockIdx.x + static_cast<unsigned long long>(gridDim.x) *
+                            (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
+  }
+  __device__ static dim3 dim_blocks() { return dim3(gridDim.x, gridDim.y, gridDim.z); }
+  __device__ static dim3 block_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  __device__ static unsigned long long num_threads() {
+    return num_blocks() * details::block_threads();
+  }
+  __device__ static unsigned long long size() { return num_threads(); }
+  __device__ static unsigned long long thread_rank() {
+    return block_rank() * details::block_threads() + details::linear_thread();
+  }
+  __device__ static dim3 dim_threads() {
+    return dim3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z);
+  }
+  __device__ static dim3 group_dim() { return dim_threads(); }
+  __device__ static dim3 thread_index() {
+    return dim3(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
+                blockIdx.z * blockDim.z + threadIdx.z);
+  }
+};
+
+__device__ inline grid_group this_grid() { return grid_group(); }
+
 // A tile whose size is known only when the kernel runs (tiled_partition(g, n)).
 class thread_group {
  public:

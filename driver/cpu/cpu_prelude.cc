@@ -483,11 +483,13 @@ inline unsigned __urhadd(unsigned x, unsigned y) {
 // Loads through the read-only cache on a GPU; a plain load here.
 template <typename T>
 inline T __ldg(const T* address) { return *address; }
-// Ends the launch with an error, as a GPU's trap does.
-[[noreturn]] inline void __trap() {
-  gpucmd_ctx->fail(gpucmd_ctx, "the kernel called __trap()");
+// Ends the launch with an error saying `why`.
+[[noreturn]] inline void gpucmd_fail_launch(const char* why) {
+  gpucmd_ctx->fail(gpucmd_ctx, why);
   __builtin_unreachable();
 }
+// Ends the launch with an error, as a GPU's trap does.
+[[noreturn]] inline void __trap() { gpucmd_fail_launch("the kernel called __trap()"); }
 [[noreturn]] inline void __brkpt() {
   gpucmd_ctx->fail(gpucmd_ctx, "the kernel called __brkpt()");
   __builtin_unreachable();

@@ -35,6 +35,8 @@ __device__ inline unsigned __activemask() { return static_cast<unsigned>(__ballo
 // The lanes that reached the call together: those running it (any call site).
 __device__ inline unsigned gpucmd_coalesced_lanes(unsigned long long) { return __activemask(); }
 #define GPUCMD_CALL_SITE 0ull
+// Ends the launch with an error (the reason is the CPU driver's to report).
+__device__ inline void gpucmd_fail_launch(const char*) { __builtin_trap(); }
 // HIP 5.2's hrcp and h2rcp call an intrinsic its device library lacks (the link fails):
 // kernels get these (and <cuda_bf16.h>'s bfloat16 forms are named alike).
 __device__ inline __half gpucmd_hrcp(__half a) { return __float2half(1.0f / __half2float(a)); }

@@ -1100,6 +1100,34 @@ TEST_F(KernelTest, HalfMathFunctionsOnBothTypes) {
   }
 }
 
+// cooperative_groups::this_grid() in a grid-stride loop; its sync() fails the launch,
+// which is not cooperative, and the device serves on (kGridStride).
+TEST_F(KernelTest, TheGridGroupStridesAndRefusesToSync) {
+  constexpr int kN = 1000, kBlocks = 3, kThreads = 64;
+  std::string id = MustCompile(kGridStride, "grid_stride");
+  Buffer out = Zeros(kN * sizeof(int)), shape = Zeros(5 * sizeof(uint64_t));
+  const auto launch = [&](int sync_grid) {
+    return session_->Launch(
+        id, {MakeDim3(kBlocks), MakeDim3(kThreads)},
+        {Int32Argument(sync_grid), Int32Argument(kN), BufferArgument(out, v1::ACCESS_WRITE),
+         BufferArgument(shape, v1::ACCESS_WRITE)});
+  };
+  ASSERT_TRUE(launch(0).ok());
+  std::vector<int> doubled(kN);
+  for (int i = 0; i < kN; ++i) doubled[i] = 2 * i;
+  EXPECT_EQ(Download<int>(out), doubled);
+  EXPECT_EQ(Download<uint64_t>(shape),
+            (std::vector<uint64_t>{kBlocks * kThreads, kBlocks, 0, kBlocks * kThreads, 2}));
+  if (!OnCpu()) return;  // on a GPU, a grid sync in a launch that is not cooperative hangs
+  ASSERT_TRUE(launch(1).ok());
+  absl::Status synced = session_->Synchronize();
+  EXPECT_EQ(synced.code(), absl::StatusCode::kAborted) << synced;
+  EXPECT_THAT(std::string(synced.message()), HasSubstr("cooperative launch"));
+  out = Zeros(kN * sizeof(int));
+  ASSERT_TRUE(launch(0).ok());
+  EXPECT_EQ(Download<int>(out), doubled);
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

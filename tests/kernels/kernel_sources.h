@@ -806,6 +806,28 @@ extern "C" __global__ void half_math(const float* in, float* out) {
 #undef CASE
 })CUDA";
 
+// cooperative_groups::this_grid(): a grid-stride loop sets out[i] = 2 i for i < n, and
+// shape = {size, num_blocks, is_valid, dim_threads().x, the last thread's block_rank};
+// with sync_grid, grid.sync() first, which needs a cooperative launch.
+inline constexpr char kGridStride[] = R"CUDA(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void grid_stride(int sync_grid, int n, int* out,
+                                       unsigned long long* shape) {
+  const cg::grid_group grid = cg::this_grid();
+  if (sync_grid != 0) grid.sync();
+  for (unsigned long long i = grid.thread_rank(); i < n; i += grid.size()) {
+    out[i] = 2 * static_cast<int>(i);
+  }
+  if (grid.thread_rank() == 0) {
+    shape[0] = grid.size();
+    shape[1] = grid.num_blocks();
+    shape[2] = grid.is_valid();
+    shape[3] = grid.dim_threads().x;
+  }
+  if (grid.thread_index().x == grid.dim_threads().x - 1) shape[4] = grid.block_rank();
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1115,7 +1137,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 35> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 36> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1150,6 +1172,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 35> kSuite = {{
     {"math_constants", kMathConstants},
     {"group_copies", kGroupCopies},
     {"half_math", kHalfMath},
+    {"grid_stride", kGridStride},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
