@@ -25,6 +25,19 @@ __device__ inline unsigned long long ullmin(unsigned long long x, unsigned long 
 __device__ inline unsigned long long ullmax(unsigned long long x, unsigned long long y) {
   return x < y ? y : x;
 }
+// The position of the |offset|-th set bit of `mask` counted from bit `base` (included),
+// upwards for a positive offset and downwards for a negative one; for offset 0, `base`
+// when that bit is set. 0xffffffff when there is none (PTX's fns).
+__device__ inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+  if (base > 31) return 0xffffffffu;
+  if (offset == 0) return (mask >> base & 1u) != 0 ? base : 0xffffffffu;
+  const int step = offset > 0 ? 1 : -1;
+  int remaining = offset > 0 ? offset : -offset;
+  for (int bit = static_cast<int>(base); bit >= 0 && bit < 32; bit += step) {
+    if ((mask >> bit & 1u) != 0 && --remaining == 0) return static_cast<unsigned>(bit);
+  }
+  return 0xffffffffu;
+}
 // The bytes of `a` (or, `halves` set, its two 16-bit halves) times the bytes of `b` from
 // `first_byte` on, summed onto `c`.
 template <typename Byte, typename Half, typename I>

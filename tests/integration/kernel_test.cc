@@ -1128,6 +1128,48 @@ TEST_F(KernelTest, TheGridGroupStridesAndRefusesToSync) {
   EXPECT_EQ(Download<int>(out), doubled);
 }
 
+// __fns as PTX's fns defines it: its documented examples, offset 0, and no such bit.
+TEST_F(KernelTest, FindNthSetBitAsPtxDefinesIt) {
+  struct Case {
+    unsigned mask, base;
+    int offset;
+    unsigned position;
+  };
+  const std::vector<Case> cases = {
+      {0xaaaaaaaau, 3, 1, 3},
+      {0xaaaaaaaau, 3, -1, 3},
+      {0xaaaaaaaau, 2, 1, 3},
+      {0xaaaaaaaau, 2, -1, 1},
+      {0xaaaaaaaau, 2, 0, 0xffffffffu},
+      {0xaaaaaaaau, 1, 0, 1},
+      {0xf0u, 0, 2, 5},
+      {0xf0u, 31, -3, 5},
+      {0x1u, 5, 1, 0xffffffffu},
+      {0x80000001u, 0, 2, 31},
+      {0x80000001u, 31, -2, 0},
+      {0xf0u, 7, 2, 0xffffffffu},
+  };
+  std::vector<unsigned> masks, bases, expected;
+  std::vector<int> offsets;
+  for (const Case& c : cases) {
+    masks.push_back(c.mask);
+    bases.push_back(c.base);
+    offsets.push_back(c.offset);
+    expected.push_back(c.position);
+  }
+  std::string id = MustCompile(kFindNthSet, "find_nth_set");
+  Buffer dmasks = Upload(masks), dbases = Upload(bases), doffsets = Upload(offsets);
+  Buffer out = Zeros(cases.size() * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(1), MakeDim3(static_cast<unsigned>(cases.size()))},
+              {BufferArgument(dmasks, v1::ACCESS_READ), BufferArgument(dbases, v1::ACCESS_READ),
+               BufferArgument(doffsets, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE)})
+          .ok());
+  EXPECT_EQ(Download<unsigned>(out), expected);
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -828,6 +828,13 @@ extern "C" __global__ void grid_stride(int sync_grid, int n, int* out,
   if (grid.thread_index().x == grid.dim_threads().x - 1) shape[4] = grid.block_rank();
 })CUDA";
 
+// __fns: out[t] = the position of the offsets[t]-th set bit of masks[t] from bases[t].
+inline constexpr char kFindNthSet[] = R"CUDA(
+extern "C" __global__ void find_nth_set(const unsigned* masks, const unsigned* bases,
+                                        const int* offsets, unsigned* out) {
+  out[threadIdx.x] = __fns(masks[threadIdx.x], bases[threadIdx.x], offsets[threadIdx.x]);
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1137,7 +1144,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 36> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 37> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1173,6 +1180,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 36> kSuite = {{
     {"group_copies", kGroupCopies},
     {"half_math", kHalfMath},
     {"grid_stride", kGridStride},
+    {"find_nth_set", kFindNthSet},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
