@@ -994,7 +994,7 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   constexpr int kN = 256;  // two blocks of 128
   const std::vector<int> in = RandomInts(kN, 47, 0, 999);
   std::string id = MustCompile(kLibcudacxx, "libcudacxx");
-  const std::vector<int> initial_tallies = {-1, 1000, 0};
+  const std::vector<int> initial_tallies = {-1, 1000, 0, 0, -1};
   Buffer din = Upload(in), out = Zeros(3 * kN * sizeof(int));
   Buffer total = Zeros(sizeof(uint64_t)), tallies = Upload(initial_tallies);
   Buffer halves = Zeros(sizeof(float)), spans = Zeros(kN * sizeof(int));
@@ -1010,9 +1010,10 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
   uint64_t sum = 0;
   for (int v : in) sum += v;
   EXPECT_EQ(Download<uint64_t>(total)[0], sum);
-  EXPECT_EQ(Download<int>(tallies),
-            (std::vector<int>{*std::max_element(in.begin(), in.end()),
-                              *std::min_element(in.begin(), in.end()), kN}));
+  const int maximum = *std::max_element(in.begin(), in.end());
+  EXPECT_EQ(
+      Download<int>(tallies),
+      (std::vector<int>{maximum, *std::min_element(in.begin(), in.end()), kN, 2 * kN, maximum}));
   EXPECT_EQ(Download<float>(halves)[0], 0.5f * kN);
   const std::vector<int> results = Download<int>(out);
   const std::vector<int> span_results = Download<int>(spans);
@@ -1026,7 +1027,12 @@ TEST_F(KernelTest, LibcudacxxAtomicsAndTypes) {
     const int width = bits == 0 ? 0 : 32 - __builtin_clz(bits);
     EXPECT_EQ(results[3 * i], (v / 100 + v / 10 % 10 + last) * 1000 + __builtin_popcount(bits))
         << i;
-    EXPECT_EQ(results[3 * i + 1], (v % 2 == 0 ? v : -1) + 31) << i;
+    const float as_float = static_cast<float>(v);
+    uint32_t float_bits = 0;
+    std::memcpy(&float_bits, &as_float, sizeof(float_bits));
+    EXPECT_EQ(results[3 * i + 1], (v % 2 == 0 ? v : -1) + 31 + (32 - width) * 10000 +
+                                      static_cast<int>(float_bits >> 23) * 1000000)
+        << i;
     EXPECT_EQ(results[3 * i + 2],
               last * last - 1 + width * 1000 + __builtin_ctz(bits | 1024u) * 100000)
         << i;

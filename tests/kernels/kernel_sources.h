@@ -941,26 +941,44 @@ extern "C" __global__ void half_extras(const float* in, unsigned* u, float* f, _
 
 // libcu++ (<cuda/std/...>, <cuda/atomic>), which hiprtc (HIP 5.2) lacks: per thread i
 // (in[i] in [0, 1000)), atomics on `total` (the sum), tallies (the maximum, the minimum,
-// the count) and halves (0.5 per thread); out[3 i] = the digit sum * 1000 + the popcount,
-// out[3 i + 1] = in[i] when even (else -1) + 31, out[3 i + 2] = d^2 - 1 (the real part of
-// the complex (d, 1) squared, d the last digit) + the bit width * 1000 + the trailing
-// zeros of in[i] | 1024 * 100000; spans[i], over a span of the block's values, the size
-// of its subspan from thread i * 1000000 + its second value * 1000 + its last value.
+// the count, twice the count, the maximum again) and halves (0.5 per thread); out[3 i] =
+// the digit sum * 1000 + the popcount, out[3 i + 1] = in[i] when even (else -1) + 31 +
+// its leading zeros * 10000 + float(in[i])'s exponent bits * 1000000, out[3 i + 2] =
+// d^2 - 1 (the real part of the complex (d, 1) squared, d the last digit) + the bit width
+// * 1000 + the trailing zeros of in[i] | 1024 * 100000; spans[i], over a span of the
+// block's values, the size of its subspan from thread i * 1000000 + its second value *
+// 1000 + its last value.
 inline constexpr char kLibcudacxx[] = R"CUDA(
 #include <cuda/atomic>
 #include <cuda/std/array>
 #include <cuda/std/atomic>
 #include <cuda/std/bit>
+#include <cuda/std/cassert>
+#include <cuda/std/cfloat>
+#include <cuda/std/climits>
+#include <cuda/std/cmath>
 #include <cuda/std/complex>
+#include <cuda/std/cstddef>
 #include <cuda/std/cstdint>
+#include <cuda/std/cstdlib>
+#include <cuda/std/cstring>
 #include <cuda/std/functional>
+#include <cuda/std/initializer_list>
+#include <cuda/std/iterator>
 #include <cuda/std/limits>
+#include <cuda/std/numeric>
 #include <cuda/std/optional>
+#include <cuda/std/ratio>
 #include <cuda/std/span>
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
 #include <cuda/std/utility>
+#include <cuda/std/variant>
 static_assert(cuda::std::is_same<cuda::std::int32_t, int>::value, "int32_t is int");
+static_assert(cuda::std::gcd(12, 18) == 6, "gcd");
+static_assert(cuda::std::ratio_add<cuda::std::ratio<1, 2>, cuda::std::ratio<1, 3>>::num == 5,
+              "ratio");
+static_assert(cuda::std::variant_size<cuda::std::variant<int, float>>::value == 2, "variant");
 extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long long* total,
                                       int* tallies, float* halves, int* spans) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -971,6 +989,8 @@ extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long lon
   cuda::std::atomic_ref<int> count(tallies[2]);
   ++count;
   cuda::std::atomic_ref<float>(*halves).fetch_add(0.5f);
+  reinterpret_cast<cuda::std::atomic<int>*>(tallies + 3)->fetch_add(2);
+  reinterpret_cast<cuda::atomic<int, cuda::thread_scope_device>*>(tallies + 4)->fetch_max(in[i]);
   const cuda::std::array<cuda::std::int32_t, 3> digits{in[i] / 100, in[i] / 10 % 10,
                                                        in[i] % 10};
   const unsigned bits = static_cast<unsigned>(in[i]);
@@ -982,8 +1002,10 @@ extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long lon
   const cuda::std::pair<int, int> widths(cuda::std::bit_width(bits),
                                          cuda::std::countr_zero(bits | 1024u));
   out[3 * i] = cuda::std::get<0>(t) * 1000 + cuda::std::get<1>(t);
+  const unsigned exponent = cuda::std::bit_cast<unsigned>(static_cast<float>(in[i])) >> 23;
   out[3 * i + 1] =
-      cuda::std::plus<int>()(even.value_or(-1), cuda::std::numeric_limits<int>::digits);
+      cuda::std::plus<int>()(even.value_or(-1), cuda::std::numeric_limits<int>::digits) +
+      cuda::std::countl_zero(bits) * 10000 + static_cast<int>(exponent) * 1000000;
   out[3 * i + 2] = static_cast<int>((z * z).real()) + widths.first * 1000 + widths.second * 100000;
   const cuda::std::span<const int> block(in + blockIdx.x * blockDim.x, blockDim.x);
   const cuda::std::span<const int, 2> two = block.first<2>();
