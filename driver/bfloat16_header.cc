@@ -1,9 +1,14 @@
 #include "driver/bfloat16_header.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "driver/half_math_functions.h"
+
 namespace gpucmd {
 namespace {
 
-constexpr char kHeader[] = R"HEADER(#pragma once
+constexpr char kHeaderBegin[] = R"HEADER(#pragma once
 // bfloat16: the upper 16 bits of an IEEE binary32. Arithmetic is done in float and
 // rounded back to the nearest bfloat16 (ties to even), as CUDA's _rn operations.
 
@@ -94,7 +99,11 @@ __host__ __device__ inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   return __ushort_as_bfloat16(static_cast<unsigned short>(a.__x & 0x7fffu));
 }
 
-// h<name> on a __nv_bfloat16 and h2<name> on each half of a __nv_bfloat162, as CUDA
+)HEADER";
+
+// After the list of math functions (driver/half_math_functions.h).
+constexpr char kHeaderEnd[] =
+    R"HEADER(// h<name> on a __nv_bfloat16 and h2<name> on each half of a __nv_bfloat162, as CUDA
 // names them.
 #define GPUCMD_BFLOAT16_UNARY(name, expression)                                  \
   __host__ __device__ inline __nv_bfloat16 h##name(__nv_bfloat16 a) {            \
@@ -104,21 +113,7 @@ __host__ __device__ inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   __host__ __device__ inline __nv_bfloat162 h2##name(__nv_bfloat162 a) {         \
     return __nv_bfloat162{h##name(a.x), h##name(a.y)};                           \
   }
-GPUCMD_BFLOAT16_UNARY(sqrt, sqrtf(x))
-GPUCMD_BFLOAT16_UNARY(rsqrt, 1.0f / sqrtf(x))
-GPUCMD_BFLOAT16_UNARY(rcp, 1.0f / x)
-GPUCMD_BFLOAT16_UNARY(exp, expf(x))
-GPUCMD_BFLOAT16_UNARY(exp2, exp2f(x))
-GPUCMD_BFLOAT16_UNARY(exp10, exp10f(x))
-GPUCMD_BFLOAT16_UNARY(log, logf(x))
-GPUCMD_BFLOAT16_UNARY(log2, log2f(x))
-GPUCMD_BFLOAT16_UNARY(log10, log10f(x))
-GPUCMD_BFLOAT16_UNARY(sin, sinf(x))
-GPUCMD_BFLOAT16_UNARY(cos, cosf(x))
-GPUCMD_BFLOAT16_UNARY(floor, floorf(x))
-GPUCMD_BFLOAT16_UNARY(ceil, ceilf(x))
-GPUCMD_BFLOAT16_UNARY(trunc, truncf(x))
-GPUCMD_BFLOAT16_UNARY(rint, rintf(x))
+GPUCMD_HALF_MATH_FUNCTIONS(GPUCMD_BFLOAT16_UNARY)
 #undef GPUCMD_BFLOAT16_UNARY
 
 __host__ __device__ inline __nv_bfloat16 operator+(__nv_bfloat16 a, __nv_bfloat16 b) { return __hadd(a, b); }
@@ -161,6 +156,10 @@ __device__ inline __nv_bfloat162 atomicAdd(__nv_bfloat162* address, __nv_bfloat1
 
 }  // namespace
 
-const char* BFloat16Header() { return kHeader; }
+const char* BFloat16Header() {
+  static const std::string* const kHeader =
+      new std::string(absl::StrCat(kHeaderBegin, HalfMathFunctions(), kHeaderEnd));
+  return kHeader->c_str();
+}
 
 }  // namespace gpucmd

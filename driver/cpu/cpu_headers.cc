@@ -4,6 +4,7 @@
 #include "driver/bfloat16_header.h"
 #include "driver/cooperative_groups_headers.h"
 #include "driver/cpu/cuda_std_headers.h"
+#include "driver/half_math_functions.h"
 #include "driver/half_min_max.h"
 #include "driver/math_constants_header.h"
 
@@ -194,21 +195,7 @@ __device__ inline bool __hne(__half a, __half b) { return __half2float(a) != __h
   __device__ inline __half2 h2##name(__half2 a) {             \
     return __half2{h##name(a.x), h##name(a.y)};               \
   }
-GPUCMD_HALF_UNARY(sqrt, sqrtf(x))
-GPUCMD_HALF_UNARY(rsqrt, 1.0f / sqrtf(x))
-GPUCMD_HALF_UNARY(rcp, 1.0f / x)
-GPUCMD_HALF_UNARY(exp, expf(x))
-GPUCMD_HALF_UNARY(exp2, exp2f(x))
-GPUCMD_HALF_UNARY(exp10, exp10f(x))
-GPUCMD_HALF_UNARY(log, logf(x))
-GPUCMD_HALF_UNARY(log2, log2f(x))
-GPUCMD_HALF_UNARY(log10, log10f(x))
-GPUCMD_HALF_UNARY(sin, sinf(x))
-GPUCMD_HALF_UNARY(cos, cosf(x))
-GPUCMD_HALF_UNARY(floor, floorf(x))
-GPUCMD_HALF_UNARY(ceil, ceilf(x))
-GPUCMD_HALF_UNARY(trunc, truncf(x))
-GPUCMD_HALF_UNARY(rint, rintf(x))
+GPUCMD_HALF_MATH_FUNCTIONS(GPUCMD_HALF_UNARY)
 #undef GPUCMD_HALF_UNARY
 
 __device__ inline __half operator+(__half a, __half b) { return __hadd(a, b); }
@@ -317,7 +304,8 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"cuda_runtime.h", kRuntimeHeader},
         {"cuda_runtime_api.h", kRuntimeHeader},
         {"device_launch_parameters.h", kRuntimeHeader},
-        {"cuda_fp16.h", absl::StrCat(kHalfHeaderBegin, HalfMinMaxDefinitions(), kHalfHeaderEnd)},
+        {"cuda_fp16.h", absl::StrCat(kHalfHeaderBegin, HalfMinMaxDefinitions(), HalfMathFunctions(),
+                                     kHalfHeaderEnd)},
         {"cuda_bf16.h", BFloat16Header()},
         {"math_constants.h", MathConstantsHeader()},
     };
