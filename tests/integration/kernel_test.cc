@@ -1218,14 +1218,15 @@ TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {
   std::string id = MustCompile(kCoalescedGroups, "coalesced_groups");
   Buffer din = Upload(in), count = Zeros(sizeof(unsigned)), kept = Zeros(kN * sizeof(int));
   Buffer shape = Zeros(4 * kN * sizeof(unsigned)), sums = Zeros(3 * kN * sizeof(int));
-  Buffer sides = Zeros(kN * sizeof(unsigned));
+  Buffer sides = Zeros(kN * sizeof(unsigned)), votes = Zeros(2 * kN * sizeof(unsigned));
   ASSERT_TRUE(
       session_
           ->Launch(
               id, {MakeDim3(2), MakeDim3(64)},
               {BufferArgument(din, v1::ACCESS_READ), BufferArgument(count, v1::ACCESS_READ_WRITE),
                BufferArgument(kept, v1::ACCESS_WRITE), BufferArgument(shape, v1::ACCESS_WRITE),
-               BufferArgument(sums, v1::ACCESS_WRITE), BufferArgument(sides, v1::ACCESS_WRITE)})
+               BufferArgument(sums, v1::ACCESS_WRITE), BufferArgument(sides, v1::ACCESS_WRITE),
+               BufferArgument(votes, v1::ACCESS_WRITE)})
           .ok());
   std::vector<int> positive;
   for (int i = 0; i < kN; ++i) {
@@ -1241,6 +1242,7 @@ TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {
   const std::vector<unsigned> shapes = Download<unsigned>(shape);
   const std::vector<int> results = Download<int>(sums);
   const std::vector<unsigned> side_shapes = Download<unsigned>(sides);
+  const std::vector<unsigned> part_votes = Download<unsigned>(votes);
   for (int warp = 0; warp < kN / 32; ++warp) {
     // Each group's members, in rank order, by what forms it.
     auto members = [&](auto same_group_as, int i) {
@@ -1279,6 +1281,17 @@ TEST_F(KernelTest, CoalescedGroupsFollowTheBranchesTaken) {
       EXPECT_EQ(results[3 * i + 1], maximum) << i;
       EXPECT_EQ(results[3 * i + 2], static_cast<int>(below)) << i;
       EXPECT_EQ(side_shapes[i], side.size() * 32 + rank_in(side)) << i;
+      const auto parity = members(
+          [&](int a, int b) { return (in[a] > 0) == (in[b] > 0) && (in[a] & 1) == (in[b] & 1); },
+          i);
+      unsigned any = 0, all = 2, same_tens = 0;
+      for (int j : parity) {
+        if (in[j] > 25) any = 1;
+        if (in[j] % 3 != 0) all = 0;
+        if (in[j] / 10 == in[i] / 10) ++same_tens;
+      }
+      EXPECT_EQ(part_votes[2 * i], parity.size() * 32 + rank_in(parity)) << i;
+      EXPECT_EQ(part_votes[2 * i + 1], any | all | same_tens << 2) << i;
     }
   }
 }

@@ -865,7 +865,10 @@ extern "C" __global__ void active_mask_append(const int* in, unsigned* count, in
 // - in `sums` [3 i .. 3 i + 2], the branch group's sum (multiples of 3) or inclusive scan
 //   (the rest), the part's maximum, and the part's exclusive scan;
 // - in `sides` [i], the size of its warp's side by in[i] > 0 (binary_partition) times 32
-//   plus its rank there.
+//   plus its rank there;
+// - in `votes` [2 i], the same of its part of that side by in[i] & 1 (labeled_partition
+//   of a coalesced group), and in [2 i + 1] that part's any(in > 25) (bit 0), all(in % 3
+//   == 0) (bit 1), and how many of it share in[i] / 10 (match_any, from bit 2).
 inline constexpr char kCoalescedGroups[] = R"CUDA(
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -878,7 +881,8 @@ __device__ unsigned append_slot(unsigned* count) {
   return active.shfl(first, 0) + active.thread_rank();
 }
 extern "C" __global__ void coalesced_groups(const int* in, unsigned* count, int* kept,
-                                            unsigned* shape, int* sums, unsigned* sides) {
+                                            unsigned* shape, int* sums, unsigned* sides,
+                                            unsigned* votes) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned lane = threadIdx.x % 32;
   if (in[i] > 0) kept[append_slot(count)] = static_cast<int>(i);
@@ -901,6 +905,11 @@ extern "C" __global__ void coalesced_groups(const int* in, unsigned* count, int*
   sums[3 * i + 2] = cg::exclusive_scan(part, in[i]);
   const cg::coalesced_group side = cg::binary_partition(warp, in[i] > 0);
   sides[i] = side.size() * 32 + side.thread_rank();
+  const cg::coalesced_group parity = cg::labeled_partition(side, in[i] & 1);
+  parity.sync();
+  votes[2 * i] = parity.size() * 32 + parity.thread_rank();
+  votes[2 * i + 1] = (parity.any(in[i] > 25) ? 1u : 0u) | (parity.all(in[i] % 3 == 0) ? 2u : 0u) |
+                     static_cast<unsigned>(__popc(parity.match_any(in[i] / 10))) << 2;
 })CUDA";
 
 // Half precision beyond the common API, which hiprtc (HIP 5.2) lacks: directed
