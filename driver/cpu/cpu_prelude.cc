@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "driver/cpu/kernel_abi.h"
 #include "driver/portable_intrinsics.h"
+#include "driver/simd_intrinsics.h"
 
 namespace gpucmd {
 namespace {
@@ -681,7 +682,7 @@ inline gpucmd_rt::Dim3::operator uint3() const { return uint3{x, y, z}; }
 #undef GPUCMD_VECTOR2
 #undef GPUCMD_VECTOR3
 #undef GPUCMD_VECTOR4
-// ---- (driver/portable_intrinsics.h) ----
+// ---- (driver/portable_intrinsics.h, then driver/simd_intrinsics.h) ----
 )PRELUDE";
 
 constexpr absl::string_view kPreludeEnd = R"PRELUDE(
@@ -719,8 +720,8 @@ inline void gpucmd_run_threads(void (*)(P...), void** args, std::index_sequence<
 }  // namespace
 
 absl::string_view CpuKernelPrelude() {
-  static const std::string* const prelude =
-      new std::string(absl::StrCat(kPreludeBegin, PortableIntrinsicDefinitions(), kPreludeEnd));
+  static const std::string* const prelude = new std::string(absl::StrCat(
+      kPreludeBegin, PortableIntrinsicDefinitions(), SimdIntrinsicDefinitions(), kPreludeEnd));
   return *prelude;
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "driver/portable_intrinsics.h"
+#include "driver/simd_intrinsics.h"
 
 namespace gpucmd {
 namespace {
@@ -106,7 +107,7 @@ GPUCMD_BLOCK_ATOMIC(atomicMin) GPUCMD_BLOCK_ATOMIC(atomicMax) GPUCMD_BLOCK_ATOMI
 GPUCMD_BLOCK_ATOMIC(atomicDec) GPUCMD_BLOCK_ATOMIC(atomicCAS) GPUCMD_BLOCK_ATOMIC(atomicAnd)
 GPUCMD_BLOCK_ATOMIC(atomicOr) GPUCMD_BLOCK_ATOMIC(atomicXor)
 #undef GPUCMD_BLOCK_ATOMIC
-// ---- (driver/portable_intrinsics.h) ----
+// ---- (driver/portable_intrinsics.h, then driver/simd_intrinsics.h) ----
 )PRELUDE";
 
 constexpr absl::string_view kPreludeEnd = R"PRELUDE(
@@ -117,8 +118,8 @@ constexpr absl::string_view kPreludeEnd = R"PRELUDE(
 }  // namespace
 
 absl::string_view HipCudaCompatPrelude() {
-  static const std::string* const prelude =
-      new std::string(absl::StrCat(kPreludeBegin, PortableIntrinsicDefinitions(), kPreludeEnd));
+  static const std::string* const prelude = new std::string(absl::StrCat(
+      kPreludeBegin, PortableIntrinsicDefinitions(), SimdIntrinsicDefinitions(), kPreludeEnd));
   return *prelude;
 }
 

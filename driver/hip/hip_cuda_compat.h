@@ -4,10 +4,10 @@
 // CUDA's spellings that HIP (Debian's ROCm 5.2) lacks, in HIP's terms, so that the same
 // kernel sources build with hiprtc: the _sync warp primitives over HIP's maskless ones
 // (the first 32 lanes of a 64-lane wavefront are a CUDA warp's), the 16-bit atomicCAS,
-// 64-bit signed atomicMin/atomicMax, the _block atomics, and hrcp/h2rcp (HIP's do not
-// link). hiprtc compiles the prelude ahead of the client's source, whose lines keep their
-// numbers; <cuda_fp16.h> is empty there (hiprtc declares HIP's half-precision types
-// itself).
+// 64-bit signed atomicMin/atomicMax, the _block atomics, hrcp/h2rcp (HIP's do not
+// link), and the SIMD intrinsics (driver/simd_intrinsics.h). hiprtc compiles the prelude ahead of
+// the client's source, whose lines keep their numbers; <cuda_fp16.h> is empty there (hiprtc
+// declares HIP's half-precision types itself).
 
 #include "absl/strings/string_view.h"
 

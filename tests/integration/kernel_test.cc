@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -1174,6 +1176,159 @@ TEST_F(KernelTest, FindNthSetBitAsPtxDefinesIt) {
                BufferArgument(doffsets, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE)})
           .ok());
   EXPECT_EQ(Download<unsigned>(out), expected);
+}
+
+// The lanes of `word`, `bits` wide, lowest first, sign- or zero-extended.
+std::vector<int64_t> SimdLanes(uint32_t word, int bits, bool is_signed) {
+  std::vector<int64_t> lanes;
+  for (int shift = 0; shift < 32; shift += bits) {
+    const int64_t raw = (word >> shift) & ((int64_t{1} << bits) - 1);
+    const bool negative = is_signed && raw >= (int64_t{1} << (bits - 1));
+    lanes.push_back(negative ? raw - (int64_t{1} << bits) : raw);
+  }
+  return lanes;
+}
+
+// What a SIMD intrinsic makes of its lanes, as PTX's SIMD video instructions define it.
+struct SimdReference {
+  std::string name;  // without the lane width's digit
+  bool is_signed;
+  // The result lane of lanes x and y (y is 0 for the intrinsics of one argument) that
+  // are `bits` wide, before it is wrapped into the lane; null for the sums of absolute
+  // differences, whose result is the sum itself.
+  std::function<int64_t(int64_t x, int64_t y, int bits)> lane;
+
+  uint32_t Of(uint32_t a, uint32_t b, int bits) const {
+    const std::vector<int64_t> x = SimdLanes(a, bits, is_signed);
+    const std::vector<int64_t> y = SimdLanes(b, bits, is_signed);
+    uint64_t result = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (lane == nullptr) {
+        result += std::abs(x[i] - y[i]);
+        continue;
+      }
+      const uint64_t wrapped =
+          static_cast<uint64_t>(lane(x[i], y[i], bits)) & ((uint64_t{1} << bits) - 1);
+      result |= wrapped << (bits * i);
+    }
+    return static_cast<uint32_t>(result);
+  }
+};
+
+// Every SIMD intrinsic, in kSimdIntrinsics' order: each name for halves (2), then bytes (4).
+std::vector<SimdReference> SimdReferences() {
+  const auto saturated = [](int64_t value, int bits, bool is_signed) {
+    const int64_t lowest = is_signed ? -(int64_t{1} << (bits - 1)) : 0;
+    const int64_t highest = is_signed ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+    return std::clamp(value, lowest, highest);
+  };
+  using Lane = std::function<int64_t(int64_t, int64_t, int)>;
+  const Lane absolute = [](int64_t x, int64_t, int) { return std::abs(x); };
+  const Lane sum = [](int64_t x, int64_t y, int) { return x + y; };
+  const Lane difference = [](int64_t x, int64_t y, int) { return x - y; };
+  std::vector<SimdReference> references = {
+      {"__vabs", true, absolute},
+      {"__vabsss", true,
+       [&](int64_t x, int64_t, int bits) { return saturated(std::abs(x), bits, true); }},
+      {"__vneg", true, [](int64_t x, int64_t, int) { return -x; }},
+      {"__vnegss", true, [&](int64_t x, int64_t, int bits) { return saturated(-x, bits, true); }},
+      {"__vadd", false, sum},
+      {"__vaddss", true,
+       [&](int64_t x, int64_t y, int bits) { return saturated(x + y, bits, true); }},
+      {"__vaddus", false,
+       [&](int64_t x, int64_t y, int bits) { return saturated(x + y, bits, false); }},
+      {"__vsub", false, difference},
+      {"__vsubss", true,
+       [&](int64_t x, int64_t y, int bits) { return saturated(x - y, bits, true); }},
+      {"__vsubus", false,
+       [&](int64_t x, int64_t y, int bits) { return saturated(x - y, bits, false); }},
+      {"__vabsdiffs", true, [](int64_t x, int64_t y, int) { return std::abs(x - y); }},
+      {"__vabsdiffu", false, [](int64_t x, int64_t y, int) { return std::abs(x - y); }},
+      // vavrg: (x + y + 1) >> 1 when x + y >= 0, else (x + y) >> 1.
+      {"__vavgs", true,
+       [](int64_t x, int64_t y, int) {
+         return x + y >= 0 ? (x + y + 1) / 2 : -((-(x + y) + 1) / 2);
+       }},
+      {"__vavgu", false, [](int64_t x, int64_t y, int) { return (x + y + 1) / 2; }},
+      {"__vhaddu", false, [](int64_t x, int64_t y, int) { return (x + y) / 2; }},
+      {"__vmaxs", true, [](int64_t x, int64_t y, int) { return std::max(x, y); }},
+      {"__vmaxu", false, [](int64_t x, int64_t y, int) { return std::max(x, y); }},
+      {"__vmins", true, [](int64_t x, int64_t y, int) { return std::min(x, y); }},
+      {"__vminu", false, [](int64_t x, int64_t y, int) { return std::min(x, y); }},
+      {"__vsads", true, nullptr},
+      {"__vsadu", false, nullptr},
+  };
+  const std::vector<std::pair<std::string, std::function<bool(int64_t, int64_t)>>> comparisons = {
+      {"eq", std::equal_to<int64_t>()},       {"ne", std::not_equal_to<int64_t>()},
+      {"ges", std::greater_equal<int64_t>()}, {"geu", std::greater_equal<int64_t>()},
+      {"gts", std::greater<int64_t>()},       {"gtu", std::greater<int64_t>()},
+      {"les", std::less_equal<int64_t>()},    {"leu", std::less_equal<int64_t>()},
+      {"lts", std::less<int64_t>()},          {"ltu", std::less<int64_t>()},
+  };
+  for (const auto& [name, holds] : comparisons) {
+    const bool is_signed = name.size() == 3 && name[2] == 's';
+    references.push_back({"__vcmp" + name, is_signed, [holds](int64_t x, int64_t y, int bits) {
+                            return holds(x, y) ? (int64_t{1} << bits) - 1 : 0;
+                          }});
+    references.push_back({"__vset" + name, is_signed,
+                          [holds](int64_t x, int64_t y, int) { return holds(x, y) ? 1 : 0; }});
+  }
+  return references;
+}
+
+// The SIMD intrinsics on halves and bytes, each against its lanes' definition in PTX's
+// SIMD video instructions, on words with the lanes' extremes and on random ones; and a
+// few results worked out by hand (two of them the examples of CUDA's documentation).
+TEST_F(KernelTest, SimdIntrinsicsWorkLaneByLane) {
+  std::vector<uint32_t> a = {0x1234aba5, 0x80008000, 0x807f01ff, 0xfffd0003,
+                             0x80808080, 0xfff00001, 0x01020304, 0x7f800000,
+                             0x80000001, 0x01ff0300, 0xff01ff00, 0xffffffff};
+  std::vector<uint32_t> b = {0x1234aba6, 0x7fff0001, 0x7f80ff01, 0xfffe0002,
+                             0x00000000, 0x00200001, 0x02020202, 0x807f0000,
+                             0x00000000, 0x02fe0300, 0x01010001, 0x00000001};
+  std::mt19937 random(61);
+  while (a.size() < 64) {
+    a.push_back(random());
+    b.push_back(random());
+  }
+  const std::vector<SimdReference> references = SimdReferences();
+  const size_t per_pair = 2 * references.size();
+  ASSERT_EQ(per_pair, 82u);
+  std::string id = MustCompile(kSimdIntrinsics, "simd_intrinsics");
+  Buffer da = Upload(a), db = Upload(b), out = Zeros(a.size() * per_pair * sizeof(uint32_t));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(static_cast<unsigned>(a.size()))},
+                   {BufferArgument(da, v1::ACCESS_READ), BufferArgument(db, v1::ACCESS_READ),
+                    BufferArgument(out, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<uint32_t> results = Download<uint32_t>(out);
+  std::map<std::string, std::vector<uint32_t>> by_name;  // per intrinsic, per pair
+  for (size_t pair = 0; pair < a.size(); ++pair) {
+    for (size_t k = 0; k < per_pair; ++k) {
+      const SimdReference& reference = references[k / 2];
+      const bool halves = k % 2 == 0;
+      const std::string name = reference.name + (halves ? "2" : "4");
+      const uint32_t got = results[pair * per_pair + k];
+      by_name[name].push_back(got);
+      EXPECT_EQ(got, reference.Of(a[pair], b[pair], halves ? 16 : 8))
+          << name << "(0x" << std::hex << a[pair] << ", 0x" << b[pair] << ")";
+    }
+  }
+  EXPECT_EQ(by_name["__vcmpeq2"][0], 0xffff0000u);
+  EXPECT_EQ(by_name["__vcmpgts4"][0], 0u);
+  EXPECT_EQ(by_name["__vavgs2"][3], 0xfffd0003u);  // -5 / 2 rounds to -3, 5 / 2 to 3
+  EXPECT_EQ(by_name["__vabs4"][4], 0x80808080u);   // -128 wraps
+  EXPECT_EQ(by_name["__vabsss4"][4], 0x7f7f7f7fu);
+  EXPECT_EQ(by_name["__vaddus2"][5], 0xffff0002u);
+  EXPECT_EQ(by_name["__vsubus4"][6], 0x00000102u);
+  EXPECT_EQ(by_name["__vsads4"][7], 510u);  // |127 + 128| + |-128 - 127|
+  EXPECT_EQ(by_name["__vnegss2"][8], 0x7fffffffu);
+  EXPECT_EQ(by_name["__vsetltu4"][9], 0x01000000u);
+  EXPECT_EQ(by_name["__vhaddu4"][10], 0x80017f00u);
+  EXPECT_EQ(by_name["__vavgu4"][10], 0x80018001u);
+  EXPECT_EQ(by_name["__vsetgeu2"][11], 0x00010001u);
+  EXPECT_EQ(by_name["__vcmplts2"][11], 0xffffffffu);  // -1 < 0 and -1 < 1
 }
 
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append

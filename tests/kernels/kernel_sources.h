@@ -835,6 +835,37 @@ extern "C" __global__ void find_nth_set(const unsigned* masks, const unsigned* b
   out[threadIdx.x] = __fns(masks[threadIdx.x], bases[threadIdx.x], offsets[threadIdx.x]);
 })CUDA";
 
+// CUDA's SIMD intrinsics: for each pair (a[t], b[t]), out[t * 82 + k] is the k-th
+// intrinsic, in the order listed, of a[t] (those of one argument) or of a[t] and b[t].
+inline constexpr char kSimdIntrinsics[] = R"CUDA(
+#define UNARY(f) *o++ = f(x);
+#define BINARY(f) *o++ = f(x, y);
+extern "C" __global__ void simd_intrinsics(const unsigned* a, const unsigned* b, unsigned* out) {
+  const unsigned x = a[threadIdx.x], y = b[threadIdx.x];
+  unsigned* o = out + threadIdx.x * 82;
+  UNARY(__vabs2) UNARY(__vabs4) UNARY(__vabsss2) UNARY(__vabsss4)
+  UNARY(__vneg2) UNARY(__vneg4) UNARY(__vnegss2) UNARY(__vnegss4)
+  BINARY(__vadd2) BINARY(__vadd4) BINARY(__vaddss2) BINARY(__vaddss4)
+  BINARY(__vaddus2) BINARY(__vaddus4) BINARY(__vsub2) BINARY(__vsub4)
+  BINARY(__vsubss2) BINARY(__vsubss4) BINARY(__vsubus2) BINARY(__vsubus4)
+  BINARY(__vabsdiffs2) BINARY(__vabsdiffs4) BINARY(__vabsdiffu2) BINARY(__vabsdiffu4)
+  BINARY(__vavgs2) BINARY(__vavgs4) BINARY(__vavgu2) BINARY(__vavgu4)
+  BINARY(__vhaddu2) BINARY(__vhaddu4) BINARY(__vmaxs2) BINARY(__vmaxs4)
+  BINARY(__vmaxu2) BINARY(__vmaxu4) BINARY(__vmins2) BINARY(__vmins4)
+  BINARY(__vminu2) BINARY(__vminu4) BINARY(__vsads2) BINARY(__vsads4)
+  BINARY(__vsadu2) BINARY(__vsadu4)
+  BINARY(__vcmpeq2) BINARY(__vcmpeq4) BINARY(__vseteq2) BINARY(__vseteq4)
+  BINARY(__vcmpne2) BINARY(__vcmpne4) BINARY(__vsetne2) BINARY(__vsetne4)
+  BINARY(__vcmpges2) BINARY(__vcmpges4) BINARY(__vsetges2) BINARY(__vsetges4)
+  BINARY(__vcmpgeu2) BINARY(__vcmpgeu4) BINARY(__vsetgeu2) BINARY(__vsetgeu4)
+  BINARY(__vcmpgts2) BINARY(__vcmpgts4) BINARY(__vsetgts2) BINARY(__vsetgts4)
+  BINARY(__vcmpgtu2) BINARY(__vcmpgtu4) BINARY(__vsetgtu2) BINARY(__vsetgtu4)
+  BINARY(__vcmples2) BINARY(__vcmples4) BINARY(__vsetles2) BINARY(__vsetles4)
+  BINARY(__vcmpleu2) BINARY(__vcmpleu4) BINARY(__vsetleu2) BINARY(__vsetleu4)
+  BINARY(__vcmplts2) BINARY(__vcmplts4) BINARY(__vsetlts2) BINARY(__vsetlts4)
+  BINARY(__vcmpltu2) BINARY(__vcmpltu4) BINARY(__vsetltu2) BINARY(__vsetltu4)
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1175,7 +1206,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 37> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 38> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1212,6 +1243,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 37> kSuite = {{
     {"half_math", kHalfMath},
     {"grid_stride", kGridStride},
     {"find_nth_set", kFindNthSet},
+    {"simd_intrinsics", kSimdIntrinsics},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
