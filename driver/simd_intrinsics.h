@@ -9,7 +9,8 @@
 // unsigned one); a signed rounded average rounds halves away from zero (vavrg), an
 // unsigned one up, __vhaddu truncates; a comparison gives all ones in each lane that
 // holds (__vcmp…) or 1 (__vset…); __vsads and __vsadu sum the lanes' absolute
-// differences into one word.
+// differences into one word. And Hopper's DPX intrinsics (__vimax3_s32, __viaddmin_u16x2,
+// __vibmax_s16x2 and the rest), on ints or on the halves of words, as CUDA documents them.
 
 namespace gpucmd {
 

@@ -1331,6 +1331,155 @@ TEST_F(KernelTest, SimdIntrinsicsWorkLaneByLane) {
   EXPECT_EQ(by_name["__vcmplts2"][11], 0xffffffffu);  // -1 < 0 and -1 < 1
 }
 
+// `value` wrapped into a lane `bits` wide, sign-extended when `is_signed`.
+int64_t WrappedIntoLane(int64_t value, int bits, bool is_signed) {
+  return SimdLanes(static_cast<uint32_t>(value & ((int64_t{1} << bits) - 1)), bits, is_signed)[0];
+}
+
+// Lanes, lowest first, packed into a word.
+uint32_t PackedLanes(const std::vector<int64_t>& lanes, int bits) {
+  uint64_t word = 0;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    word |= (static_cast<uint64_t>(lanes[i]) & ((uint64_t{1} << bits) - 1)) << (bits * i);
+  }
+  return static_cast<uint32_t>(word);
+}
+
+// The results of kDpxIntrinsics for one triple, in its order and named, as CUDA's
+// documentation defines each intrinsic: on ints (_s32, _u32) or halves (_s16x2, _u16x2),
+// a sum wrapping into the lane, _relu at least 0.
+std::vector<std::pair<std::string, uint32_t>> DpxReference(uint32_t a, uint32_t b, uint32_t c) {
+  struct Type {
+    const char* name;
+    int bits;
+    bool is_signed;
+    bool relu;
+  };
+  const Type s32{"_s32", 32, true, false}, u32{"_u32", 32, false, false};
+  const Type s16{"_s16x2", 16, true, false}, u16{"_u16x2", 16, false, false};
+  const Type s32_relu{"_s32_relu", 32, true, true}, s16_relu{"_s16x2_relu", 16, true, true};
+  using Lanes3 = std::function<int64_t(int64_t, int64_t, int64_t, const Type&)>;
+  const auto max = [](int64_t x, int64_t y) { return std::max(x, y); };
+  const auto min = [](int64_t x, int64_t y) { return std::min(x, y); };
+  const std::vector<std::pair<std::string, Lanes3>> three = {
+      {"__vimax3", [&](int64_t x, int64_t y, int64_t z, const Type&) { return max(max(x, y), z); }},
+      {"__vimin3", [&](int64_t x, int64_t y, int64_t z, const Type&) { return min(min(x, y), z); }},
+      {"__viaddmax",
+       [&](int64_t x, int64_t y, int64_t z, const Type& type) {
+         return max(WrappedIntoLane(x + y, type.bits, type.is_signed), z);
+       }},
+      {"__viaddmin",
+       [&](int64_t x, int64_t y, int64_t z, const Type& type) {
+         return min(WrappedIntoLane(x + y, type.bits, type.is_signed), z);
+       }},
+  };
+  std::vector<std::pair<std::string, uint32_t>> results;
+  const auto lane_by_lane = [&](const Type& type, const auto& lane) {
+    const std::vector<int64_t> x = SimdLanes(a, type.bits, type.is_signed);
+    const std::vector<int64_t> y = SimdLanes(b, type.bits, type.is_signed);
+    const std::vector<int64_t> z = SimdLanes(c, type.bits, type.is_signed);
+    std::vector<int64_t> lanes;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int64_t value = lane(x[i], y[i], z[i]);
+      lanes.push_back(type.relu ? std::max<int64_t>(value, 0) : value);
+    }
+    return PackedLanes(lanes, type.bits);
+  };
+  for (const auto& [prefix, op] : three) {
+    for (const Type& type : {s32, u32, s16, u16, s32_relu, s16_relu}) {
+      results.push_back(
+          {prefix + type.name,
+           lane_by_lane(type, [&](int64_t x, int64_t y, int64_t z) { return op(x, y, z, type); })});
+    }
+  }
+  for (const auto& [prefix, op] : std::vector<std::pair<std::string, Lanes3>>{
+           {"__vimax", [&](int64_t x, int64_t y, int64_t, const Type&) { return max(x, y); }},
+           {"__vimin", [&](int64_t x, int64_t y, int64_t, const Type&) { return min(x, y); }}}) {
+    for (const Type& type : {s32_relu, s16_relu}) {
+      results.push_back(
+          {prefix + type.name,
+           lane_by_lane(type, [&](int64_t x, int64_t y, int64_t z) { return op(x, y, z, type); })});
+    }
+  }
+  // __vibmax/__vibmin: the result, then whether each lane took a's (high lane times 2).
+  for (const bool is_max : {true, false}) {
+    for (const Type& type : {s32, u32}) {
+      const int64_t x = SimdLanes(a, 32, type.is_signed)[0];
+      const int64_t y = SimdLanes(b, 32, type.is_signed)[0];
+      const bool first = is_max ? x >= y : x <= y;
+      const std::string name = std::string(is_max ? "__vibmax" : "__vibmin") + type.name;
+      results.push_back({name, PackedLanes({first ? x : y}, 32)});
+      results.push_back({name + " pred", first ? 1u : 0u});
+    }
+  }
+  for (const bool is_max : {true, false}) {
+    for (const Type& type : {s16, u16}) {
+      const std::vector<int64_t> x = SimdLanes(a, 16, type.is_signed);
+      const std::vector<int64_t> y = SimdLanes(b, 16, type.is_signed);
+      std::vector<int64_t> picked;
+      uint32_t predicates = 0;
+      for (int i = 0; i < 2; ++i) {
+        const bool first = is_max ? x[i] >= y[i] : x[i] <= y[i];
+        picked.push_back(first ? x[i] : y[i]);
+        predicates |= (first ? 1u : 0u) << i;
+      }
+      const std::string name = std::string(is_max ? "__vibmax" : "__vibmin") + type.name;
+      results.push_back({name, PackedLanes(picked, 16)});
+      results.push_back({name + " pred", predicates});
+    }
+  }
+  return results;
+}
+
+// Hopper's DPX intrinsics, each against CUDA's definition on words with the lanes'
+// extremes and on random ones, and a few results worked out by hand.
+TEST_F(KernelTest, DpxIntrinsicsWorkAsCudaDefinesThem) {
+  std::vector<uint32_t> a = {0xfffffffb, 0x7fffffff, 0x7fff0001,
+                             0xfffe0005, 0x00050001, 0xfffffffb};
+  std::vector<uint32_t> b = {0x00000003, 0x00000001, 0x00010001,
+                             0x00030002, 0x00030002, 0xfffffffd};
+  std::vector<uint32_t> c = {0x00000001, 0xfffffffb, 0x80000000,
+                             0x00040007, 0x00000000, 0x00000000};
+  std::mt19937 random(67);
+  while (a.size() < 32) {
+    a.push_back(random());
+    b.push_back(random());
+    c.push_back(random());
+  }
+  constexpr size_t kPerTriple = 44;
+  std::string id = MustCompile(kDpxIntrinsics, "dpx_intrinsics");
+  Buffer da = Upload(a), db = Upload(b), dc = Upload(c);
+  Buffer out = Zeros(a.size() * kPerTriple * sizeof(uint32_t));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(static_cast<unsigned>(a.size()))},
+                   {BufferArgument(da, v1::ACCESS_READ), BufferArgument(db, v1::ACCESS_READ),
+                    BufferArgument(dc, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<uint32_t> results = Download<uint32_t>(out);
+  std::map<std::string, std::vector<uint32_t>> by_name;  // per result, per triple
+  for (size_t triple = 0; triple < a.size(); ++triple) {
+    const auto expected = DpxReference(a[triple], b[triple], c[triple]);
+    ASSERT_EQ(expected.size(), kPerTriple);
+    for (size_t k = 0; k < kPerTriple; ++k) {
+      const uint32_t got = results[triple * kPerTriple + k];
+      by_name[expected[k].first].push_back(got);
+      EXPECT_EQ(got, expected[k].second) << expected[k].first << "(0x" << std::hex << a[triple]
+                                         << ", 0x" << b[triple] << ", 0x" << c[triple] << ")";
+    }
+  }
+  EXPECT_EQ(by_name["__vimax3_s32"][0], 3u);
+  EXPECT_EQ(by_name["__vimax3_u32"][0], 0xfffffffbu);
+  EXPECT_EQ(by_name["__viaddmax_s32"][1], 0xfffffffbu);  // INT_MAX + 1 wraps below -5
+  EXPECT_EQ(by_name["__viaddmax_s16x2"][2], 0x80000002u);
+  EXPECT_EQ(by_name["__vimin3_s16x2_relu"][3], 0x00000002u);
+  EXPECT_EQ(by_name["__vibmax_u16x2"][4], 0x00050002u);
+  EXPECT_EQ(by_name["__vibmax_u16x2 pred"][4], 2u);  // high half a's, low half b's
+  EXPECT_EQ(by_name["__vimax_s32_relu"][5], 0u);
+  EXPECT_EQ(by_name["__vibmin_s32"][5], 0xfffffffbu);
+  EXPECT_EQ(by_name["__vibmin_s32 pred"][5], 1u);
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -866,6 +866,27 @@ extern "C" __global__ void simd_intrinsics(const unsigned* a, const unsigned* b,
   BINARY(__vcmpltu2) BINARY(__vcmpltu4) BINARY(__vsetltu2) BINARY(__vsetltu4)
 })CUDA";
 
+// Hopper's DPX intrinsics: for each triple (a[t], b[t], c[t]), out[t * 44 + k] is the
+// k-th result in the order listed; each __vibmax/__vibmin result is followed by its
+// predicates (for halves, the high one's times 2 plus the low one's).
+inline constexpr char kDpxIntrinsics[] = R"CUDA(
+#define THREE(f) *o++ = f(x, y, z);
+#define TWO(f) *o++ = f(x, y);
+#define PICK(f) { bool p; *o++ = f(x, y, &p); *o++ = p; }
+#define PICK_HALVES(f) { bool high, low; *o++ = f(x, y, &high, &low); *o++ = high * 2 + low; }
+#define ALL_SIX(f) THREE(f##_s32) THREE(f##_u32) THREE(f##_s16x2) THREE(f##_u16x2) \
+                   THREE(f##_s32_relu) THREE(f##_s16x2_relu)
+extern "C" __global__ void dpx_intrinsics(const unsigned* a, const unsigned* b,
+                                          const unsigned* c, unsigned* out) {
+  const unsigned x = a[threadIdx.x], y = b[threadIdx.x], z = c[threadIdx.x];
+  unsigned* o = out + threadIdx.x * 44;
+  ALL_SIX(__vimax3) ALL_SIX(__vimin3) ALL_SIX(__viaddmax) ALL_SIX(__viaddmin)
+  TWO(__vimax_s32_relu) TWO(__vimax_s16x2_relu) TWO(__vimin_s32_relu) TWO(__vimin_s16x2_relu)
+  PICK(__vibmax_s32) PICK(__vibmax_u32) PICK(__vibmin_s32) PICK(__vibmin_u32)
+  PICK_HALVES(__vibmax_s16x2) PICK_HALVES(__vibmax_u16x2)
+  PICK_HALVES(__vibmin_s16x2) PICK_HALVES(__vibmin_u16x2)
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1206,7 +1227,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 38> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 39> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1244,6 +1265,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 38> kSuite = {{
     {"grid_stride", kGridStride},
     {"find_nth_set", kFindNthSet},
     {"simd_intrinsics", kSimdIntrinsics},
+    {"dpx_intrinsics", kDpxIntrinsics},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
