@@ -31,7 +31,7 @@ declare -A sources=(
   [compile_options]="driver/compile_options.cc"
   [kernel_parser]="driver/front_end/kernel_parser.cc driver/kernel_signature.cc
                    driver/compile_options.cc driver/cpu/cpu_prelude.cc driver/cpu/cpu_headers.cc
-                   driver/cooperative_groups_headers.cc driver/bfloat16_header.cc
+                   driver/cooperative_groups_headers.cc driver/cub_headers.cc driver/bfloat16_header.cc
                    driver/half_min_max.cc driver/portable_intrinsics.cc driver/simd_intrinsics.cc
                    driver/cpu/cuda_std_headers.cc driver/math_constants_header.cc
                    driver/half_math_functions.cc"

@@ -4,6 +4,7 @@
 #include "driver/bfloat16_header.h"
 #include "driver/cooperative_groups_headers.h"
 #include "driver/cpu/cuda_std_headers.h"
+#include "driver/cub_headers.h"
 #include "driver/half_math_functions.h"
 #include "driver/half_min_max.h"
 #include "driver/math_constants_header.h"
@@ -310,6 +311,7 @@ const std::vector<std::pair<std::string, std::string>>& CpuKernelHeaders() {
         {"math_constants.h", MathConstantsHeader()},
     };
     for (const auto& header : CooperativeGroupsHeaders()) headers->push_back(header);
+    for (const auto& header : CubHeaders()) headers->push_back(header);
     for (const auto& header : CudaStdHeaders()) headers->push_back(header);
     return headers;
   }();

@@ -9,6 +9,7 @@
 #include "driver/bfloat16_header.h"
 #include "driver/compile_options.h"
 #include "driver/cooperative_groups_headers.h"
+#include "driver/cub_headers.h"
 #include "driver/half_min_max.h"
 #include "driver/hip/hip_cuda_compat.h"
 #include "driver/hip/hip_status.h"
@@ -39,13 +40,15 @@ absl::StatusOr<std::string> CompileWithHiprtc(const std::string& source,
   // The dialect of every driver (NVRTC's --std=c++17, the CPU compiler's -std=c++17);
   // hiprtc's own default is C++14.
   flags.push_back("-std=c++17");
-  // CUDA's spellings, and the cooperative_groups, bfloat16 and math constants headers a
-  // CUDA kernel includes.
+  // CUDA's spellings, and the cooperative_groups, CUB, bfloat16 and math constants headers
+  // a CUDA kernel includes.
   const std::string unit = absl::StrCat(HipCudaCompatPrelude(), source);
   std::vector<const char*> header_contents, header_names;
-  for (const auto& [name, contents] : CooperativeGroupsHeaders()) {
-    header_names.push_back(name.c_str());
-    header_contents.push_back(contents.c_str());
+  for (const auto* headers : {&CooperativeGroupsHeaders(), &CubHeaders()}) {
+    for (const auto& [name, contents] : *headers) {
+      header_names.push_back(name.c_str());
+      header_contents.push_back(contents.c_str());
+    }
   }
   header_names.push_back("cuda_bf16.h");
   header_contents.push_back(BFloat16Header());

@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -1478,6 +1479,71 @@ TEST_F(KernelTest, DpxIntrinsicsWorkAsCudaDefinesThem) {
   EXPECT_EQ(by_name["__vimax_s32_relu"][5], 0u);
   EXPECT_EQ(by_name["__vibmin_s32"][5], 0xfffffffbu);
   EXPECT_EQ(by_name["__vibmin_s32 pred"][5], 1u);
+}
+
+// CUB's block and warp collectives (kCubCollectives) over two blocks of 128 threads,
+// each result against the same reduction or scan on the host.
+TEST_F(KernelTest, CubCollectivesReduceAndScanBlocksAndWarps) {
+  constexpr int kBlock = 128, kBlocks = 2, kPerThread = 17, kPerBlock = 10;
+  const std::vector<int> in = RandomInts(kBlock * kBlocks, 71, -500, 500);
+  std::string id = MustCompile(kCubCollectives, "cub_collectives");
+  Buffer din = Upload(in), out = Zeros(in.size() * kPerThread * sizeof(int));
+  Buffer block_out = Zeros(kBlocks * kPerBlock * sizeof(int));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(kBlocks), MakeDim3(kBlock)},
+                   {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE),
+                    BufferArgument(block_out, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<int> per_thread = Download<int>(out);
+  const std::vector<int> per_block = Download<int>(block_out);
+  const auto sum_of = [&](int begin, int end) {
+    return std::accumulate(in.begin() + begin, in.begin() + end, 0);
+  };
+  for (int block = 0; block < kBlocks; ++block) {
+    const int first = block * kBlock;
+    const int* got = &per_block[block * kPerBlock];
+    EXPECT_EQ(got[0], sum_of(first, first + kBlock)) << "block " << block;
+    EXPECT_EQ(got[1], *std::max_element(in.begin() + first, in.begin() + first + kBlock));
+    EXPECT_EQ(got[2], sum_of(first, first + 100));
+    for (int warp = 0; warp < 4; ++warp) {
+      EXPECT_EQ(got[3 + warp], sum_of(first + 32 * warp, first + 32 * warp + 32));
+    }
+    EXPECT_EQ(got[7], sum_of(first, first + 10));
+    EXPECT_EQ(got[8], 4 * sum_of(first, first + kBlock) + 6 * kBlock);
+    EXPECT_EQ(got[9], got[1] + 3);
+    int running_max = std::numeric_limits<int>::min();
+    for (int t = 0; t < kBlock; ++t) {
+      const int i = first + t;
+      const int* thread = &per_thread[i * kPerThread];
+      SCOPED_TRACE(absl::StrCat("block ", block, ", thread ", t));
+      EXPECT_EQ(thread[0], sum_of(first, i));
+      EXPECT_EQ(thread[1], sum_of(first, first + kBlock));
+      EXPECT_EQ(thread[10], std::max(-1000, running_max));
+      EXPECT_EQ(thread[15], std::max(-1000, running_max + 3));  // the items' are x + 3 at most
+      running_max = std::max(running_max, in[i]);
+      EXPECT_EQ(thread[2], running_max);
+      // Four items per thread, x to x + 3: those before are every earlier thread's.
+      int before = 0;
+      for (int u = first; u < i; ++u) before += 4 * in[u] + 6;
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(thread[3 + k], before);
+        before += in[i] + k;
+      }
+      EXPECT_EQ(thread[14], before);
+      EXPECT_EQ(thread[16], got[1]);
+      const int half_warp = first + t / 16 * 16;
+      EXPECT_EQ(thread[7], sum_of(half_warp, i + 1));
+      EXPECT_EQ(thread[8], sum_of(half_warp, half_warp + 16));
+      EXPECT_EQ(thread[9], in[half_warp + 3]);
+      EXPECT_EQ(thread[11], sum_of(half_warp, i));
+      const int warp_max = *std::max_element(in.begin() + half_warp, in.begin() + i + 1);
+      EXPECT_EQ(thread[12], std::max(50, warp_max));
+      if (i > half_warp) {  // the first lane's is undefined without an initial value
+        EXPECT_EQ(thread[13], *std::max_element(in.begin() + half_warp, in.begin() + i));
+      }
+    }
+  }
 }
 
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append

@@ -887,6 +887,88 @@ extern "C" __global__ void dpx_intrinsics(const unsigned* a, const unsigned* b,
   PICK_HALVES(__vibmin_s16x2) PICK_HALVES(__vibmin_u16x2)
 })CUDA";
 
+// CUB's collectives over blocks of 128 threads, each thread with one item x and four
+// x..x+3: per thread (out[i * 17 + k]) the block's exclusive sum of x and its aggregate,
+// inclusive max scan, exclusive sum of the four items, a 16-lane warp's inclusive sum,
+// its aggregate, lane 3's x, an exclusive max scan from -1000, the warp's exclusive sum,
+// inclusive max scan from 50 and exclusive max scan, the inclusive sum of the four items
+// (the last one's), their exclusive max scan from -1000 (the first one's), and the
+// aggregate of an inclusive max scan; per block (block_out[b * 10 + k]) the sum, the
+// max, the first 100 threads' sum, each 32-lane warp's sum, warp 0's first 10 lanes'
+// sum, and the sum and max of all the four items.
+inline constexpr char kCubCollectives[] = R"CUDA(
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+struct Larger {
+  __device__ int operator()(int a, int b) const { return a < b ? b : a; }
+};
+extern "C" __global__ void cub_collectives(const int* in, int* out, int* block_out) {
+  using BlockReduce = cub::BlockReduce<int, 128>;
+  using BlockScan = cub::BlockScan<int, 128>;
+  using WarpReduce = cub::WarpReduce<int>;
+  using HalfWarpScan = cub::WarpScan<int, 16>;
+  __shared__ typename BlockReduce::TempStorage reduce_storage;
+  __shared__ typename BlockScan::TempStorage scan_storage;
+  __shared__ typename WarpReduce::TempStorage warp_reduce_storage[4];
+  __shared__ typename HalfWarpScan::TempStorage warp_scan_storage[8];
+  const int t = threadIdx.x, i = blockIdx.x * 128 + t;
+  const int x = in[i];
+  int* o = out + i * 17;
+  int* b = block_out + blockIdx.x * 10;
+  const int sum = BlockReduce(reduce_storage).Sum(x);
+  __syncthreads();
+  const int largest = BlockReduce(reduce_storage).Reduce(x, Larger());
+  __syncthreads();
+  const int first_100 = BlockReduce(reduce_storage).Sum(x, 100);
+  __syncthreads();
+  int items[4] = {x, x + 1, x + 2, x + 3};
+  const int items_sum = BlockReduce(reduce_storage).Sum(items);
+  __syncthreads();
+  const int items_largest = BlockReduce(reduce_storage).Reduce(items, Larger());
+  if (t == 0) {
+    b[0] = sum;
+    b[1] = largest;
+    b[2] = first_100;
+    b[8] = items_sum;
+    b[9] = items_largest;
+  }
+  BlockScan(scan_storage).ExclusiveSum(x, o[0], o[1]);
+  __syncthreads();
+  BlockScan(scan_storage).InclusiveScan(x, o[2], Larger());
+  __syncthreads();
+  BlockScan(scan_storage).ExclusiveSum(items, items);
+  for (int k = 0; k < 4; ++k) o[3 + k] = items[k];
+  __syncthreads();
+  BlockScan(scan_storage).ExclusiveScan(x, o[10], -1000, Larger());
+  __syncthreads();
+  int more[4] = {x, x + 1, x + 2, x + 3};
+  BlockScan(scan_storage).InclusiveSum(more, more);
+  o[14] = more[3];
+  __syncthreads();
+  int again[4] = {x, x + 1, x + 2, x + 3};
+  BlockScan(scan_storage).ExclusiveScan(again, again, -1000, Larger());
+  o[15] = again[0];
+  __syncthreads();
+  int ignored;
+  BlockScan(scan_storage).InclusiveScan(x, ignored, Larger(), o[16]);
+  const int warp_sum = WarpReduce(warp_reduce_storage[t / 32]).Sum(x);
+  __syncwarp();
+  const int warp_first_10 = WarpReduce(warp_reduce_storage[t / 32]).Sum(x, 10);
+  if (t % 32 == 0) b[3 + t / 32] = warp_sum;
+  if (t == 0) b[7] = warp_first_10;
+  HalfWarpScan(warp_scan_storage[t / 16]).InclusiveSum(x, o[7], o[8]);
+  __syncwarp();
+  o[9] = HalfWarpScan(warp_scan_storage[t / 16]).Broadcast(x, 3);
+  __syncwarp();
+  HalfWarpScan(warp_scan_storage[t / 16]).ExclusiveSum(x, o[11]);
+  __syncwarp();
+  HalfWarpScan(warp_scan_storage[t / 16]).InclusiveScan(x, o[12], 50, Larger());
+  __syncwarp();
+  HalfWarpScan(warp_scan_storage[t / 16]).ExclusiveScan(x, o[13], Larger());
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1227,7 +1309,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 39> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 40> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1266,6 +1348,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 39> kSuite = {{
     {"find_nth_set", kFindNthSet},
     {"simd_intrinsics", kSimdIntrinsics},
     {"dpx_intrinsics", kDpxIntrinsics},
+    {"cub_collectives", kCubCollectives},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
