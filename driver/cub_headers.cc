@@ -194,6 +194,14 @@ class Scans {
   }
 };
 
+// A block's own TempStorage of a collective built without one, as CUB's default
+// constructors take: one per block (and per type), in its shared memory.
+template <typename Storage>
+__device__ inline Storage& PrivateStorage() {
+  __shared__ Storage storage;
+  return storage;
+}
+
 struct BlockBarrier {
   __device__ void operator()() const { __syncthreads(); }
 };
@@ -223,6 +231,7 @@ class BlockReduce {
   static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
   struct TempStorage : gpucmd_detail::Items<T, BLOCK_THREADS> {};
 
+  __device__ BlockReduce() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
   __device__ explicit BlockReduce(TempStorage& storage) : storage_(storage) {}
 
   template <typename ReductionOp>
@@ -258,6 +267,7 @@ class BlockScan : public gpucmd_detail::Scans<T, BlockScan<T, BLOCK_DIM_X, ALGOR
   static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
   struct TempStorage : gpucmd_detail::Items<T, BLOCK_THREADS> {};
 
+  __device__ BlockScan() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
   __device__ explicit BlockScan(TempStorage& storage) : storage_(storage) {}
 
  private:
@@ -327,6 +337,287 @@ class WarpScan : public gpucmd_detail::Scans<T, WarpScan<T, LOGICAL_WARP_THREADS
   TempStorage& storage_;
 };
 
+// Loads and stores of a block's tile: thread t's items are the tile's t*N..t*N+N-1
+// (blocked) or t, t+T, ... (striped: BLOCK_LOAD_STRIPED and BLOCK_STORE_STRIPED), as
+// CUB's algorithms leave them; the other algorithms differ on a GPU only in how they read.
+enum BlockLoadAlgorithm {
+  BLOCK_LOAD_DIRECT,
+  BLOCK_LOAD_STRIPED,
+  BLOCK_LOAD_VECTORIZE,
+  BLOCK_LOAD_TRANSPOSE,
+  BLOCK_LOAD_WARP_TRANSPOSE,
+  BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED,
+};
+enum BlockStoreAlgorithm {
+  BLOCK_STORE_DIRECT,
+  BLOCK_STORE_STRIPED,
+  BLOCK_STORE_VECTORIZE,
+  BLOCK_STORE_TRANSPOSE,
+  BLOCK_STORE_WARP_TRANSPOSE,
+  BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED,
+};
+
+template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
+__device__ inline void LoadDirectStriped(int linear_tid, InputIteratorT block_itr,
+                                         T (&items)[ITEMS_PER_THREAD]) {
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    items[i] = block_itr[linear_tid + i * BLOCK_THREADS];
+  }
+}
+template <typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
+__device__ inline void LoadDirectBlocked(int linear_tid, InputIteratorT block_itr,
+                                         T (&items)[ITEMS_PER_THREAD]) {
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    items[i] = block_itr[linear_tid * ITEMS_PER_THREAD + i];
+  }
+}
+template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
+__device__ inline void StoreDirectStriped(int linear_tid, OutputIteratorT block_itr,
+                                          T (&items)[ITEMS_PER_THREAD]) {
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    block_itr[linear_tid + i * BLOCK_THREADS] = items[i];
+  }
+}
+template <typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
+__device__ inline void StoreDirectBlocked(int linear_tid, OutputIteratorT block_itr,
+                                          T (&items)[ITEMS_PER_THREAD]) {
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    block_itr[linear_tid * ITEMS_PER_THREAD + i] = items[i];
+  }
+}
+
+namespace gpucmd_detail {
+// Where item `i` of thread `rank` sits in a tile.
+template <bool kStriped, int kThreads, int kItems>
+__device__ inline int TilePlace(int rank, int i) {
+  return kStriped ? rank + i * kThreads : rank * kItems + i;
+}
+struct NoStorage {};
+}  // namespace gpucmd_detail
+
+template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
+          BlockLoadAlgorithm ALGORITHM = BLOCK_LOAD_DIRECT, int BLOCK_DIM_Y = 1,
+          int BLOCK_DIM_Z = 1>
+class BlockLoad {
+ public:
+  struct TempStorage : gpucmd_detail::NoStorage {};
+  __device__ BlockLoad() {}
+  __device__ explicit BlockLoad(TempStorage&) {}
+
+  template <typename InputIteratorT>
+  __device__ void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) {
+    Load(block_itr, items, kTile);
+  }
+  // Only the tile's first `valid_items`; the others are left as they were...
+  template <typename InputIteratorT>
+  __device__ void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
+    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      const int place = gpucmd_detail::TilePlace<kStriped, kThreads, ITEMS_PER_THREAD>(rank, i);
+      if (place < valid_items) items[i] = block_itr[place];
+    }
+  }
+  // ... or `oob_default`.
+  template <typename InputIteratorT, typename DefaultT>
+  __device__ void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items,
+                       DefaultT oob_default) {
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = oob_default;
+    Load(block_itr, items, valid_items);
+  }
+
+ private:
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+  static constexpr int kTile = kThreads * ITEMS_PER_THREAD;
+  static constexpr bool kStriped = ALGORITHM == BLOCK_LOAD_STRIPED;
+};
+
+template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
+          BlockStoreAlgorithm ALGORITHM = BLOCK_STORE_DIRECT, int BLOCK_DIM_Y = 1,
+          int BLOCK_DIM_Z = 1>
+class BlockStore {
+ public:
+  struct TempStorage : gpucmd_detail::NoStorage {};
+  __device__ BlockStore() {}
+  __device__ explicit BlockStore(TempStorage&) {}
+
+  template <typename OutputIteratorT>
+  __device__ void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) {
+    Store(block_itr, items, kTile);
+  }
+  // Only the tile's first `valid_items`.
+  template <typename OutputIteratorT>
+  __device__ void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
+    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      const int place = gpucmd_detail::TilePlace<kStriped, kThreads, ITEMS_PER_THREAD>(rank, i);
+      if (place < valid_items) block_itr[place] = items[i];
+    }
+  }
+
+ private:
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+  static constexpr int kTile = kThreads * ITEMS_PER_THREAD;
+  static constexpr bool kStriped = ALGORITHM == BLOCK_STORE_STRIPED;
+};
+
+struct NullType {};
+
+}  // namespace cub
+
+// The runtime's shared-memory bank sizes, which BlockRadixSort names among its parameters.
+enum cudaSharedMemConfig {
+  cudaSharedMemBankSizeDefault,
+  cudaSharedMemBankSizeFourByte,
+  cudaSharedMemBankSizeEightByte,
+};
+
+namespace cub {
+
+namespace gpucmd_detail {
+
+template <typename A, typename B>
+struct Same {
+  static constexpr bool kValue = false;
+};
+template <typename A>
+struct Same<A, A> {
+  static constexpr bool kValue = true;
+};
+
+// A key's bits as an unsigned integer whose order is the key's: integers' sign bit
+// flipped, floating-point values' sign bit flipped when clear and every bit flipped when
+// set, -0.0 taken as +0.0 (equal to it, as CUB's radix sort has them).
+template <typename Key>
+__device__ inline unsigned long long OrderedBits(Key key) {
+  constexpr int kBits = 8 * sizeof(Key);
+  constexpr unsigned long long kSign = 1ull << (kBits - 1);
+  constexpr unsigned long long kAll = kBits == 64 ? ~0ull : (1ull << kBits) - 1;
+  unsigned long long bits = 0;
+  __builtin_memcpy(&bits, &key, sizeof(Key));
+  if (static_cast<Key>(-1) > static_cast<Key>(0)) return bits;  // unsigned
+  if (static_cast<Key>(0.5) == static_cast<Key>(0)) return bits ^ kSign;  // signed integer
+  if (bits == kSign) bits = 0;  // -0.0
+  return (bits & kSign) != 0 ? ~bits & kAll : bits | kSign;
+}
+
+}  // namespace gpucmd_detail
+
+// Sorts a block's tile of keys (and values beside them) by the keys' bits [begin_bit,
+// end_bit), stably, into a blocked or striped arrangement: the block's threads put their
+// items in the TempStorage and the first thread sorts them there, digit by digit.
+template <typename KeyT, int BLOCK_DIM_X, int ITEMS_PER_THREAD, typename ValueT = NullType,
+          int RADIX_BITS = 4, bool MEMOIZE_OUTER_SCAN = true,
+          BlockScanAlgorithm INNER_SCAN_ALGORITHM = BLOCK_SCAN_WARP_SCANS,
+          cudaSharedMemConfig SMEM_CONFIG = cudaSharedMemBankSizeFourByte, int BLOCK_DIM_Y = 1,
+          int BLOCK_DIM_Z = 1>
+class BlockRadixSort {
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+  static constexpr int kTile = kThreads * ITEMS_PER_THREAD;
+
+ public:
+  struct TempStorage {
+    gpucmd_detail::Items<KeyT, kTile> keys;
+    gpucmd_detail::Items<ValueT, kTile> values;
+    unsigned long long bits[2][kTile];
+    int order[2][kTile];
+    int sorted;  // which of bits and order SortTile left sorted
+  };
+  __device__ BlockRadixSort() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
+  __device__ explicit BlockRadixSort(TempStorage& storage) : storage_(storage) {}
+
+  __device__ void Sort(KeyT (&keys)[ITEMS_PER_THREAD], int begin_bit = 0,
+                       int end_bit = sizeof(KeyT) * 8) {
+    CheckKeysOnly();
+    Run(keys, nullptr, begin_bit, end_bit, false, false);
+  }
+  __device__ void Sort(KeyT (&keys)[ITEMS_PER_THREAD], ValueT (&values)[ITEMS_PER_THREAD],
+                       int begin_bit = 0, int end_bit = sizeof(KeyT) * 8) {
+    Run(keys, &values, begin_bit, end_bit, false, false);
+  }
+  __device__ void SortDescending(KeyT (&keys)[ITEMS_PER_THREAD], int begin_bit = 0,
+                                 int end_bit = sizeof(KeyT) * 8) {
+    CheckKeysOnly();
+    Run(keys, nullptr, begin_bit, end_bit, true, false);
+  }
+  __device__ void SortDescending(KeyT (&keys)[ITEMS_PER_THREAD],
+                                 ValueT (&values)[ITEMS_PER_THREAD], int begin_bit = 0,
+                                 int end_bit = sizeof(KeyT) * 8) {
+    Run(keys, &values, begin_bit, end_bit, true, false);
+  }
+  __device__ void SortBlockedToStriped(KeyT (&keys)[ITEMS_PER_THREAD], int begin_bit = 0,
+                                       int end_bit = sizeof(KeyT) * 8) {
+    CheckKeysOnly();
+    Run(keys, nullptr, begin_bit, end_bit, false, true);
+  }
+  __device__ void SortBlockedToStriped(KeyT (&keys)[ITEMS_PER_THREAD],
+                                       ValueT (&values)[ITEMS_PER_THREAD], int begin_bit = 0,
+                                       int end_bit = sizeof(KeyT) * 8) {
+    Run(keys, &values, begin_bit, end_bit, false, true);
+  }
+  __device__ void SortDescendingBlockedToStriped(KeyT (&keys)[ITEMS_PER_THREAD],
+                                                 int begin_bit = 0,
+                                                 int end_bit = sizeof(KeyT) * 8) {
+    CheckKeysOnly();
+    Run(keys, nullptr, begin_bit, end_bit, true, true);
+  }
+  __device__ void SortDescendingBlockedToStriped(KeyT (&keys)[ITEMS_PER_THREAD],
+                                                 ValueT (&values)[ITEMS_PER_THREAD],
+                                                 int begin_bit = 0,
+                                                 int end_bit = sizeof(KeyT) * 8) {
+    Run(keys, &values, begin_bit, end_bit, true, true);
+  }
+
+ private:
+  // As CUB's, a sort of keys alone is one declared without a ValueT.
+  __device__ static void CheckKeysOnly() {
+    static_assert(gpucmd_detail::Same<ValueT, NullType>::kValue,
+                  "a BlockRadixSort of keys alone is declared without a ValueT");
+  }
+  __device__ void Run(KeyT (&keys)[ITEMS_PER_THREAD], ValueT (*values)[ITEMS_PER_THREAD],
+                      int begin_bit, int end_bit, bool descending, bool to_striped) {
+    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      const int place = rank * ITEMS_PER_THREAD + i;
+      storage_.keys.items()[place] = keys[i];
+      if (values != nullptr) storage_.values.items()[place] = (*values)[i];
+      const unsigned long long bits = gpucmd_detail::OrderedBits(keys[i]);
+      storage_.bits[0][place] = descending ? ~bits : bits;
+      storage_.order[0][place] = place;
+    }
+    __syncthreads();
+    if (rank == 0) SortTile(begin_bit, end_bit);
+    __syncthreads();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      const int place = to_striped ? rank + i * kThreads : rank * ITEMS_PER_THREAD + i;
+      const int from = storage_.order[storage_.sorted][place];
+      keys[i] = storage_.keys.items()[from];
+      if (values != nullptr) (*values)[i] = storage_.values.items()[from];
+    }
+  }
+
+  // A stable counting sort of bits[0] and order[0] per RADIX_BITS digit of [begin_bit,
+  // end_bit), lowest first; the result in bits[sorted] and order[sorted].
+  __device__ void SortTile(int begin_bit, int end_bit) {
+    int from = 0;
+    for (int shift = begin_bit; shift < end_bit; shift += RADIX_BITS) {
+      const int width = end_bit - shift < RADIX_BITS ? end_bit - shift : RADIX_BITS;
+      const unsigned long long mask = (1ull << width) - 1;
+      int starts[(1 << RADIX_BITS) + 1] = {};
+      for (int p = 0; p < kTile; ++p) ++starts[((storage_.bits[from][p] >> shift) & mask) + 1];
+      for (int d = 1; d <= (1 << RADIX_BITS); ++d) starts[d] += starts[d - 1];
+      for (int p = 0; p < kTile; ++p) {
+        const int to = starts[(storage_.bits[from][p] >> shift) & mask]++;
+        storage_.bits[1 - from][to] = storage_.bits[from][p];
+        storage_.order[1 - from][to] = storage_.order[from][p];
+      }
+      from = 1 - from;
+    }
+    storage_.sorted = from;
+  }
+
+  TempStorage& storage_;
+};
+
 }  // namespace cub
 #endif  // GPUCMD_CUB_COLLECTIVES_
 )CUB";
@@ -336,8 +627,10 @@ class WarpScan : public gpucmd_detail::Scans<T, WarpScan<T, LOGICAL_WARP_THREADS
 const std::vector<std::pair<std::string, std::string>>& CubHeaders() {
   static const auto* const kHeaders = [] {
     auto* headers = new std::vector<std::pair<std::string, std::string>>;
-    for (const char* name : {"cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
-                             "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh"}) {
+    for (const char* name :
+         {"cub/block/block_reduce.cuh", "cub/block/block_scan.cuh", "cub/block/block_load.cuh",
+          "cub/block/block_store.cuh", "cub/block/block_radix_sort.cuh", "cub/warp/warp_reduce.cuh",
+          "cub/warp/warp_scan.cuh"}) {
       headers->emplace_back(name, kCollectives);
     }
     return headers;

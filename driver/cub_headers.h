@@ -3,18 +3,22 @@
 
 // CUB's block- and warp-wide collectives, for the drivers whose toolkit offers no CUB a
 // kernel can include (the CPU driver; HIP 5.2, which ships no hipCUB):
-// <cub/block/block_reduce.cuh>, <cub/block/block_scan.cuh>, <cub/warp/warp_reduce.cuh> and
-// <cub/warp/warp_scan.cuh> declare cub::BlockReduce, cub::BlockScan, cub::WarpReduce and
-// cub::WarpScan with CUB's template parameters, TempStorage and methods (reductions with
-// and without a count of valid items, and over several items per thread; inclusive and
-// exclusive sums and scans, with an initial value and the aggregate, over one or several
-// items per thread; a warp's Broadcast), under CUB's contract: a result that CUB defines
-// only in thread or lane 0 is defined there only, and a TempStorage is reused only after
-// a barrier. They are written over __syncthreads and __syncwarp: the threads meet in the
-// TempStorage, where the first thread reduces or scans their items in order (so an
-// operator need not commute). NVRTC uses the CUDA toolkit's own CUB, whose <cub/cub.cuh>
-// also declares host code that NVRTC refuses, so none of the drivers offers that header:
-// a kernel includes the collectives' own.
+// <cub/block/block_reduce.cuh>, <cub/block/block_scan.cuh>, <cub/block/block_load.cuh>,
+// <cub/block/block_store.cuh>, <cub/block/block_radix_sort.cuh>,
+// <cub/warp/warp_reduce.cuh> and <cub/warp/warp_scan.cuh> declare cub::BlockReduce,
+// cub::BlockScan, cub::BlockLoad, cub::BlockStore, cub::BlockRadixSort, cub::WarpReduce
+// and cub::WarpScan with CUB's template parameters, TempStorage and methods (reductions
+// with and without a count of valid items, and over several items per thread; inclusive
+// and exclusive sums and scans, with an initial value and the aggregate, over one or
+// several items per thread; a warp's Broadcast; a tile's loads and stores, blocked or
+// striped; stable radix sorts of keys, and of keys with values, by a range of their
+// bits), under CUB's contract: a result that CUB defines only in thread or lane 0 is
+// defined there only, and a TempStorage is reused only after a barrier. They are written
+// over __syncthreads and __syncwarp: the threads meet in the TempStorage, where the first
+// thread reduces, scans or sorts their items in order (so an operator need not commute).
+// NVRTC uses the CUDA toolkit's own CUB, whose <cub/cub.cuh> also declares host code that
+// NVRTC refuses, so none of the drivers offers that header: a kernel includes the
+// collectives' own.
 
 #include <string>
 #include <utility>

@@ -1546,6 +1546,69 @@ TEST_F(KernelTest, CubCollectivesReduceAndScanBlocksAndWarps) {
   }
 }
 
+// CUB's tile loads, stores and radix sorts (kCubSorts) over two tiles of 256, each
+// output against a stable sort of the same tile on the host.
+TEST_F(KernelTest, CubSortsTilesStablyAsCubDoes) {
+  constexpr int kThreads = 64, kItems = 4, kTile = kThreads * kItems, kTiles = 2;
+  std::vector<int> keys = RandomInts(kTile * kTiles, 73, -40, 40);  // many equal keys
+  keys[5] = std::numeric_limits<int>::min();
+  keys[6] = std::numeric_limits<int>::max();
+  std::vector<float> floats = RandomFloats(kTile * kTiles, 79);
+  floats[0] = -0.0f;  // equal to +0.0f: the two keep their order
+  floats[1] = 0.0f;
+  floats[2] = -std::numeric_limits<float>::infinity();
+  floats[3] = -1e-30f;
+  std::string id = MustCompile(kCubSorts, "cub_sorts");
+  Buffer dkeys = Upload(keys), dfloats = Upload(floats);
+  const size_t bytes = keys.size() * sizeof(int);
+  Buffer sorted = Zeros(bytes), positions = Zeros(bytes), sorted_floats = Zeros(bytes);
+  Buffer low_bits = Zeros(bytes), striped = Zeros(bytes);
+  ASSERT_TRUE(session_
+                  ->Launch(id, {MakeDim3(kTiles), MakeDim3(kThreads)},
+                           {BufferArgument(dkeys, v1::ACCESS_READ),
+                            BufferArgument(dfloats, v1::ACCESS_READ),
+                            BufferArgument(sorted, v1::ACCESS_WRITE),
+                            BufferArgument(positions, v1::ACCESS_WRITE),
+                            BufferArgument(sorted_floats, v1::ACCESS_WRITE),
+                            BufferArgument(low_bits, v1::ACCESS_WRITE),
+                            BufferArgument(striped, v1::ACCESS_WRITE)})
+                  .ok());
+  const std::vector<int> got_keys = Download<int>(sorted), got_positions = Download<int>(positions);
+  const std::vector<int> got_low = Download<int>(low_bits), got_striped = Download<int>(striped);
+  const std::vector<float> got_floats = Download<float>(sorted_floats);
+  for (int tile = 0; tile < kTiles; ++tile) {
+    SCOPED_TRACE(absl::StrCat("tile ", tile));
+    const int first = tile * kTile;
+    std::vector<int> order(kTile);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return keys[first + x] < keys[first + y]; });
+    std::vector<int> want_keys, low;
+    for (int position : order) want_keys.push_back(keys[first + position]);
+    EXPECT_EQ(std::vector<int>(got_keys.begin() + first, got_keys.begin() + first + kTile),
+              want_keys);
+    EXPECT_EQ(
+        std::vector<int>(got_positions.begin() + first, got_positions.begin() + first + kTile),
+        order);
+    EXPECT_EQ(std::vector<int>(got_striped.begin() + first, got_striped.begin() + first + kTile),
+              want_keys);
+    low.assign(keys.begin() + first, keys.begin() + first + kTile);
+    std::stable_sort(low.begin(), low.end(), [](int x, int y) { return (x & 15) < (y & 15); });
+    EXPECT_EQ(std::vector<int>(got_low.begin() + first, got_low.begin() + first + kTile), low);
+    // A striped load: thread t's items are the tile's t, t + 64, ...; the sort's order of
+    // equal keys is theirs.
+    std::vector<float> loaded;
+    for (int t = 0; t < kThreads; ++t) {
+      for (int i = 0; i < kItems; ++i) loaded.push_back(floats[first + t + i * kThreads]);
+    }
+    std::stable_sort(loaded.begin(), loaded.end(), std::greater<float>());
+    for (int i = 0; i < kTile; ++i) {
+      EXPECT_EQ(std::signbit(got_floats[first + i]), std::signbit(loaded[i])) << i;
+      EXPECT_EQ(got_floats[first + i], loaded[i]) << i;
+    }
+  }
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -969,6 +969,55 @@ extern "C" __global__ void cub_collectives(const int* in, int* out, int* block_o
   HalfWarpScan(warp_scan_storage[t / 16]).ExclusiveScan(x, o[13], Larger());
 })CUDA";
 
+// CUB's tile loads, stores and radix sorts over blocks of 64 threads with 4 items each (a
+// tile of 256 per block): int keys sorted with their positions in the tile as values,
+// floats sorted descending, the keys sorted by their low 4 bits only, and the keys sorted
+// into a striped arrangement; every output written in tile order.
+inline constexpr char kCubSorts[] = R"CUDA(
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_store.cuh>
+extern "C" __global__ void cub_sorts(const int* keys_in, const float* floats_in,
+                                     int* sorted_keys, int* sorted_positions,
+                                     float* sorted_floats, int* low_bits_sorted,
+                                     int* striped_keys) {
+  using Load = cub::BlockLoad<int, 64, 4, cub::BLOCK_LOAD_TRANSPOSE>;
+  using LoadStriped = cub::BlockLoad<float, 64, 4, cub::BLOCK_LOAD_STRIPED>;
+  using Sort = cub::BlockRadixSort<int, 64, 4, int>;
+  using SortKeys = cub::BlockRadixSort<int, 64, 4>;
+  using SortFloats = cub::BlockRadixSort<float, 64, 4>;
+  using Store = cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using StoreStriped = cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_STRIPED>;
+  __shared__ typename Load::TempStorage load_storage;
+  __shared__ typename Sort::TempStorage sort_storage;
+  __shared__ typename SortKeys::TempStorage keys_storage;
+  __shared__ typename Store::TempStorage store_storage;
+  const int tile = blockIdx.x * 256;
+  int keys[4], positions[4];
+  Load(load_storage).Load(keys_in + tile, keys);
+  for (int i = 0; i < 4; ++i) positions[i] = threadIdx.x * 4 + i;
+  __syncthreads();
+  Sort(sort_storage).Sort(keys, positions);
+  __syncthreads();
+  Store(store_storage).Store(sorted_keys + tile, keys);
+  __syncthreads();
+  Store(store_storage).Store(sorted_positions + tile, positions);
+  float floats[4];
+  LoadStriped().Load(floats_in + tile, floats);
+  SortFloats().SortDescending(floats);
+  cub::StoreDirectBlocked(threadIdx.x, sorted_floats + tile, floats);
+  int low[4];
+  cub::LoadDirectBlocked(threadIdx.x, keys_in + tile, low);
+  SortKeys(keys_storage).Sort(low, 0, 4);
+  cub::StoreDirectBlocked(threadIdx.x, low_bits_sorted + tile, low);
+  int striped[4];
+  __syncthreads();
+  Load(load_storage).Load(keys_in + tile, striped);
+  __syncthreads();
+  SortKeys(keys_storage).SortBlockedToStriped(striped);
+  StoreStriped().Store(striped_keys + tile, striped);
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1309,7 +1358,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 40> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 41> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1349,6 +1398,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 40> kSuite = {{
     {"simd_intrinsics", kSimdIntrinsics},
     {"dpx_intrinsics", kDpxIntrinsics},
     {"cub_collectives", kCubCollectives},
+    {"cub_sorts", kCubSorts},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
