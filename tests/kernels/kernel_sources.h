@@ -917,7 +917,7 @@ extern "C" __global__ void cub_collectives(const int* in, int* out, int* block_o
   const int x = in[i];
   int* o = out + i * 17;
   int* b = block_out + blockIdx.x * 10;
-  const int sum = BlockReduce(reduce_storage).Sum(x);
+  const int sum = BlockReduce().Sum(x);  // its own TempStorage
   __syncthreads();
   const int largest = BlockReduce(reduce_storage).Reduce(x, Larger());
   __syncthreads();
@@ -952,7 +952,7 @@ extern "C" __global__ void cub_collectives(const int* in, int* out, int* block_o
   o[15] = again[0];
   __syncthreads();
   int ignored;
-  BlockScan(scan_storage).InclusiveScan(x, ignored, Larger(), o[16]);
+  BlockScan().InclusiveScan(x, ignored, Larger(), o[16]);  // its own TempStorage
   const int warp_sum = WarpReduce(warp_reduce_storage[t / 32]).Sum(x);
   __syncwarp();
   const int warp_first_10 = WarpReduce(warp_reduce_storage[t / 32]).Sum(x, 10);
