@@ -387,10 +387,15 @@ __device__ inline void StoreDirectBlocked(int linear_tid, OutputIteratorT block_
 }
 
 namespace gpucmd_detail {
-// Where item `i` of thread `rank` sits in a tile.
-template <bool kStriped, int kThreads, int kItems>
-__device__ inline int TilePlace(int rank, int i) {
-  return kStriped ? rank + i * kThreads : rank * kItems + i;
+// Calls visit(place, i) for each item i of the calling thread whose place in a tile of
+// kThreads x kItems, blocked or striped, is before `valid`.
+template <int kDimX, int kDimY, int kThreads, int kItems, bool kStriped, typename Visit>
+__device__ inline void ForEachPlace(int valid, Visit visit) {
+  const int rank = BlockRank<kDimX, kDimY>();
+  for (int i = 0; i < kItems; ++i) {
+    const int place = kStriped ? rank + i * kThreads : rank * kItems + i;
+    if (place < valid) visit(place, i);
+  }
 }
 struct NoStorage {};
 }  // namespace gpucmd_detail
@@ -411,11 +416,8 @@ class BlockLoad {
   // Only the tile's first `valid_items`; the others are left as they were...
   template <typename InputIteratorT>
   __device__ void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
-    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-      const int place = gpucmd_detail::TilePlace<kStriped, kThreads, ITEMS_PER_THREAD>(rank, i);
-      if (place < valid_items) items[i] = block_itr[place];
-    }
+    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD, kStriped>(
+        valid_items, [&](int place, int i) { items[i] = block_itr[place]; });
   }
   // ... or `oob_default`.
   template <typename InputIteratorT, typename DefaultT>
@@ -447,11 +449,8 @@ class BlockStore {
   // Only the tile's first `valid_items`.
   template <typename OutputIteratorT>
   __device__ void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
-    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-      const int place = gpucmd_detail::TilePlace<kStriped, kThreads, ITEMS_PER_THREAD>(rank, i);
-      if (place < valid_items) block_itr[place] = items[i];
-    }
+    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD, kStriped>(
+        valid_items, [&](int place, int i) { block_itr[place] = items[i]; });
   }
 
  private:
