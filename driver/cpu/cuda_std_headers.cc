@@ -387,6 +387,79 @@ as_writable_bytes(span<T, N> s) noexcept {
 }  // namespace cuda
 )HEADER";
 
+// <cuda/functional>: libcu++'s function objects beyond the standard's.
+constexpr char kFunctional[] = R"HEADER(#pragma once
+#include <cuda/std/functional>
+namespace cuda {
+// The larger and the smaller of two values, as libcu++'s maximum and minimum (which CUB's
+// collectives take as operators).
+template <typename T = void>
+struct maximum {
+  __device__ constexpr T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+template <>
+struct maximum<void> {
+  template <typename A, typename B>
+  __device__ constexpr ::std::common_type_t<A, B> operator()(const A& a, const B& b) const {
+    return a < b ? b : a;
+  }
+};
+template <typename T = void>
+struct minimum {
+  __device__ constexpr T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+template <>
+struct minimum<void> {
+  template <typename A, typename B>
+  __device__ constexpr ::std::common_type_t<A, B> operator()(const A& a, const B& b) const {
+    return b < a ? b : a;
+  }
+};
+}  // namespace cuda
+)HEADER";
+
+// <cuda/cmath>: libcu++'s integer arithmetic for sizes and grids, on non-negative values
+// and positive divisors, as libcu++ requires.
+constexpr char kCmath[] = R"HEADER(#pragma once
+#include <cuda/std/cmath>
+#include <cuda/std/type_traits>
+namespace cuda {
+// a / b rounded up, without overflowing where a + b - 1 would.
+template <typename T, typename U,
+          typename = ::std::enable_if_t<::std::is_integral_v<T> && ::std::is_integral_v<U>>>
+__device__ constexpr ::std::common_type_t<T, U> ceil_div(const T a, const U b) noexcept {
+  using Unsigned = ::std::make_unsigned_t<decltype(T{} / U{})>;
+  const auto dividend = static_cast<Unsigned>(a), divisor = static_cast<Unsigned>(b);
+  const Unsigned quotient = dividend / divisor;
+  return static_cast<::std::common_type_t<T, U>>(quotient + (quotient * divisor != dividend));
+}
+// a rounded up, and down, to a multiple of b.
+template <typename T, typename U,
+          typename = ::std::enable_if_t<::std::is_integral_v<T> && ::std::is_integral_v<U>>>
+__device__ constexpr ::std::common_type_t<T, U> round_up(const T a, const U b) noexcept {
+  return static_cast<::std::common_type_t<T, U>>(::cuda::ceil_div(a, b) * b);
+}
+template <typename T, typename U,
+          typename = ::std::enable_if_t<::std::is_integral_v<T> && ::std::is_integral_v<U>>>
+__device__ constexpr ::std::common_type_t<T, U> round_down(const T a, const U b) noexcept {
+  return static_cast<::std::common_type_t<T, U>>(a / b * b);
+}
+// The integer logarithms of a positive value, rounded down.
+template <typename T, typename = ::std::enable_if_t<::std::is_integral_v<T>>>
+__device__ constexpr int ilog2(T t) noexcept {
+  int log = -1;
+  for (auto rest = static_cast<::std::make_unsigned_t<T>>(t); rest != 0; rest >>= 1) ++log;
+  return log;
+}
+template <typename T, typename = ::std::enable_if_t<::std::is_integral_v<T>>>
+__device__ constexpr int ilog10(T t) noexcept {
+  int log = -1;
+  for (auto rest = static_cast<::std::make_unsigned_t<T>>(t); rest != 0; rest /= 10) ++log;
+  return log;
+}
+}  // namespace cuda
+)HEADER";
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& CudaStdHeaders() {
@@ -397,6 +470,8 @@ const std::vector<std::pair<std::string, std::string>>& CudaStdHeaders() {
         {"cuda/std/bit", kBit},
         {"cuda/std/span", kSpan},
         {"cuda/atomic", kScopedAtomic},
+        {"cuda/functional", kFunctional},
+        {"cuda/cmath", kCmath},
     };
     for (const char* name : kHostHeaders) {
       headers->emplace_back(absl::StrCat("cuda/std/", name),

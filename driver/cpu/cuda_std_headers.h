@@ -7,8 +7,9 @@
 // `cuda::std` is the host's standard library (C++17), with what libcu++ adds to it in
 // C++17 declared here: std::atomic_ref, the <bit> functions, std::span, and in
 // <cuda/atomic> the scoped `cuda::atomic` and `cuda::atomic_ref` with fetch_min and
-// fetch_max (every scope is the whole device's: the blocks share memory). HIP 5.2 has no
-// libcu++.
+// fetch_max (every scope is the whole device's: the blocks share memory), and
+// <cuda/functional>'s maximum and minimum and <cuda/cmath>'s ceil_div, round_up,
+// round_down, ilog2 and ilog10. HIP 5.2 has no libcu++.
 
 #include <string>
 #include <utility>

@@ -1609,6 +1609,41 @@ TEST_F(KernelTest, CubSortsTilesStablyAsCubDoes) {
   }
 }
 
+// libcu++'s <cuda/cmath> and <cuda/functional> (kLibcudacxxArithmetic), against the same
+// arithmetic on the host, and cuda::maximum and cuda::minimum as CUB's operators.
+TEST_F(KernelTest, LibcudacxxIntegerArithmeticAndFunctionObjects) {
+  constexpr int kN = 64;
+  std::vector<int> a = RandomInts(kN, 83, 0, 1000000), b = RandomInts(kN, 89, 1, 1000);
+  a[0] = 0;
+  a[1] = 1000;
+  b[1] = 10;  // exact: ceil_div, round_up and round_down agree
+  std::string id = MustCompile(kLibcudacxxArithmetic, "libcudacxx_arithmetic");
+  Buffer da = Upload(a), db = Upload(b), out = Zeros(kN * 6 * sizeof(int));
+  Buffer block_out = Zeros(5 * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(
+              id, {MakeDim3(1), MakeDim3(kN)},
+              {BufferArgument(da, v1::ACCESS_READ), BufferArgument(db, v1::ACCESS_READ),
+               BufferArgument(out, v1::ACCESS_WRITE), BufferArgument(block_out, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<int> got = Download<int>(out);
+  for (int t = 0; t < kN; ++t) {
+    SCOPED_TRACE(absl::StrCat(a[t], " by ", b[t]));
+    const int up = (a[t] + b[t] - 1) / b[t];
+    EXPECT_EQ(got[t * 6 + 0], up);
+    EXPECT_EQ(got[t * 6 + 1], up * b[t]);
+    EXPECT_EQ(got[t * 6 + 2], a[t] / b[t] * b[t]);
+    EXPECT_EQ(got[t * 6 + 3], a[t] > 0 ? static_cast<int>(std::floor(std::log2(a[t]))) : -1);
+    EXPECT_EQ(got[t * 6 + 4], a[t] > 0 ? static_cast<int>(std::to_string(a[t]).size()) - 1 : -1);
+    EXPECT_EQ(got[t * 6 + 5], std::abs(a[t] - b[t]));
+  }
+  EXPECT_EQ(Download<unsigned>(block_out),
+            (std::vector<unsigned>{static_cast<unsigned>(*std::max_element(a.begin(), a.end())),
+                                   static_cast<unsigned>(*std::min_element(a.begin(), a.end())), 1u,
+                                   2147483648u, 40u}));
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -1208,11 +1208,45 @@ extern "C" __global__ void libcudacxx(const int* in, int* out, unsigned long lon
 
 // Kernels NVRTC and the CPU driver build and hiprtc (HIP 5.2) cannot: it lacks what they
 // use.
-inline constexpr std::array<std::pair<const char*, const char*>, 4> kBeyondHiprtc = {{
+// libcu++'s integer arithmetic and function objects: per thread of one block of 64
+// (out[t * 6 + k]) ceil_div, round_up, round_down of a[t] by b[t], ilog2 and ilog10 of
+// a[t] (-1 for 0), and maximum minus minimum of the two; block_out the block's largest and
+// smallest a[t] through CUB with cuda::maximum and cuda::minimum, two ceil_divs whose
+// a + b - 1 would overflow, and ilog2(2^40).
+inline constexpr char kLibcudacxxArithmetic[] = R"CUDA(
+#include <cub/block/block_reduce.cuh>
+#include <cuda/cmath>
+#include <cuda/functional>
+extern "C" __global__ void libcudacxx_arithmetic(const int* a, const int* b, int* out,
+                                                 unsigned* block_out) {
+  const int t = threadIdx.x, x = a[t], y = b[t];
+  int* o = out + t * 6;
+  o[0] = cuda::ceil_div(x, y);
+  o[1] = cuda::round_up(x, y);
+  o[2] = cuda::round_down(x, y);
+  o[3] = x > 0 ? cuda::ilog2(x) : -1;
+  o[4] = x > 0 ? cuda::ilog10(x) : -1;
+  o[5] = cuda::maximum<>{}(x, y) - cuda::minimum<int>{}(x, y);
+  using BlockReduce = cub::BlockReduce<int, 64>;
+  __shared__ typename BlockReduce::TempStorage storage;
+  const int largest = BlockReduce(storage).Reduce(x, cuda::maximum<>{});
+  __syncthreads();
+  const int smallest = BlockReduce(storage).Reduce(x, cuda::minimum<>{});
+  if (t == 0) {
+    block_out[0] = largest;
+    block_out[1] = smallest;
+    block_out[2] = cuda::ceil_div(4294967295u, 4294967295u);
+    block_out[3] = cuda::ceil_div(4294967295u, 2u);
+    block_out[4] = cuda::ilog2(1ull << 40);
+  }
+})CUDA";
+
+inline constexpr std::array<std::pair<const char*, const char*>, 5> kBeyondHiprtc = {{
     {"directed_roundings", kDirectedRoundings},
     {"trapping", kTrapping},
     {"half_extras", kHalfExtras},
     {"libcudacxx", kLibcudacxx},
+    {"libcudacxx_arithmetic", kLibcudacxxArithmetic},
 }};
 
 // Code NVRTC refuses in a kernel's source that a host compiler takes, the entry point "k"
