@@ -617,6 +617,241 @@ class BlockRadixSort {
   TempStorage& storage_;
 };
 
+namespace gpucmd_detail {
+// Where item `i` of thread `rank` sits in a tile of kThreads x kItems: blocked, striped,
+// or warp-striped (each warp's run of the tile striped across its lanes).
+enum class Arrangement { kBlocked, kStriped, kWarpStriped };
+template <int kThreads, int kItems>
+__device__ inline int PlaceIn(Arrangement arrangement, int rank, int i) {
+  constexpr int kWarp = kThreads < 32 ? kThreads : 32;
+  switch (arrangement) {
+    case Arrangement::kStriped:
+      return rank + i * kThreads;
+    case Arrangement::kWarpStriped:
+      return rank / kWarp * kWarp * kItems + rank % kWarp + i * kWarp;
+    default:
+      return rank * kItems + i;
+  }
+}
+}  // namespace gpucmd_detail
+
+// Rearranges a block's tile between blocked, striped and warp-striped arrangements, or
+// from ranks each thread gives its items, through the TempStorage.
+template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, bool WARP_TIME_SLICING = false,
+          int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1>
+class BlockExchange {
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+  static constexpr const int* kNoRanks = nullptr;
+  using Arrangement = gpucmd_detail::Arrangement;
+
+ public:
+  struct TempStorage : gpucmd_detail::Items<T, kThreads * ITEMS_PER_THREAD> {};
+  __device__ BlockExchange() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
+  __device__ explicit BlockExchange(TempStorage& storage) : storage_(storage) {}
+
+  template <typename OutputT>
+  __device__ void BlockedToStriped(const T (&input)[ITEMS_PER_THREAD],
+                                   OutputT (&output)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kBlocked, kNoRanks, Arrangement::kStriped);
+  }
+  template <typename OutputT>
+  __device__ void StripedToBlocked(const T (&input)[ITEMS_PER_THREAD],
+                                   OutputT (&output)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kStriped, kNoRanks, Arrangement::kBlocked);
+  }
+  template <typename OutputT>
+  __device__ void BlockedToWarpStriped(const T (&input)[ITEMS_PER_THREAD],
+                                       OutputT (&output)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kBlocked, kNoRanks, Arrangement::kWarpStriped);
+  }
+  template <typename OutputT>
+  __device__ void WarpStripedToBlocked(const T (&input)[ITEMS_PER_THREAD],
+                                       OutputT (&output)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kWarpStriped, kNoRanks, Arrangement::kBlocked);
+  }
+  template <typename OutputT, typename OffsetT>
+  __device__ void ScatterToBlocked(const T (&input)[ITEMS_PER_THREAD],
+                                   OutputT (&output)[ITEMS_PER_THREAD],
+                                   OffsetT (&ranks)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kBlocked, ranks, Arrangement::kBlocked);
+  }
+  template <typename OutputT, typename OffsetT>
+  __device__ void ScatterToStriped(const T (&input)[ITEMS_PER_THREAD],
+                                   OutputT (&output)[ITEMS_PER_THREAD],
+                                   OffsetT (&ranks)[ITEMS_PER_THREAD]) {
+    Exchange(input, output, Arrangement::kBlocked, ranks, Arrangement::kStriped);
+  }
+
+ private:
+  // Each item put at its place in `from` (or at its rank, given `ranks`), then taken from
+  // its place in `to`.
+  template <typename OutputT, typename OffsetT>
+  __device__ void Exchange(const T (&input)[ITEMS_PER_THREAD], OutputT (&output)[ITEMS_PER_THREAD],
+                           Arrangement from, const OffsetT* ranks, Arrangement to) {
+    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
+    T* items = storage_.items();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      const int place = ranks != nullptr ? static_cast<int>(ranks[i])
+                                         : gpucmd_detail::PlaceIn<kThreads, ITEMS_PER_THREAD>(
+                                               from, rank, i);
+      items[place] = input[i];
+    }
+    __syncthreads();
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      output[i] = items[gpucmd_detail::PlaceIn<kThreads, ITEMS_PER_THREAD>(to, rank, i)];
+    }
+  }
+
+  TempStorage& storage_;
+};
+
+enum BlockHistogramAlgorithm { BLOCK_HISTO_SORT, BLOCK_HISTO_ATOMIC };
+
+// Counts a block's items (each one a bin's index) into a histogram in shared or device
+// memory, with atomic additions.
+template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, int BINS,
+          BlockHistogramAlgorithm ALGORITHM = BLOCK_HISTO_SORT, int BLOCK_DIM_Y = 1,
+          int BLOCK_DIM_Z = 1>
+class BlockHistogram {
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+
+ public:
+  struct TempStorage : gpucmd_detail::NoStorage {};
+  __device__ BlockHistogram() {}
+  __device__ explicit BlockHistogram(TempStorage&) {}
+
+  // Zeroes the bins, the block's threads taking them in turn (no barrier).
+  template <typename CounterT>
+  __device__ void InitHistogram(CounterT histogram[BINS]) {
+    for (int bin = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>(); bin < BINS;
+         bin += kThreads) {
+      histogram[bin] = 0;
+    }
+  }
+  // The items counted into bins zeroed first.
+  template <typename CounterT>
+  __device__ void Histogram(T (&items)[ITEMS_PER_THREAD], CounterT histogram[BINS]) {
+    InitHistogram(histogram);
+    __syncthreads();
+    Composite(items, histogram);
+  }
+  // The items counted into the bins as they are.
+  template <typename CounterT>
+  __device__ void Composite(T (&items)[ITEMS_PER_THREAD], CounterT histogram[BINS]) {
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      atomicAdd(&histogram[static_cast<int>(items[i])], CounterT(1));
+    }
+  }
+};
+
+namespace gpucmd_detail {
+// A discontinuity operator's verdict on neighbours a and b, given b's place in the tile
+// when it takes one.
+template <typename Op, typename T>
+__device__ inline auto Flag(Op& op, const T& a, const T& b, int place, int)
+    -> decltype(static_cast<bool>(op(a, b, place))) {
+  return static_cast<bool>(op(a, b, place));
+}
+template <typename Op, typename T>
+__device__ inline bool Flag(Op& op, const T& a, const T& b, int, long) {
+  return static_cast<bool>(op(a, b));
+}
+}  // namespace gpucmd_detail
+
+// Flags the items of a block's blocked tile that differ from their predecessor (heads) or
+// successor (tails) by `flag_op`; the tile's first (last) item is flagged, or compared with
+// the given item before (after) the tile.
+template <typename T, int BLOCK_DIM_X, int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1>
+class BlockDiscontinuity {
+  static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+
+ public:
+  struct TempStorage : gpucmd_detail::Items<T, 2 * kThreads> {};
+  __device__ BlockDiscontinuity() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
+  __device__ explicit BlockDiscontinuity(TempStorage& storage) : storage_(storage) {}
+
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeads(FlagT (&head_flags)[ITEMS_PER_THREAD], T (&input)[ITEMS_PER_THREAD],
+                            FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, nullptr, nullptr, nullptr, input, flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeads(FlagT (&head_flags)[ITEMS_PER_THREAD], T (&input)[ITEMS_PER_THREAD],
+                            FlagOp flag_op, T tile_predecessor_item) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, &tile_predecessor_item, nullptr, nullptr, input,
+                                   flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagTails(FlagT (&tail_flags)[ITEMS_PER_THREAD], T (&input)[ITEMS_PER_THREAD],
+                            FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(nullptr, nullptr, &tail_flags, nullptr, input, flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagTails(FlagT (&tail_flags)[ITEMS_PER_THREAD], T (&input)[ITEMS_PER_THREAD],
+                            FlagOp flag_op, T tile_successor_item) {
+    Flags<ITEMS_PER_THREAD, FlagT>(nullptr, nullptr, &tail_flags, &tile_successor_item, input,
+                                   flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeadsAndTails(FlagT (&head_flags)[ITEMS_PER_THREAD],
+                                    FlagT (&tail_flags)[ITEMS_PER_THREAD],
+                                    T (&input)[ITEMS_PER_THREAD], FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, nullptr, &tail_flags, nullptr, input, flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeadsAndTails(FlagT (&head_flags)[ITEMS_PER_THREAD],
+                                    FlagT (&tail_flags)[ITEMS_PER_THREAD], T tile_successor_item,
+                                    T (&input)[ITEMS_PER_THREAD], FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, nullptr, &tail_flags, &tile_successor_item, input,
+                                   flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeadsAndTails(FlagT (&head_flags)[ITEMS_PER_THREAD],
+                                    T tile_predecessor_item, FlagT (&tail_flags)[ITEMS_PER_THREAD],
+                                    T (&input)[ITEMS_PER_THREAD], FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, &tile_predecessor_item, &tail_flags, nullptr, input,
+                                   flag_op);
+  }
+  template <int ITEMS_PER_THREAD, typename FlagT, typename FlagOp>
+  __device__ void FlagHeadsAndTails(FlagT (&head_flags)[ITEMS_PER_THREAD],
+                                    T tile_predecessor_item, FlagT (&tail_flags)[ITEMS_PER_THREAD],
+                                    T tile_successor_item, T (&input)[ITEMS_PER_THREAD],
+                                    FlagOp flag_op) {
+    Flags<ITEMS_PER_THREAD, FlagT>(&head_flags, &tile_predecessor_item, &tail_flags,
+                                   &tile_successor_item, input, flag_op);
+  }
+
+ private:
+  // The heads' and the tails' flags, where asked for: each thread's first and last items
+  // meet in the TempStorage, where the neighbouring threads read them.
+  template <int kItems, typename FlagT, typename FlagOp>
+  __device__ void Flags(FlagT (*heads)[kItems], const T* predecessor, FlagT (*tails)[kItems],
+                        const T* successor, T (&input)[kItems], FlagOp& flag_op) {
+    const int rank = gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>();
+    T* ends = storage_.items();  // [2r]: thread r's first item, [2r + 1]: its last
+    ends[2 * rank] = input[0];
+    ends[2 * rank + 1] = input[kItems - 1];
+    __syncthreads();
+    const int first = rank * kItems;
+    for (int i = 0; i < kItems && heads != nullptr; ++i) {
+      const T* before = i > 0 ? &input[i - 1] : rank > 0 ? &ends[2 * rank - 1] : predecessor;
+      (*heads)[i] = before == nullptr ? FlagT(1)
+                                      : FlagT(gpucmd_detail::Flag(flag_op, *before, input[i],
+                                                                  first + i, 0));
+    }
+    for (int i = 0; i < kItems && tails != nullptr; ++i) {
+      const T* after = i + 1 < kItems      ? &input[i + 1]
+                       : rank + 1 < kThreads ? &ends[2 * rank + 2]
+                                             : successor;
+      (*tails)[i] = after == nullptr ? FlagT(1)
+                                     : FlagT(gpucmd_detail::Flag(flag_op, input[i], *after,
+                                                                 first + i + 1, 0));
+    }
+  }
+
+  TempStorage& storage_;
+};
+
 }  // namespace cub
 #endif  // GPUCMD_CUB_COLLECTIVES_
 )CUB";
@@ -626,10 +861,11 @@ class BlockRadixSort {
 const std::vector<std::pair<std::string, std::string>>& CubHeaders() {
   static const auto* const kHeaders = [] {
     auto* headers = new std::vector<std::pair<std::string, std::string>>;
-    for (const char* name :
-         {"cub/block/block_reduce.cuh", "cub/block/block_scan.cuh", "cub/block/block_load.cuh",
-          "cub/block/block_store.cuh", "cub/block/block_radix_sort.cuh", "cub/warp/warp_reduce.cuh",
-          "cub/warp/warp_scan.cuh"}) {
+    for (const char* name : {"cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
+                             "cub/block/block_load.cuh", "cub/block/block_store.cuh",
+                             "cub/block/block_radix_sort.cuh", "cub/block/block_exchange.cuh",
+                             "cub/block/block_histogram.cuh", "cub/block/block_discontinuity.cuh",
+                             "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh"}) {
       headers->emplace_back(name, kCollectives);
     }
     return headers;

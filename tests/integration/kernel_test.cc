@@ -1644,6 +1644,46 @@ TEST_F(KernelTest, LibcudacxxIntegerArithmeticAndFunctionObjects) {
                                    2147483648u, 40u}));
 }
 
+// CUB's BlockExchange, BlockHistogram and BlockDiscontinuity (kCubExchanges) over a tile
+// of 64 threads x 4 items, against the arrangements and flags computed on the host.
+TEST_F(KernelTest, CubExchangesCountsAndFlagsATile) {
+  constexpr int kThreads = 64, kItems = 4, kTile = kThreads * kItems;
+  const std::vector<int> tile = RandomInts(kTile, 97, 0, 2);  // runs of equal items
+  std::string id = MustCompile(kCubExchanges, "cub_exchanges");
+  Buffer din = Upload(tile), out = Zeros(kThreads * 44 * sizeof(int));
+  Buffer histogram = Zeros(16 * sizeof(unsigned));
+  ASSERT_TRUE(
+      session_
+          ->Launch(id, {MakeDim3(1), MakeDim3(kThreads)},
+                   {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE),
+                    BufferArgument(histogram, v1::ACCESS_WRITE)})
+          .ok());
+  const std::vector<int> got = Download<int>(out);
+  const auto differs = [&](int a, int b) { return tile[a] != tile[b] ? 1 : 0; };
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kItems; ++i) {
+      SCOPED_TRACE(absl::StrCat("thread ", t, ", item ", i));
+      const int place = t * kItems + i;
+      const int* o = &got[t * 44 + i];
+      EXPECT_EQ(o[0], tile[t + i * kThreads]);                        // striped
+      EXPECT_EQ(o[4], tile[place]);                                   // and back
+      EXPECT_EQ(o[8], tile[t / 32 * 32 * kItems + t % 32 + i * 32]);  // warp-striped
+      EXPECT_EQ(o[12], tile[kTile - 1 - place]);                      // scattered
+      EXPECT_EQ(o[16], place == 0 ? 1 : differs(place - 1, place));
+      EXPECT_EQ(o[20],
+                place == kTile - 1 ? (tile[place] != -1 ? 1 : 0) : differs(place, place + 1));
+      EXPECT_EQ(o[24], place == 0 ? 1 : (differs(place - 1, place) || place == 100 ? 1 : 0));
+      EXPECT_EQ(o[28], place == 0 ? (tile[0] != 7 ? 1 : 0) : differs(place - 1, place));
+      EXPECT_EQ(o[32], place == kTile - 1 ? (tile[place] != 7 ? 1 : 0) : differs(place, place + 1));
+      EXPECT_EQ(o[36], o[16]);
+      EXPECT_EQ(o[40], place == kTile - 1 ? 1 : differs(place, place + 1));
+    }
+  }
+  std::vector<unsigned> counts(16);
+  for (int item : tile) ++counts[item & 15];
+  EXPECT_EQ(Download<unsigned>(histogram), counts);
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

@@ -1018,6 +1018,76 @@ extern "C" __global__ void cub_sorts(const int* keys_in, const float* floats_in,
   StoreStriped().Store(striped_keys + tile, striped);
 })CUDA";
 
+// CUB's exchanges, histogram and discontinuity flags over one block of 64 threads with 4
+// items each (thread t's are in[4t..4t+3]); per thread, out[t * 44 + 4k + i] holds item i
+// of: the tile striped, striped back to blocked, warp-striped, scattered to ranks that
+// reverse the tile, its heads (differing from the item before), its tails with -1 after
+// the tile, heads by an operator that also takes the item's place (a change, or place
+// 100), heads and tails with 7 before and after the tile, and heads and tails alone;
+// histogram the counts of the items' low 4 bits.
+inline constexpr char kCubExchanges[] = R"CUDA(
+#include <cub/block/block_discontinuity.cuh>
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_histogram.cuh>
+#include <cub/block/block_load.cuh>
+struct Differ {
+  __device__ bool operator()(int a, int b) const { return a != b; }
+};
+struct DifferOrAt100 {
+  __device__ bool operator()(int a, int b, int place) const { return a != b || place == 100; }
+};
+extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* histogram) {
+  using Exchange = cub::BlockExchange<int, 64, 4>;
+  using Histogram = cub::BlockHistogram<unsigned char, 64, 4, 16>;
+  using Discontinuity = cub::BlockDiscontinuity<int, 64>;
+  __shared__ typename Exchange::TempStorage exchange_storage;
+  __shared__ typename Discontinuity::TempStorage discontinuity_storage;
+  __shared__ unsigned bins[16];
+  const int t = threadIdx.x;
+  int* o = out + t * 44;
+  int items[4], moved[4];
+  cub::LoadDirectBlocked(t, in, items);
+  Exchange(exchange_storage).BlockedToStriped(items, moved);
+  for (int i = 0; i < 4; ++i) o[i] = moved[i];
+  __syncthreads();
+  Exchange(exchange_storage).StripedToBlocked(moved, moved);
+  for (int i = 0; i < 4; ++i) o[4 + i] = moved[i];
+  __syncthreads();
+  Exchange(exchange_storage).BlockedToWarpStriped(items, moved);
+  for (int i = 0; i < 4; ++i) o[8 + i] = moved[i];
+  int ranks[4];
+  for (int i = 0; i < 4; ++i) ranks[i] = 255 - (t * 4 + i);
+  __syncthreads();
+  Exchange(exchange_storage).ScatterToBlocked(items, moved, ranks);
+  for (int i = 0; i < 4; ++i) o[12 + i] = moved[i];
+  int heads[4], tails[4];
+  Discontinuity(discontinuity_storage).FlagHeads(heads, items, Differ());
+  for (int i = 0; i < 4; ++i) o[16 + i] = heads[i];
+  __syncthreads();
+  Discontinuity(discontinuity_storage).FlagTails(tails, items, Differ(), -1);
+  for (int i = 0; i < 4; ++i) o[20 + i] = tails[i];
+  __syncthreads();
+  Discontinuity(discontinuity_storage).FlagHeads(heads, items, DifferOrAt100());
+  for (int i = 0; i < 4; ++i) o[24 + i] = heads[i];
+  __syncthreads();
+  Discontinuity(discontinuity_storage).FlagHeadsAndTails(heads, 7, tails, 7, items, Differ());
+  for (int i = 0; i < 4; ++i) {
+    o[28 + i] = heads[i];
+    o[32 + i] = tails[i];
+  }
+  __syncthreads();
+  Discontinuity(discontinuity_storage).FlagHeadsAndTails(heads, tails, items, Differ());
+  for (int i = 0; i < 4; ++i) {
+    o[36 + i] = heads[i];
+    o[40 + i] = tails[i];
+  }
+  unsigned char low[4];
+  for (int i = 0; i < 4; ++i) low[i] = static_cast<unsigned char>(items[i] & 15);
+  Histogram().Histogram(low, bins);
+  __syncthreads();
+  if (t < 16) histogram[t] = bins[t];
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1392,7 +1462,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 41> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 42> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1433,6 +1503,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 41> kSuite = {{
     {"dpx_intrinsics", kDpxIntrinsics},
     {"cub_collectives", kCubCollectives},
     {"cub_sorts", kCubSorts},
+    {"cub_exchanges", kCubExchanges},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
