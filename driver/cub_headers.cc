@@ -852,6 +852,140 @@ class BlockDiscontinuity {
   TempStorage& storage_;
 };
 
+namespace gpucmd_detail {
+
+// The sorts CUB's BlockMergeSort and WarpMergeSort share: a tile of kParticipants x kItems
+// keys (and values beside them), blocked, sorted stably by `compare_op` (a strict "less")
+// where the participants meet: they put their items in the TempStorage, the first one
+// merge-sorts the items' places, and each takes its items back in sorted order. With
+// `valid_items`, the tile's items from that place on are `oob_default` first.
+template <typename KeyT, typename ValueT, int kItems, int kParticipants, typename Meet>
+class MergeSorts {
+  static constexpr int kTile = kParticipants * kItems;
+
+ public:
+  struct TempStorage {
+    Items<KeyT, kTile> keys;
+    Items<ValueT, kTile> values;
+    int order[kTile];
+    int scratch[kTile];
+  };
+
+  template <typename CompareOp>
+  __device__ void Sort(KeyT (&keys)[kItems], CompareOp compare_op) {
+    Run(keys, nullptr, compare_op, kTile, nullptr);
+  }
+  template <typename CompareOp>
+  __device__ void Sort(KeyT (&keys)[kItems], CompareOp compare_op, int valid_items,
+                       KeyT oob_default) {
+    Run(keys, nullptr, compare_op, valid_items, &oob_default);
+  }
+  template <typename CompareOp>
+  __device__ void Sort(KeyT (&keys)[kItems], ValueT (&values)[kItems], CompareOp compare_op) {
+    Run(keys, &values, compare_op, kTile, nullptr);
+  }
+  template <typename CompareOp>
+  __device__ void Sort(KeyT (&keys)[kItems], ValueT (&values)[kItems], CompareOp compare_op,
+                       int valid_items, KeyT oob_default) {
+    Run(keys, &values, compare_op, valid_items, &oob_default);
+  }
+  // CUB's merge sorts are stable either way.
+  template <typename... Args>
+  __device__ void StableSort(Args&&... args) {
+    Sort(args...);
+  }
+
+ protected:
+  __device__ MergeSorts(TempStorage& storage, int rank) : storage_(storage), rank_(rank) {}
+
+ private:
+  template <typename CompareOp>
+  __device__ void Run(KeyT (&keys)[kItems], ValueT (*values)[kItems], CompareOp& compare_op,
+                      int valid_items, const KeyT* oob_default) {
+    KeyT* tile_keys = storage_.keys.items();
+    ValueT* tile_values = storage_.values.items();
+    for (int i = 0; i < kItems; ++i) {
+      const int place = rank_ * kItems + i;
+      tile_keys[place] = oob_default != nullptr && place >= valid_items ? *oob_default : keys[i];
+      if (values != nullptr) tile_values[place] = (*values)[i];
+      storage_.order[place] = place;
+    }
+    Meet()();
+    if (rank_ == 0) SortPlaces(tile_keys, compare_op);
+    Meet()();
+    for (int i = 0; i < kItems; ++i) {
+      const int from = storage_.order[rank_ * kItems + i];
+      keys[i] = tile_keys[from];
+      if (values != nullptr) (*values)[i] = tile_values[from];
+    }
+  }
+
+  // A bottom-up merge sort of the places in storage_.order by their keys: an item goes
+  // before an equal one of the run after its own, so the sort is stable.
+  template <typename CompareOp>
+  __device__ void SortPlaces(const KeyT* tile_keys, CompareOp& less) {
+    int* from = storage_.order;
+    int* to = storage_.scratch;
+    for (int width = 1; width < kTile; width *= 2) {
+      for (int begin = 0; begin < kTile; begin += 2 * width) {
+        const int middle = begin + width < kTile ? begin + width : kTile;
+        const int end = begin + 2 * width < kTile ? begin + 2 * width : kTile;
+        int left = begin, right = middle;
+        for (int out = begin; out < end; ++out) {
+          const bool take_right =
+              left == middle ||
+              (right < end && less(tile_keys[from[right]], tile_keys[from[left]]));
+          to[out] = take_right ? from[right++] : from[left++];
+        }
+      }
+      int* swap = from;
+      from = to;
+      to = swap;
+    }
+    if (from != storage_.order) {
+      for (int place = 0; place < kTile; ++place) storage_.order[place] = from[place];
+    }
+  }
+
+  TempStorage& storage_;
+  const int rank_;
+};
+
+}  // namespace gpucmd_detail
+
+template <typename KeyT, int BLOCK_DIM_X, int ITEMS_PER_THREAD, typename ValueT = NullType,
+          int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1>
+class BlockMergeSort
+    : public gpucmd_detail::MergeSorts<KeyT, ValueT, ITEMS_PER_THREAD,
+                                       BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z,
+                                       gpucmd_detail::BlockBarrier> {
+  using Base = gpucmd_detail::MergeSorts<KeyT, ValueT, ITEMS_PER_THREAD,
+                                         BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z,
+                                         gpucmd_detail::BlockBarrier>;
+
+ public:
+  using TempStorage = typename Base::TempStorage;
+  __device__ BlockMergeSort()
+      : Base(gpucmd_detail::PrivateStorage<TempStorage>(),
+             gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>()) {}
+  __device__ explicit BlockMergeSort(TempStorage& storage)
+      : Base(storage, gpucmd_detail::BlockRank<BLOCK_DIM_X, BLOCK_DIM_Y>()) {}
+};
+
+template <typename KeyT, int ITEMS_PER_THREAD, int LOGICAL_WARP_THREADS = 32,
+          typename ValueT = NullType>
+class WarpMergeSort
+    : public gpucmd_detail::MergeSorts<KeyT, ValueT, ITEMS_PER_THREAD, LOGICAL_WARP_THREADS,
+                                       gpucmd_detail::WarpBarrier> {
+  using Base = gpucmd_detail::MergeSorts<KeyT, ValueT, ITEMS_PER_THREAD, LOGICAL_WARP_THREADS,
+                                         gpucmd_detail::WarpBarrier>;
+
+ public:
+  using TempStorage = typename Base::TempStorage;
+  __device__ explicit WarpMergeSort(TempStorage& storage)
+      : Base(storage, gpucmd_detail::LaneRank<LOGICAL_WARP_THREADS>()) {}
+};
+
 }  // namespace cub
 #endif  // GPUCMD_CUB_COLLECTIVES_
 )CUB";
@@ -861,11 +995,20 @@ class BlockDiscontinuity {
 const std::vector<std::pair<std::string, std::string>>& CubHeaders() {
   static const auto* const kHeaders = [] {
     auto* headers = new std::vector<std::pair<std::string, std::string>>;
-    for (const char* name : {"cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
-                             "cub/block/block_load.cuh", "cub/block/block_store.cuh",
-                             "cub/block/block_radix_sort.cuh", "cub/block/block_exchange.cuh",
-                             "cub/block/block_histogram.cuh", "cub/block/block_discontinuity.cuh",
-                             "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh"}) {
+    for (const char* name : {
+             "cub/block/block_reduce.cuh",
+             "cub/block/block_scan.cuh",
+             "cub/block/block_load.cuh",
+             "cub/block/block_store.cuh",
+             "cub/block/block_radix_sort.cuh",
+             "cub/block/block_exchange.cuh",
+             "cub/block/block_histogram.cuh",
+             "cub/block/block_discontinuity.cuh",
+             "cub/warp/warp_reduce.cuh",
+             "cub/warp/warp_scan.cuh",
+             "cub/block/block_merge_sort.cuh",
+             "cub/warp/warp_merge_sort.cuh",
+         }) {
       headers->emplace_back(name, kCollectives);
     }
     return headers;

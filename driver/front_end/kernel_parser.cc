@@ -27,7 +27,7 @@ constexpr char kPreludePath[] = "/gpucmd-front-end/gpucmd_prelude.h";
 constexpr char kIncludeDirectory[] = "/gpucmd-front-end/include";
 
 // Names of the functions at which a block's threads meet, besides everything in
-// namespace cooperative_groups.
+// namespaces cooperative_groups and cub (InCollectives).
 constexpr absl::string_view kMeetingPrefixes[] = {
     "__syncthreads", "__syncwarp", "__shfl", "__ballot_sync", "__any_sync",
     "__all_sync",    "__activemask", "__match_", "__reduce_"};
@@ -127,14 +127,17 @@ bool IsFunction(CXCursorKind kind) {
          kind == CXCursor_ConversionFunction;
 }
 
-bool InCooperativeGroups(CXCursor declaration) {
+// Whether `declaration` is in a library of collectives whose calls the CPU driver takes as
+// meetings of the block's threads, whatever they do (<cooperative_groups.h>, CUB's headers:
+// driver/cub_headers.h): their barriers are in headers, which the search of the source's
+// calls does not enter.
+bool InCollectives(CXCursor declaration) {
   for (CXCursor scope = clang_getCursorSemanticParent(declaration);
        !clang_Cursor_isNull(scope) && clang_getCursorKind(scope) != CXCursor_TranslationUnit;
        scope = clang_getCursorSemanticParent(scope)) {
-    if (clang_getCursorKind(scope) == CXCursor_Namespace &&
-        Take(clang_getCursorSpelling(scope)) == "cooperative_groups") {
-      return true;
-    }
+    if (clang_getCursorKind(scope) != CXCursor_Namespace) continue;
+    const std::string name = Take(clang_getCursorSpelling(scope));
+    if (name == "cooperative_groups" || name == "cub") return true;
   }
   return false;
 }
@@ -146,7 +149,7 @@ bool Meets(CXCursor function) {
   for (absl::string_view prefix : kMeetingPrefixes) {
     if (absl::StartsWith(name, prefix)) return true;
   }
-  return InCooperativeGroups(function);
+  return InCollectives(function);
 }
 
 // Whether `declaration`'s tokens end in `= delete`.

@@ -168,12 +168,20 @@ TEST(KernelParserTest, ThreadsMeetOnlyAtBarriersAndWarpPrimitives) {
            Case{"out[0] = __shfl_down_sync(0xffffffffu, out[0], 1);", true},
            Case{"out[0] = __ballot_sync(__activemask(), 1);", true},
            Case{"namespace cg = cooperative_groups; cg::this_thread_block().sync();", true},
+           // CUB's collectives meet inside their headers.
+           Case{"__shared__ cub::BlockReduce<float, 64>::TempStorage t;\n"
+                "out[0] = cub::BlockReduce<float, 64>(t).Sum(out[threadIdx.x]);",
+                true},
+           Case{"int k[2] = {1, 2}; cub::BlockMergeSort<int, 64, 2>().Sort(k, Less());", true},
            Case{"out[0] = helper_that_syncs();", true},
            // A shuffle whose overload depends on the template's type.
            Case{"out[0] = shuffled_in_template(out[0]);", true},
        }) {
     const std::string source = absl::StrCat(
         "#include <cooperative_groups.h>\n"
+        "#include <cub/block/block_merge_sort.cuh>\n"
+        "#include <cub/block/block_reduce.cuh>\n"
+        "struct Less { __device__ bool operator()(int a, int b) const { return a < b; } };\n"
         "__device__ float helper_that_syncs() { __syncwarp(); return 0; }\n"
         "template <typename T> __device__ T shuffled_in_template(T v) {\n"
         "  return __shfl_xor_sync(0xffffffffu, v, 1);\n"

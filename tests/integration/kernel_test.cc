@@ -1684,6 +1684,54 @@ TEST_F(KernelTest, CubExchangesCountsAndFlagsATile) {
   EXPECT_EQ(Download<unsigned>(histogram), counts);
 }
 
+// CUB's BlockMergeSort and WarpMergeSort (kCubMergeSorts), against stable sorts on the
+// host: of the block's tile, of its floats with +inf past the first 200, and of each
+// 16-lane warp's tile, largest first.
+TEST_F(KernelTest, CubMergeSortsAreStable) {
+  constexpr int kThreads = 64, kItems = 4, kTile = kThreads * kItems, kPer = 20;
+  const std::vector<int> keys = RandomInts(kTile, 101, -20, 20);  // many equal keys
+  const std::vector<float> floats = RandomFloats(kTile, 103);
+  std::string id = MustCompile(kCubMergeSorts, "cub_merge_sorts");
+  Buffer dkeys = Upload(keys), dfloats = Upload(floats), out = Zeros(kThreads * kPer * sizeof(int));
+  ASSERT_TRUE(session_
+                  ->Launch(id, {MakeDim3(1), MakeDim3(kThreads)},
+                           {BufferArgument(dkeys, v1::ACCESS_READ),
+                            BufferArgument(dfloats, v1::ACCESS_READ),
+                            BufferArgument(out, v1::ACCESS_WRITE)})
+                  .ok());
+  const std::vector<int> got = Download<int>(out);
+  const auto field = [&](int k, int place) {  // the k-th output's item at `place`
+    return got[place / kItems * kPer + 4 * k + place % kItems];
+  };
+  std::vector<int> order(kTile);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
+  std::vector<float> valid(floats.begin(), floats.begin() + 200);
+  std::stable_sort(valid.begin(), valid.end());
+  valid.resize(kTile, std::numeric_limits<float>::infinity());
+  for (int place = 0; place < kTile; ++place) {
+    SCOPED_TRACE(absl::StrCat("place ", place));
+    EXPECT_EQ(field(0, place), keys[order[place]]);
+    EXPECT_EQ(field(1, place), order[place]);
+    float sorted_float;
+    const int bits = field(2, place);
+    std::memcpy(&sorted_float, &bits, sizeof(float));
+    EXPECT_EQ(sorted_float, valid[place]);
+  }
+  for (int warp = 0; warp < kThreads / 16; ++warp) {
+    const int first = warp * 16 * kItems;
+    std::vector<int> warp_order(16 * kItems);
+    std::iota(warp_order.begin(), warp_order.end(), 0);
+    std::stable_sort(warp_order.begin(), warp_order.end(),
+                     [&](int a, int b) { return keys[first + a] > keys[first + b]; });
+    for (int p = 0; p < 16 * kItems; ++p) {
+      SCOPED_TRACE(absl::StrCat("warp ", warp, ", place ", p));
+      EXPECT_EQ(field(3, first + p), keys[first + warp_order[p]]);
+      EXPECT_EQ(field(4, first + p), warp_order[p]);
+    }
+  }
+}
+
 // __activemask in a branch gives the lanes that took it: a warp-aggregated append
 // reserves exactly their places (kActiveMaskAppend).
 TEST_F(KernelTest, ActiveMaskGivesTheLanesInTheBranch) {

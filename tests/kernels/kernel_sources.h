@@ -1088,6 +1088,53 @@ extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* hist
   if (t < 16) histogram[t] = bins[t];
 })CUDA";
 
+// CUB's merge sorts over one block of 64 threads with 4 items each: per thread,
+// out[t * 20 + 4k + i] holds item i of: the block's keys sorted, their places in the tile
+// (the values sorted beside them), the floats' first 200 sorted with +inf for the rest,
+// each 16-lane warp's keys sorted largest first, and their places in the warp's tile.
+inline constexpr char kCubMergeSorts[] = R"CUDA(
+#include <cub/block/block_merge_sort.cuh>
+#include <cub/warp/warp_merge_sort.cuh>
+struct Less {
+  template <typename T>
+  __device__ bool operator()(const T& a, const T& b) const { return a < b; }
+};
+struct Greater {
+  __device__ bool operator()(int a, int b) const { return a > b; }
+};
+extern "C" __global__ void cub_merge_sorts(const int* keys_in, const float* floats_in, int* out) {
+  using BlockSort = cub::BlockMergeSort<int, 64, 4, int>;
+  using FloatSort = cub::BlockMergeSort<float, 64, 4>;
+  using WarpSort = cub::WarpMergeSort<int, 4, 16, int>;
+  __shared__ typename BlockSort::TempStorage block_storage;
+  __shared__ typename WarpSort::TempStorage warp_storage[4];
+  const int t = threadIdx.x;
+  int* o = out + t * 20;
+  int keys[4], places[4];
+  float floats[4];
+  for (int i = 0; i < 4; ++i) {
+    keys[i] = keys_in[t * 4 + i];
+    places[i] = t * 4 + i;
+    floats[i] = floats_in[t * 4 + i];
+  }
+  BlockSort(block_storage).Sort(keys, places, Less());
+  for (int i = 0; i < 4; ++i) {
+    o[i] = keys[i];
+    o[4 + i] = places[i];
+  }
+  FloatSort().StableSort(floats, Less(), 200, __int_as_float(0x7f800000));
+  for (int i = 0; i < 4; ++i) o[8 + i] = __float_as_int(floats[i]);
+  for (int i = 0; i < 4; ++i) {
+    keys[i] = keys_in[t * 4 + i];
+    places[i] = t % 16 * 4 + i;
+  }
+  WarpSort(warp_storage[t / 16]).Sort(keys, places, Greater());
+  for (int i = 0; i < 4; ++i) {
+    o[12 + i] = keys[i];
+    o[16 + i] = places[i];
+  }
+})CUDA";
+
 // Warp-aggregated appends over __activemask in a branch: per warp, the lanes with
 // in[i] > 0 reserve their places in `kept` with one atomicAdd, and masks[i] records the
 // lanes that took the branch with lane i (0 for the others).
@@ -1462,7 +1509,7 @@ extern "C" __global__ void device_code(float* d) {
          kWeights[0] + zero.get() + zero.as<float>() + kScale<float> + one + two;
 })CUDA";
 
-inline constexpr std::array<std::pair<const char*, const char*>, 42> kSuite = {{
+inline constexpr std::array<std::pair<const char*, const char*>, 43> kSuite = {{
     {"vector_add", kVectorAdd},
     {"saxpy", kSaxpy},
     {"matmul", kTiledMatmul},
@@ -1504,6 +1551,7 @@ inline constexpr std::array<std::pair<const char*, const char*>, 42> kSuite = {{
     {"cub_collectives", kCubCollectives},
     {"cub_sorts", kCubSorts},
     {"cub_exchanges", kCubExchanges},
+    {"cub_merge_sorts", kCubMergeSorts},
     {"device_code", kDeviceCodeOfEveryKind},
 }};
 
