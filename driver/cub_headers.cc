@@ -517,9 +517,8 @@ class BlockRadixSort {
   struct TempStorage {
     gpucmd_detail::Items<KeyT, kTile> keys;
     gpucmd_detail::Items<ValueT, kTile> values;
-    unsigned long long bits[2][kTile];
-    int order[2][kTile];
-    int sorted;  // which of bits and order SortTile left sorted
+    int order[2][kTile];  // the items' places, by the digits sorted so far
+    int sorted;           // which of the two SortTile left sorted
   };
   __device__ BlockRadixSort() : storage_(gpucmd_detail::PrivateStorage<TempStorage>()) {}
   __device__ explicit BlockRadixSort(TempStorage& storage) : storage_(storage) {}
@@ -579,12 +578,10 @@ class BlockRadixSort {
       const int place = rank * ITEMS_PER_THREAD + i;
       storage_.keys.items()[place] = keys[i];
       if (values != nullptr) storage_.values.items()[place] = (*values)[i];
-      const unsigned long long bits = gpucmd_detail::OrderedBits(keys[i]);
-      storage_.bits[0][place] = descending ? ~bits : bits;
       storage_.order[0][place] = place;
     }
     __syncthreads();
-    if (rank == 0) SortTile(begin_bit, end_bit);
+    if (rank == 0) SortTile(begin_bit, end_bit, descending);
     __syncthreads();
     for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
       const int place = to_striped ? rank + i * kThreads : rank * ITEMS_PER_THREAD + i;
@@ -594,20 +591,25 @@ class BlockRadixSort {
     }
   }
 
-  // A stable counting sort of bits[0] and order[0] per RADIX_BITS digit of [begin_bit,
-  // end_bit), lowest first; the result in bits[sorted] and order[sorted].
-  __device__ void SortTile(int begin_bit, int end_bit) {
+  // A stable counting sort of order[0] per RADIX_BITS digit of the keys' ordered bits (all
+  // flipped when `descending`) in [begin_bit, end_bit), lowest first; the result in
+  // order[sorted].
+  __device__ void SortTile(int begin_bit, int end_bit, bool descending) {
+    const KeyT* tile_keys = storage_.keys.items();
+    auto digit = [&](int place, int shift, unsigned long long mask) {
+      const unsigned long long bits = gpucmd_detail::OrderedBits(tile_keys[place]);
+      return static_cast<int>(((descending ? ~bits : bits) >> shift) & mask);
+    };
     int from = 0;
     for (int shift = begin_bit; shift < end_bit; shift += RADIX_BITS) {
       const int width = end_bit - shift < RADIX_BITS ? end_bit - shift : RADIX_BITS;
       const unsigned long long mask = (1ull << width) - 1;
       int starts[(1 << RADIX_BITS) + 1] = {};
-      for (int p = 0; p < kTile; ++p) ++starts[((storage_.bits[from][p] >> shift) & mask) + 1];
+      for (int p = 0; p < kTile; ++p) ++starts[digit(storage_.order[from][p], shift, mask) + 1];
       for (int d = 1; d <= (1 << RADIX_BITS); ++d) starts[d] += starts[d - 1];
       for (int p = 0; p < kTile; ++p) {
-        const int to = starts[(storage_.bits[from][p] >> shift) & mask]++;
-        storage_.bits[1 - from][to] = storage_.bits[from][p];
-        storage_.order[1 - from][to] = storage_.order[from][p];
+        const int place = storage_.order[from][p];
+        storage_.order[1 - from][starts[digit(place, shift, mask)]++] = place;
       }
       from = 1 - from;
     }
