@@ -392,29 +392,25 @@ constexpr char kFunctional[] = R"HEADER(#pragma once
 #include <cuda/std/functional>
 namespace cuda {
 // The larger and the smaller of two values, as libcu++'s maximum and minimum (which CUB's
-// collectives take as operators).
-template <typename T = void>
-struct maximum {
-  __device__ constexpr T operator()(const T& a, const T& b) const { return a < b ? b : a; }
-};
-template <>
-struct maximum<void> {
-  template <typename A, typename B>
-  __device__ constexpr ::std::common_type_t<A, B> operator()(const A& a, const B& b) const {
-    return a < b ? b : a;
-  }
-};
-template <typename T = void>
-struct minimum {
-  __device__ constexpr T operator()(const T& a, const T& b) const { return b < a ? b : a; }
-};
-template <>
-struct minimum<void> {
-  template <typename A, typename B>
-  __device__ constexpr ::std::common_type_t<A, B> operator()(const A& a, const B& b) const {
-    return b < a ? b : a;
-  }
-};
+// collectives take as operators): `name`<T> and `name`<void>, which keep a where `keep_a`.
+#define GPUCMD_PICK(name, keep_a)                                              \
+  template <typename T = void>                                                 \
+  struct name {                                                                \
+    __device__ constexpr T operator()(const T& a, const T& b) const {          \
+      return (keep_a) ? a : b;                                                 \
+    }                                                                          \
+  };                                                                           \
+  template <>                                                                  \
+  struct name<void> {                                                          \
+    template <typename A, typename B>                                          \
+    __device__ constexpr ::std::common_type_t<A, B> operator()(const A& a,     \
+                                                               const B& b) const { \
+      return (keep_a) ? a : b;                                                 \
+    }                                                                          \
+  };
+GPUCMD_PICK(maximum, !(a < b))
+GPUCMD_PICK(minimum, !(b < a))
+#undef GPUCMD_PICK
 }  // namespace cuda
 )HEADER";
 
