@@ -1,7 +1,11 @@
 #include "driver/cub_headers.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace gpucmd {
 namespace {
+
+constexpr char kCollectivesHeader[] = "cub/gpucmd_collectives.cuh";
 
 constexpr char kCollectives[] = R"CUB(#pragma once
 #ifndef GPUCMD_CUB_COLLECTIVES_
@@ -996,22 +1000,25 @@ class WarpMergeSort
 
 const std::vector<std::pair<std::string, std::string>>& CubHeaders() {
   static const auto* const kHeaders = [] {
-    auto* headers = new std::vector<std::pair<std::string, std::string>>;
+    // The collectives once, in a header of their own that each of CUB's names includes.
+    auto* headers =
+        new std::vector<std::pair<std::string, std::string>>{{kCollectivesHeader, kCollectives}};
     for (const char* name : {
-             "cub/block/block_reduce.cuh",
-             "cub/block/block_scan.cuh",
-             "cub/block/block_load.cuh",
-             "cub/block/block_store.cuh",
-             "cub/block/block_radix_sort.cuh",
+             "cub/block/block_discontinuity.cuh",
              "cub/block/block_exchange.cuh",
              "cub/block/block_histogram.cuh",
-             "cub/block/block_discontinuity.cuh",
+             "cub/block/block_load.cuh",
+             "cub/block/block_merge_sort.cuh",
+             "cub/block/block_radix_sort.cuh",
+             "cub/block/block_reduce.cuh",
+             "cub/block/block_scan.cuh",
+             "cub/block/block_store.cuh",
+             "cub/warp/warp_merge_sort.cuh",
              "cub/warp/warp_reduce.cuh",
              "cub/warp/warp_scan.cuh",
-             "cub/block/block_merge_sort.cuh",
-             "cub/warp/warp_merge_sort.cuh",
          }) {
-      headers->emplace_back(name, kCollectives);
+      headers->emplace_back(name,
+                            absl::StrCat("#pragma once\n#include <", kCollectivesHeader, ">\n"));
     }
     return headers;
   }();

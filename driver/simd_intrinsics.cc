@@ -4,6 +4,13 @@ namespace gpucmd {
 
 const char* SimdIntrinsicDefinitions() {
   return R"DEFINITIONS(
+// The intrinsics' bodies: the CPU driver's kernel front end, which parses each kernel's
+// calls under a memory limit and builds nothing, sees their declarations alone.
+#ifdef GPUCMD_KERNEL_FRONT_END
+#define GPUCMD_BODY(...) ;
+#else
+#define GPUCMD_BODY(...) __VA_ARGS__
+#endif
 // Lane `lane` of `word`, `kBits` wide, sign- or zero-extended.
 template <int kBits, bool kSigned>
 __device__ inline int gpucmd_simd_lane(unsigned word, int lane) {
@@ -37,20 +44,24 @@ __device__ inline unsigned gpucmd_simd_sad(unsigned a, unsigned b) {
   return sum;
 }
 // `name`2 on halves and `name`4 on bytes, from the lanes x and y.
-#define GPUCMD_SIMD_BINARY(name, is_signed, saturate, expression)                          \
-  __device__ inline unsigned name##2(unsigned a, unsigned b) {                             \
-    return gpucmd_simd<16, is_signed, saturate>(a, b, [](int x, int y) { return expression; }); \
-  }                                                                                        \
-  __device__ inline unsigned name##4(unsigned a, unsigned b) {                             \
-    return gpucmd_simd<8, is_signed, saturate>(a, b, [](int x, int y) { return expression; }); \
-  }
-#define GPUCMD_SIMD_UNARY(name, is_signed, saturate, expression)                           \
-  __device__ inline unsigned name##2(unsigned a) {                                         \
-    return gpucmd_simd<16, is_signed, saturate>(a, 0u, [](int x, int) { return expression; }); \
-  }                                                                                        \
-  __device__ inline unsigned name##4(unsigned a) {                                         \
-    return gpucmd_simd<8, is_signed, saturate>(a, 0u, [](int x, int) { return expression; }); \
-  }
+#define GPUCMD_SIMD_BINARY(name, is_signed, saturate, expression)                     \
+  __device__ inline unsigned name##2(unsigned a, unsigned b) GPUCMD_BODY({            \
+    return gpucmd_simd<16, is_signed, saturate>(a, b,                                 \
+                                                [](int x, int y) { return expression; }); \
+  })                                                                                  \
+  __device__ inline unsigned name##4(unsigned a, unsigned b) GPUCMD_BODY({            \
+    return gpucmd_simd<8, is_signed, saturate>(a, b,                                  \
+                                               [](int x, int y) { return expression; }); \
+  })
+#define GPUCMD_SIMD_UNARY(name, is_signed, saturate, expression)                      \
+  __device__ inline unsigned name##2(unsigned a) GPUCMD_BODY({                        \
+    return gpucmd_simd<16, is_signed, saturate>(a, 0u,                                \
+                                                [](int x, int) { return expression; }); \
+  })                                                                                  \
+  __device__ inline unsigned name##4(unsigned a) GPUCMD_BODY({                        \
+    return gpucmd_simd<8, is_signed, saturate>(a, 0u,                                 \
+                                               [](int x, int) { return expression; }); \
+  })
 // The signed and the unsigned forms of one operation: `name`s… and `name`u….
 #define GPUCMD_SIMD_BOTH_SIGNS(name, saturate, expression) \
   GPUCMD_SIMD_BINARY(name##s, true, saturate, expression)  \
@@ -85,10 +96,10 @@ GPUCMD_SIMD_COMPARE(les, true, x <= y)
 GPUCMD_SIMD_COMPARE(leu, false, x <= y)
 GPUCMD_SIMD_COMPARE(lts, true, x < y)
 GPUCMD_SIMD_COMPARE(ltu, false, x < y)
-#define GPUCMD_SIMD_SAD(name, bits, is_signed)                  \
-  __device__ inline unsigned name(unsigned a, unsigned b) {     \
-    return gpucmd_simd_sad<bits, is_signed>(a, b);              \
-  }
+#define GPUCMD_SIMD_SAD(name, bits, is_signed)                          \
+  __device__ inline unsigned name(unsigned a, unsigned b) GPUCMD_BODY({ \
+    return gpucmd_simd_sad<bits, is_signed>(a, b);                      \
+  })
 GPUCMD_SIMD_SAD(__vsads2, 16, true) GPUCMD_SIMD_SAD(__vsads4, 8, true)
 GPUCMD_SIMD_SAD(__vsadu2, 16, false) GPUCMD_SIMD_SAD(__vsadu4, 8, false)
 #undef GPUCMD_SIMD_SAD
@@ -131,14 +142,14 @@ __device__ inline unsigned gpucmd_dpx_pick_halves(unsigned a, unsigned b, bool* 
   return result;
 }
 #define GPUCMD_DPX3_WORD(name, T, expression) \
-  __device__ inline T name(T x, T y, T z) { return expression; }
-#define GPUCMD_DPX3_HALVES(name, Lane, expression)                                 \
-  __device__ inline unsigned name(unsigned a, unsigned b, unsigned c) {            \
-    return gpucmd_dpx_halves<Lane>(a, b, c,                                        \
-                                   [](Lane x, Lane y, Lane z) -> Lane {            \
-                                     return expression;                            \
-                                   });                                             \
-  }
+  __device__ inline T name(T x, T y, T z) GPUCMD_BODY({ return expression; })
+#define GPUCMD_DPX3_HALVES(name, Lane, expression)                                  \
+  __device__ inline unsigned name(unsigned a, unsigned b, unsigned c) GPUCMD_BODY({ \
+    return gpucmd_dpx_halves<Lane>(a, b, c,                                         \
+                                   [](Lane x, Lane y, Lane z) -> Lane {             \
+                                     return expression;                             \
+                                   });                                              \
+  })
 // prefix_s32, prefix_u32, prefix_s16x2 and prefix_u16x2, then prefix_s32_relu and
 // prefix_s16x2_relu.
 #define GPUCMD_DPX3(prefix, expression)                                              \
@@ -153,35 +164,35 @@ GPUCMD_DPX3(__vimin3, gpucmd_dpx_min(gpucmd_dpx_min(x, y), z))
 GPUCMD_DPX3(__viaddmax, gpucmd_dpx_max(gpucmd_dpx_sum(x, y), z))
 GPUCMD_DPX3(__viaddmin, gpucmd_dpx_min(gpucmd_dpx_sum(x, y), z))
 // prefix_s32_relu and prefix_s16x2_relu of two arguments.
-#define GPUCMD_DPX2_RELU(prefix, expression)                                         \
-  __device__ inline int prefix##_s32_relu(int x, int y) {                            \
-    return gpucmd_dpx_relu(expression);                                              \
-  }                                                                                  \
-  __device__ inline unsigned prefix##_s16x2_relu(unsigned a, unsigned b) {           \
-    return gpucmd_dpx_halves<short>(a, b, 0u, [](short x, short y, short) -> short { \
-      return gpucmd_dpx_relu(expression);                                            \
-    });                                                                              \
-  }
+#define GPUCMD_DPX2_RELU(prefix, expression)                                          \
+  __device__ inline int prefix##_s32_relu(int x, int y) GPUCMD_BODY({                 \
+    return gpucmd_dpx_relu(expression);                                               \
+  })                                                                                  \
+  __device__ inline unsigned prefix##_s16x2_relu(unsigned a, unsigned b) GPUCMD_BODY({ \
+    return gpucmd_dpx_halves<short>(a, b, 0u, [](short x, short y, short) -> short {  \
+      return gpucmd_dpx_relu(expression);                                             \
+    });                                                                               \
+  })
 GPUCMD_DPX2_RELU(__vimax, gpucmd_dpx_max(x, y))
 GPUCMD_DPX2_RELU(__vimin, gpucmd_dpx_min(x, y))
 // prefix_s32, prefix_u32 (with one predicate), prefix_s16x2 and prefix_u16x2 (with one
 // per half): a's value where `comparison` holds, else b's.
-#define GPUCMD_DPX_PICK_WORD(name, T, comparison)                   \
-  __device__ inline T name(T x, T y, bool* const pred) {            \
-    *pred = comparison;                                             \
-    return *pred ? x : y;                                           \
-  }
+#define GPUCMD_DPX_PICK_WORD(name, T, comparison)                      \
+  __device__ inline T name(T x, T y, bool* const pred) GPUCMD_BODY({   \
+    *pred = comparison;                                                \
+    return *pred ? x : y;                                              \
+  })
 #define GPUCMD_DPX_PICK(prefix, is_max, comparison)                                     \
   GPUCMD_DPX_PICK_WORD(prefix##_s32, int, comparison)                                   \
   GPUCMD_DPX_PICK_WORD(prefix##_u32, unsigned, comparison)                              \
   __device__ inline unsigned prefix##_s16x2(unsigned a, unsigned b, bool* const high,   \
-                                            bool* const low) {                          \
+                                            bool* const low) GPUCMD_BODY({              \
     return gpucmd_dpx_pick_halves<short, is_max>(a, b, high, low);                      \
-  }                                                                                     \
+  })                                                                                    \
   __device__ inline unsigned prefix##_u16x2(unsigned a, unsigned b, bool* const high,   \
-                                            bool* const low) {                          \
+                                            bool* const low) GPUCMD_BODY({              \
     return gpucmd_dpx_pick_halves<unsigned short, is_max>(a, b, high, low);             \
-  }
+  })
 GPUCMD_DPX_PICK(__vibmax, true, x >= y)
 GPUCMD_DPX_PICK(__vibmin, false, x <= y)
 #undef GPUCMD_DPX_PICK
@@ -191,6 +202,7 @@ GPUCMD_DPX_PICK(__vibmin, false, x <= y)
 #undef GPUCMD_DPX3_HALVES
 #undef GPUCMD_DPX3_WORD
 #undef GPUCMD_SIMD_COMPARE
+#undef GPUCMD_BODY
 #undef GPUCMD_SIMD_BOTH_SIGNS
 #undef GPUCMD_SIMD_UNARY
 #undef GPUCMD_SIMD_BINARY
