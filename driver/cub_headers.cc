@@ -391,13 +391,28 @@ __device__ inline void StoreDirectBlocked(int linear_tid, OutputIteratorT block_
 }
 
 namespace gpucmd_detail {
+// Where item `i` of thread `rank` sits in a tile of kThreads x kItems: blocked, striped,
+// or warp-striped (each warp's run of the tile striped across its lanes).
+enum class Arrangement { kBlocked, kStriped, kWarpStriped };
+template <int kThreads, int kItems>
+__device__ inline int PlaceIn(Arrangement arrangement, int rank, int i) {
+  constexpr int kWarp = kThreads < 32 ? kThreads : 32;
+  switch (arrangement) {
+    case Arrangement::kStriped:
+      return rank + i * kThreads;
+    case Arrangement::kWarpStriped:
+      return rank / kWarp * kWarp * kItems + rank % kWarp + i * kWarp;
+    default:
+      return rank * kItems + i;
+  }
+}
 // Calls visit(place, i) for each item i of the calling thread whose place in a tile of
-// kThreads x kItems, blocked or striped, is before `valid`.
-template <int kDimX, int kDimY, int kThreads, int kItems, bool kStriped, typename Visit>
-__device__ inline void ForEachPlace(int valid, Visit visit) {
+// kThreads x kItems, as `arrangement` has it, is before `valid`.
+template <int kDimX, int kDimY, int kThreads, int kItems, typename Visit>
+__device__ inline void ForEachPlace(Arrangement arrangement, int valid, Visit visit) {
   const int rank = BlockRank<kDimX, kDimY>();
   for (int i = 0; i < kItems; ++i) {
-    const int place = kStriped ? rank + i * kThreads : rank * kItems + i;
+    const int place = PlaceIn<kThreads, kItems>(arrangement, rank, i);
     if (place < valid) visit(place, i);
   }
 }
@@ -420,8 +435,8 @@ class BlockLoad {
   // Only the tile's first `valid_items`; the others are left as they were...
   template <typename InputIteratorT>
   __device__ void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
-    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD, kStriped>(
-        valid_items, [&](int place, int i) { items[i] = block_itr[place]; });
+    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD>(
+        kArrangement, valid_items, [&](int place, int i) { items[i] = block_itr[place]; });
   }
   // ... or `oob_default`.
   template <typename InputIteratorT, typename DefaultT>
@@ -434,7 +449,9 @@ class BlockLoad {
  private:
   static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
   static constexpr int kTile = kThreads * ITEMS_PER_THREAD;
-  static constexpr bool kStriped = ALGORITHM == BLOCK_LOAD_STRIPED;
+  static constexpr gpucmd_detail::Arrangement kArrangement =
+      ALGORITHM == BLOCK_LOAD_STRIPED ? gpucmd_detail::Arrangement::kStriped
+                                      : gpucmd_detail::Arrangement::kBlocked;
 };
 
 template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
@@ -453,14 +470,16 @@ class BlockStore {
   // Only the tile's first `valid_items`.
   template <typename OutputIteratorT>
   __device__ void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items) {
-    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD, kStriped>(
-        valid_items, [&](int place, int i) { block_itr[place] = items[i]; });
+    gpucmd_detail::ForEachPlace<BLOCK_DIM_X, BLOCK_DIM_Y, kThreads, ITEMS_PER_THREAD>(
+        kArrangement, valid_items, [&](int place, int i) { block_itr[place] = items[i]; });
   }
 
  private:
   static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
   static constexpr int kTile = kThreads * ITEMS_PER_THREAD;
-  static constexpr bool kStriped = ALGORITHM == BLOCK_STORE_STRIPED;
+  static constexpr gpucmd_detail::Arrangement kArrangement =
+      ALGORITHM == BLOCK_STORE_STRIPED ? gpucmd_detail::Arrangement::kStriped
+                                       : gpucmd_detail::Arrangement::kBlocked;
 };
 
 struct NullType {};
@@ -588,7 +607,9 @@ class BlockRadixSort {
     if (rank == 0) SortTile(begin_bit, end_bit, descending);
     __syncthreads();
     for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-      const int place = to_striped ? rank + i * kThreads : rank * ITEMS_PER_THREAD + i;
+      const int place = gpucmd_detail::PlaceIn<kThreads, ITEMS_PER_THREAD>(
+          to_striped ? gpucmd_detail::Arrangement::kStriped : gpucmd_detail::Arrangement::kBlocked,
+          rank, i);
       const int from = storage_.order[storage_.sorted][place];
       keys[i] = storage_.keys.items()[from];
       if (values != nullptr) (*values)[i] = storage_.values.items()[from];
@@ -623,23 +644,6 @@ class BlockRadixSort {
   TempStorage& storage_;
 };
 
-namespace gpucmd_detail {
-// Where item `i` of thread `rank` sits in a tile of kThreads x kItems: blocked, striped,
-// or warp-striped (each warp's run of the tile striped across its lanes).
-enum class Arrangement { kBlocked, kStriped, kWarpStriped };
-template <int kThreads, int kItems>
-__device__ inline int PlaceIn(Arrangement arrangement, int rank, int i) {
-  constexpr int kWarp = kThreads < 32 ? kThreads : 32;
-  switch (arrangement) {
-    case Arrangement::kStriped:
-      return rank + i * kThreads;
-    case Arrangement::kWarpStriped:
-      return rank / kWarp * kWarp * kItems + rank % kWarp + i * kWarp;
-    default:
-      return rank * kItems + i;
-  }
-}
-}  // namespace gpucmd_detail
 
 // Rearranges a block's tile between blocked, striped and warp-striped arrangements, or
 // from ranks each thread gives its items, through the TempStorage.
