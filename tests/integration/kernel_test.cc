@@ -1650,13 +1650,14 @@ TEST_F(KernelTest, CubExchangesCountsAndFlagsATile) {
   constexpr int kThreads = 64, kItems = 4, kTile = kThreads * kItems;
   const std::vector<int> tile = RandomInts(kTile, 97, 0, 2);  // runs of equal items
   std::string id = MustCompile(kCubExchanges, "cub_exchanges");
-  Buffer din = Upload(tile), out = Zeros(kThreads * 44 * sizeof(int));
-  Buffer histogram = Zeros(16 * sizeof(unsigned));
+  Buffer din = Upload(tile), out = Zeros(kThreads * 52 * sizeof(int));
+  Buffer histogram = Zeros(16 * sizeof(unsigned)), partial = Zeros(kTile * sizeof(int));
   ASSERT_TRUE(
       session_
           ->Launch(id, {MakeDim3(1), MakeDim3(kThreads)},
                    {BufferArgument(din, v1::ACCESS_READ), BufferArgument(out, v1::ACCESS_WRITE),
-                    BufferArgument(histogram, v1::ACCESS_WRITE)})
+                    BufferArgument(histogram, v1::ACCESS_WRITE),
+                    BufferArgument(partial, v1::ACCESS_WRITE)})
           .ok());
   const std::vector<int> got = Download<int>(out);
   const auto differs = [&](int a, int b) { return tile[a] != tile[b] ? 1 : 0; };
@@ -1664,7 +1665,7 @@ TEST_F(KernelTest, CubExchangesCountsAndFlagsATile) {
     for (int i = 0; i < kItems; ++i) {
       SCOPED_TRACE(absl::StrCat("thread ", t, ", item ", i));
       const int place = t * kItems + i;
-      const int* o = &got[t * 44 + i];
+      const int* o = &got[t * 52 + i];
       EXPECT_EQ(o[0], tile[t + i * kThreads]);                        // striped
       EXPECT_EQ(o[4], tile[place]);                                   // and back
       EXPECT_EQ(o[8], tile[t / 32 * 32 * kItems + t % 32 + i * 32]);  // warp-striped
@@ -1677,11 +1678,16 @@ TEST_F(KernelTest, CubExchangesCountsAndFlagsATile) {
       EXPECT_EQ(o[32], place == kTile - 1 ? (tile[place] != 7 ? 1 : 0) : differs(place, place + 1));
       EXPECT_EQ(o[36], o[16]);
       EXPECT_EQ(o[40], place == kTile - 1 ? 1 : differs(place, place + 1));
+      EXPECT_EQ(o[44], tile[kTile - 1 - (t + i * kThreads)]);  // scattered, striped
+      EXPECT_EQ(o[48], place < 100 ? tile[place] : -5);        // the first 100 loaded
     }
   }
   std::vector<unsigned> counts(16);
   for (int item : tile) ++counts[item & 15];
   EXPECT_EQ(Download<unsigned>(histogram), counts);
+  std::vector<int> first_100(kTile, 0);
+  std::copy(tile.begin(), tile.begin() + 100, first_100.begin());
+  EXPECT_EQ(Download<int>(partial), first_100);
 }
 
 // CUB's BlockMergeSort and WarpMergeSort (kCubMergeSorts), against stable sorts on the

@@ -1019,24 +1019,28 @@ extern "C" __global__ void cub_sorts(const int* keys_in, const float* floats_in,
 })CUDA";
 
 // CUB's exchanges, histogram and discontinuity flags over one block of 64 threads with 4
-// items each (thread t's are in[4t..4t+3]); per thread, out[t * 44 + 4k + i] holds item i
+// items each (thread t's are in[4t..4t+3]); per thread, out[t * 52 + 4k + i] holds item i
 // of: the tile striped, striped back to blocked, warp-striped, scattered to ranks that
 // reverse the tile, its heads (differing from the item before), its tails with -1 after
 // the tile, heads by an operator that also takes the item's place (a change, or place
-// 100), heads and tails with 7 before and after the tile, and heads and tails alone;
-// histogram the counts of the items' low 4 bits.
+// 100), heads and tails with 7 before and after the tile, heads and tails alone, the tile
+// scattered to the reversing ranks into a striped arrangement, and the tile's first 100
+// loaded with -5 for the rest; histogram the counts of the items' low 4 bits; partial the
+// tile's first 100 stored striped (the rest left as they were).
 inline constexpr char kCubExchanges[] = R"CUDA(
 #include <cub/block/block_discontinuity.cuh>
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_histogram.cuh>
 #include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
 struct Differ {
   __device__ bool operator()(int a, int b) const { return a != b; }
 };
 struct DifferOrAt100 {
   __device__ bool operator()(int a, int b, int place) const { return a != b || place == 100; }
 };
-extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* histogram) {
+extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* histogram,
+                                         int* partial) {
   using Exchange = cub::BlockExchange<int, 64, 4>;
   using Histogram = cub::BlockHistogram<unsigned char, 64, 4, 16>;
   using Discontinuity = cub::BlockDiscontinuity<int, 64>;
@@ -1044,7 +1048,7 @@ extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* hist
   __shared__ typename Discontinuity::TempStorage discontinuity_storage;
   __shared__ unsigned bins[16];
   const int t = threadIdx.x;
-  int* o = out + t * 44;
+  int* o = out + t * 52;
   int items[4], moved[4];
   cub::LoadDirectBlocked(t, in, items);
   Exchange(exchange_storage).BlockedToStriped(items, moved);
@@ -1086,6 +1090,14 @@ extern "C" __global__ void cub_exchanges(const int* in, int* out, unsigned* hist
   Histogram().Histogram(low, bins);
   __syncthreads();
   if (t < 16) histogram[t] = bins[t];
+  __syncthreads();
+  Exchange(exchange_storage).ScatterToStriped(items, moved, ranks);
+  for (int i = 0; i < 4; ++i) o[44 + i] = moved[i];
+  cub::BlockLoad<int, 64, 4>().Load(in, moved, 100, -5);
+  for (int i = 0; i < 4; ++i) o[48 + i] = moved[i];
+  int striped[4];
+  cub::LoadDirectStriped<64>(t, in, striped);
+  cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_STRIPED>().Store(partial, striped, 100);
 })CUDA";
 
 // CUB's merge sorts over one block of 64 threads with 4 items each: per thread,
