@@ -428,6 +428,16 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
   return FromGrpcStatus(handle_->connection->stub->Copy(&context, request, &response));
 }
 
+absl::Status Session::Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes,
+                           uint32_t value, uint32_t element_bytes, uint64_t stream) {
+  grpc::ClientContext context;
+  handle_->connection->PrepareContext(&context);
+  const v1::FillRequest request =
+      FillOf(handle_->token, buffer, offset, size_bytes, value, element_bytes, stream);
+  v1::FillResponse response;
+  return FromGrpcStatus(handle_->connection->stub->Fill(&context, request, &response));
+}
+
 absl::Status Session::Synchronize(std::optional<uint64_t> stream, std::string* kernel_output) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);

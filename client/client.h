@@ -233,6 +233,11 @@ class Session {
                                           const Pitched& pitched, uint64_t stream = 0);
   absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                     uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
+  // Sets `size_bytes` of `buffer` from `offset` to `value`, repeated in elements of
+  // `element_bytes` (1, 2 or 4; little-endian) on the device, as cudaMemsetAsync and
+  // cuMemsetD16/D32Async do: no bytes are sent. Answered once queued.
+  absl::Status Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes, uint32_t value,
+                    uint32_t element_bytes = 1, uint64_t stream = 0);
   // Compiles `entry_point` of `source`; the response names the KernelId. A compile error
   // is INVALID_ARGUMENT carrying the compiler's whole log (fetched with CompileLog: the
   // status the daemon sends is cut to fit a header), with the kernel's id as the

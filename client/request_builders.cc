@@ -55,6 +55,20 @@ v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
   return request;
 }
 
+v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
+                       uint64_t size_bytes, uint32_t value, uint32_t element_bytes,
+                       uint64_t stream) {
+  v1::FillRequest request;
+  request.set_session(session);
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  request.set_size_bytes(size_bytes);
+  request.set_value(value);
+  request.set_element_bytes(element_bytes);
+  return request;
+}
+
 v1::LaunchRequest LaunchOf(const std::string& session, const std::string& kernel_id,
                            const LaunchShape& shape, const std::vector<v1::KernelArg>& args,
                            uint64_t stream) {

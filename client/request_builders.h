@@ -29,6 +29,10 @@ v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, ui
 v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
                             uint64_t source_offset, const Buffer& target, uint64_t target_offset,
                             uint64_t size_bytes, uint64_t stream);
+// `size_bytes` of `buffer` from `offset`, each `element_bytes` (1, 2 or 4) set to `value`.
+v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
+                       uint64_t size_bytes, uint32_t value, uint32_t element_bytes,
+                       uint64_t stream);
 v1::LaunchRequest LaunchOf(const std::string& session, const std::string& kernel_id,
                            const LaunchShape& shape, const std::vector<v1::KernelArg>& args,
                            uint64_t stream);

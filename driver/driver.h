@@ -127,29 +127,30 @@ concept EventStreamBackend = requires(B& backend, const B& const_backend, uint64
 };
 
 template <typename D>
-concept Driver =
-    EventStreamBackend<typename D::Backend> &&
+concept Driver = EventStreamBackend<typename D::Backend> &&
     std::same_as<typename D::Backend::Stream, typename D::Stream> &&
-    requires(typename D::Backend& backend, PinnedBinding binding, HostResource host,
-             uint64_t size, const DeviceResource& device, const CopyLayout& layout,
-             Bytes& bytes, absl::Span<const std::byte> data, typename D::Stream& stream,
+    requires(typename D::Backend& backend, PinnedBinding binding, HostResource host, uint64_t size,
+             const DeviceResource& device, const CopyLayout& layout, Bytes& bytes,
+             absl::Span<const std::byte> data, typename D::Stream& stream,
              typename D::Stream::Signal signal, typename D::Context& context,
-             const KernelId& kernel, Dim3 grid, typename D::LaunchArgs& args) {
-      typename D::Context;
-      typename D::LaunchArgs;
-      // The server resolves a launch into a LaunchSpec; the backend says what its
-      // kernels are handed.
-      requires std::constructible_from<typename D::LaunchArgs, LaunchSpec>;
-      { backend.context() } -> std::same_as<typename D::Context&>;
-      { D::PinnedBytes(binding, host, size) } -> std::same_as<Bytes>;
-      { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;
-      { D::CopyToDevice(device, layout, data, stream) } -> std::same_as<absl::Status>;
-      { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
-      { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
-      { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
-      { D::DeviceHealth(context) } -> std::same_as<absl::Status>;
-      { D::AbortKernels(context) } -> std::same_as<void>;
-    };
+             const KernelId& kernel, Dim3 grid, typename D::LaunchArgs& args, FillPattern pattern) {
+  typename D::Context;
+  typename D::LaunchArgs;
+  // The server resolves a launch into a LaunchSpec; the backend says what its
+  // kernels are handed.
+  requires std::constructible_from<typename D::LaunchArgs, LaunchSpec>;
+  { backend.context() } -> std::same_as<typename D::Context&>;
+  { D::PinnedBytes(binding, host, size) } -> std::same_as<Bytes>;
+  { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;
+  { D::CopyToDevice(device, layout, data, stream) } -> std::same_as<absl::Status>;
+  { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
+  // Enqueues setting every element of `device` to `pattern` (FillPattern's contract).
+  { D::FillOnDevice(device, pattern, signal) } -> std::same_as<absl::Status>;
+  { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
+  { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
+  { D::DeviceHealth(context) } -> std::same_as<absl::Status>;
+  { D::AbortKernels(context) } -> std::same_as<void>;
+};
 
 // Wraps pinned memory handed out by a pool: `size` bytes of `resource`, given back to
 // the owner `binding` names when the Bytes die. What a backend whose pinned memory

@@ -23,4 +23,28 @@ absl::Status CheckLayoutBounds(const CopyLayout& layout, uint64_t resource_size)
   return absl::OkStatus();
 }
 
+absl::Status CheckFill(FillPattern pattern, uint64_t offset_bytes, uint64_t size_bytes,
+                       uint64_t resource_size) {
+  const uint32_t element = pattern.element_bytes;
+  if (element != 1 && element != 2 && element != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", element));
+  }
+  if (element < 4 && pattern.value >> (8 * element) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fill value ", pattern.value, " does not fit in ", element, " bytes"));
+  }
+  if (offset_bytes % element != 0 || size_bytes % element != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a fill of ", element, "-byte elements starts and ends on whole elements: ", "offset ",
+        offset_bytes, " and size ", size_bytes, " are not multiples of ", element));
+  }
+  if (offset_bytes > resource_size || size_bytes > resource_size - offset_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("fill of ", size_bytes, " bytes at offset ",
+                                                   offset_bytes, " is out of bounds of a ",
+                                                   resource_size, "-byte buffer"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpucmd

@@ -21,6 +21,14 @@ struct DeviceResource {
   uint64_t size_bytes = 0;
 };
 
+// What a fill writes into every element of a range of device memory (cuMemsetD8/16/32):
+// the low `element_bytes` bytes of `value`, `element_bytes` 1, 2 or 4. The range's address
+// and size are multiples of `element_bytes`.
+struct FillPattern {
+  uint32_t value = 0;
+  uint32_t element_bytes = 1;
+};
+
 // A resolved, live range of pinned host memory.
 struct HostResource {
   std::byte* data = nullptr;
@@ -72,6 +80,12 @@ struct CopyLayout {
 // no 64-bit overflow, and the spanned bytes inside the resource. INVALID_ARGUMENT
 // otherwise, naming the numbers.
 absl::Status CheckLayoutBounds(const CopyLayout& layout, uint64_t resource_size);
+
+// Checks a fill of `size_bytes` from `offset_bytes` with `pattern` in a resource of
+// `resource_size` bytes against FillPattern's contract and the resource's bounds.
+// INVALID_ARGUMENT otherwise, naming the numbers.
+absl::Status CheckFill(FillPattern pattern, uint64_t offset_bytes, uint64_t size_bytes,
+                       uint64_t resource_size);
 
 // Content hash of (source, entry point, options, driver, target architecture), hex.
 struct KernelId {

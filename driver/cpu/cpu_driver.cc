@@ -151,6 +151,42 @@ absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
   return absl::OkStatus();
 }
 
+namespace {
+
+// Sets the `size_bytes` bytes at `to` to `value`'s low bytes, an Element at a time.
+template <typename Element>
+void FillElements(std::byte* to, uint64_t size_bytes, uint32_t value) {
+  std::fill_n(reinterpret_cast<Element*>(to), size_bytes / sizeof(Element),
+              static_cast<Element>(value));
+}
+
+}  // namespace
+
+absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, FillPattern pattern,
+                                     Stream::Signal signal) {
+  void (*fill)(std::byte*, uint64_t, uint32_t) = nullptr;
+  switch (pattern.element_bytes) {
+    case 1:
+      fill = &FillElements<uint8_t>;
+      break;
+    case 2:
+      fill = &FillElements<uint16_t>;
+      break;
+    case 4:
+      fill = &FillElements<uint32_t>;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
+  }
+  signal->Enqueue(
+      [fill, to = DevicePointer(target, 0), size = target.size_bytes, value = pattern.value] {
+        fill(to, size, value);
+        return absl::OkStatus();
+      });
+  return absl::OkStatus();
+}
+
 absl::Status CpuDriver::Launch(Context& context, Stream& stream, const KernelId& kernel,
                                Dim3 grid, LaunchArgs& args) {
   if (!args.spec.tensor_maps.empty()) {

@@ -72,6 +72,9 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuMemcpyDtoHAsync", api.MemcpyDtoHAsync);
   resolve("cuMemcpyDtoDAsync", api.MemcpyDtoDAsync);
   resolve("cuMemcpy2DAsync", api.Memcpy2DAsync);
+  resolve("cuMemsetD8Async", api.MemsetD8Async);
+  resolve("cuMemsetD16Async", api.MemsetD16Async);
+  resolve("cuMemsetD32Async", api.MemsetD32Async);
   resolve("cuModuleLoadData", api.ModuleLoadData);
   resolve("cuModuleGetFunction", api.ModuleGetFunction);
   resolve("cuModuleUnload", api.ModuleUnload);

@@ -54,6 +54,9 @@ struct CudaApi {
   decltype(&::cuMemcpyDtoHAsync) MemcpyDtoHAsync;
   decltype(&::cuMemcpyDtoDAsync) MemcpyDtoDAsync;
   decltype(&::cuMemcpy2DAsync) Memcpy2DAsync;
+  decltype(&::cuMemsetD8Async) MemsetD8Async;
+  decltype(&::cuMemsetD16Async) MemsetD16Async;
+  decltype(&::cuMemsetD32Async) MemsetD32Async;
   decltype(&::cuModuleLoadData) ModuleLoadData;
   decltype(&::cuModuleGetFunction) ModuleGetFunction;
   decltype(&::cuModuleUnload) ModuleUnload;

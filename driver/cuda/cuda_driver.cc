@@ -227,6 +227,25 @@ absl::Status CudaVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source
   return Check(api_->MemcpyDtoDAsync(target, source, size_bytes, stream), "cuMemcpyDtoDAsync");
 }
 
+absl::Status CudaVendor::Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+                              CUstream stream) const {
+  const size_t count = size_bytes / pattern.element_bytes;
+  switch (pattern.element_bytes) {
+    case 1:
+      return Check(
+          api_->MemsetD8Async(target, static_cast<unsigned char>(pattern.value), count, stream),
+          "cuMemsetD8Async");
+    case 2:
+      return Check(
+          api_->MemsetD16Async(target, static_cast<unsigned short>(pattern.value), count, stream),
+          "cuMemsetD16Async");
+    case 4:
+      return Check(api_->MemsetD32Async(target, pattern.value, count, stream), "cuMemsetD32Async");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
+}
+
 absl::StatusOr<CUmodule> CudaVendor::LoadModule(const std::string& image) const {
   CUmodule module = nullptr;
   RETURN_IF_ERROR(Check(api_->ModuleLoadData(&module, image.data()), "cuModuleLoadData"));

@@ -68,6 +68,8 @@ class CudaVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, CUstream stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             CUstream stream) const;
+  absl::Status Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+                    CUstream stream) const;
 
   absl::StatusOr<CUmodule> LoadModule(const std::string& image) const;
   absl::StatusOr<CUfunction> GetFunction(CUmodule module, const std::string& entry) const;

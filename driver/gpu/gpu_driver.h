@@ -120,63 +120,64 @@ struct StreamPriorities {
 // on the calling thread; each returns the vendor's error as a Status (one conversion per
 // vendor), sticky errors as UNAVAILABLE.
 template <typename V>
-concept GpuVendor =
-    std::copyable<V> &&
+concept GpuVendor = std::copyable<V> &&
     requires(const V& vendor, typename V::StreamHandle stream, typename V::EventHandle event,
              typename V::ModuleHandle module, typename V::FunctionHandle function, int ordinal,
              int priority, uint64_t size, DeviceAddress address, std::byte* host,
-             const std::string& text, const PitchedCopy& pitched, Dim3 grid,
-             const LaunchSpec& spec, std::vector<void*>& params, bool reset,
-             absl::AnyInvocable<void()>& callback) {
-      { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
-      { vendor.memory_capacity_bytes() } -> std::same_as<uint64_t>;
-      { vendor.Enter() } -> std::same_as<absl::Status>;
-      // Streams and events.
-      { vendor.StreamPriorityRange() } -> std::same_as<absl::StatusOr<StreamPriorities>>;
-      { vendor.CreateStream(priority) } -> std::same_as<absl::StatusOr<typename V::StreamHandle>>;
-      vendor.DestroyStream(stream);
-      { vendor.SynchronizeStream(stream) } -> std::same_as<absl::Status>;
-      // OK, or the sticky error that corrupted the context (UNAVAILABLE).
-      { vendor.StickyError(stream) } -> std::same_as<absl::Status>;
-      // An event for blocking waits (Note [Waiting for the GPU without spinning]).
-      { vendor.CreateEvent() } -> std::same_as<absl::StatusOr<typename V::EventHandle>>;
-      vendor.DestroyEvent(event);
-      { vendor.RecordEvent(event, stream) } -> std::same_as<absl::Status>;
-      { vendor.StreamWaitEvent(stream, event) } -> std::same_as<absl::Status>;
-      { vendor.SynchronizeEvent(event) } -> std::same_as<absl::Status>;
-      { vendor.EventDone(event) } -> std::same_as<bool>;
-      // Has the runtime call `callback` once the work enqueued on `stream` so far ran, or
-      // failed, on a thread of its own where it must not call the API; on an error the
-      // callback is left in `callback`, not called (HoldCallback and its kin).
-      { vendor.AddCallback(stream, callback) } -> std::same_as<absl::Status>;
-      // Memory.
-      { vendor.MemoryPoolsSupported() } -> std::same_as<absl::StatusOr<bool>>;
-      { vendor.KeepPoolMemory() } -> std::same_as<absl::Status>;
-      { vendor.Allocate(size) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
-      { vendor.AllocateAsync(size, stream) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
-      vendor.Free(address);
-      vendor.FreeAsync(address, stream);
-      { vendor.AllocateHost(size) } -> std::same_as<absl::StatusOr<std::byte*>>;
-      vendor.FreeHost(host);
-      // Page-locks `size` bytes at `host` for every context and maps them for DMA, until
-      // UnregisterHost(host).
-      { vendor.RegisterHost(host, size) } -> std::same_as<absl::Status>;
-      vendor.UnregisterHost(host);
-      // Copies, enqueued on `stream`.
-      { vendor.CopyToDevice(address, host, size, stream) } -> std::same_as<absl::Status>;
-      { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
-      { vendor.CopyPitched(pitched, stream) } -> std::same_as<absl::Status>;
-      { vendor.CopyOnDevice(address, address, size, stream) } -> std::same_as<absl::Status>;
-      // Modules and launches. `params` point at the launch's slots; a vendor may put
-      // its own argument encodings (CUDA's tensor maps) in their place.
-      { vendor.LoadModule(text) } -> std::same_as<absl::StatusOr<typename V::ModuleHandle>>;
-      { vendor.GetFunction(module, text) } -> std::same_as<absl::StatusOr<typename V::FunctionHandle>>;
-      vendor.UnloadModule(module);
-      { vendor.Launch(function, grid, spec, params, stream) } -> std::same_as<absl::Status>;
-      // Lets the device go (the last backend on it is gone): `reset` when its context is
-      // corrupted, so that the next backend gets a fresh one.
-      vendor.Release(reset);
-    };
+             const std::string& text, const PitchedCopy& pitched, Dim3 grid, const LaunchSpec& spec,
+             std::vector<void*>& params, bool reset, absl::AnyInvocable<void()>& callback,
+             FillPattern pattern) {
+  { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
+  { vendor.memory_capacity_bytes() } -> std::same_as<uint64_t>;
+  { vendor.Enter() } -> std::same_as<absl::Status>;
+  // Streams and events.
+  { vendor.StreamPriorityRange() } -> std::same_as<absl::StatusOr<StreamPriorities>>;
+  { vendor.CreateStream(priority) } -> std::same_as<absl::StatusOr<typename V::StreamHandle>>;
+  vendor.DestroyStream(stream);
+  { vendor.SynchronizeStream(stream) } -> std::same_as<absl::Status>;
+  // OK, or the sticky error that corrupted the context (UNAVAILABLE).
+  { vendor.StickyError(stream) } -> std::same_as<absl::Status>;
+  // An event for blocking waits (Note [Waiting for the GPU without spinning]).
+  { vendor.CreateEvent() } -> std::same_as<absl::StatusOr<typename V::EventHandle>>;
+  vendor.DestroyEvent(event);
+  { vendor.RecordEvent(event, stream) } -> std::same_as<absl::Status>;
+  { vendor.StreamWaitEvent(stream, event) } -> std::same_as<absl::Status>;
+  { vendor.SynchronizeEvent(event) } -> std::same_as<absl::Status>;
+  { vendor.EventDone(event) } -> std::same_as<bool>;
+  // Has the runtime call `callback` once the work enqueued on `stream` so far ran, or
+  // failed, on a thread of its own where it must not call the API; on an error the
+  // callback is left in `callback`, not called (HoldCallback and its kin).
+  { vendor.AddCallback(stream, callback) } -> std::same_as<absl::Status>;
+  // Memory.
+  { vendor.MemoryPoolsSupported() } -> std::same_as<absl::StatusOr<bool>>;
+  { vendor.KeepPoolMemory() } -> std::same_as<absl::Status>;
+  { vendor.Allocate(size) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
+  { vendor.AllocateAsync(size, stream) } -> std::same_as<absl::StatusOr<DeviceAddress>>;
+  vendor.Free(address);
+  vendor.FreeAsync(address, stream);
+  { vendor.AllocateHost(size) } -> std::same_as<absl::StatusOr<std::byte*>>;
+  vendor.FreeHost(host);
+  // Page-locks `size` bytes at `host` for every context and maps them for DMA, until
+  // UnregisterHost(host).
+  { vendor.RegisterHost(host, size) } -> std::same_as<absl::Status>;
+  vendor.UnregisterHost(host);
+  // Copies, enqueued on `stream`.
+  { vendor.CopyToDevice(address, host, size, stream) } -> std::same_as<absl::Status>;
+  { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
+  { vendor.CopyPitched(pitched, stream) } -> std::same_as<absl::Status>;
+  { vendor.CopyOnDevice(address, address, size, stream) } -> std::same_as<absl::Status>;
+  // `size` bytes at `address` set to `pattern`, enqueued on `stream`.
+  { vendor.Fill(address, pattern, size, stream) } -> std::same_as<absl::Status>;
+  // Modules and launches. `params` point at the launch's slots; a vendor may put
+  // its own argument encodings (CUDA's tensor maps) in their place.
+  { vendor.LoadModule(text) } -> std::same_as<absl::StatusOr<typename V::ModuleHandle>>;
+  { vendor.GetFunction(module, text) } -> std::same_as<absl::StatusOr<typename V::FunctionHandle>>;
+  vendor.UnloadModule(module);
+  { vendor.Launch(function, grid, spec, params, stream) } -> std::same_as<absl::Status>;
+  // Lets the device go (the last backend on it is gone): `reset` when its context is
+  // corrupted, so that the next backend gets a fresh one.
+  vendor.Release(reset);
+};
 
 template <GpuVendor V>
 class GpuStream;
@@ -538,6 +539,12 @@ struct GpuDriver : DriverDefaults {
     RETURN_IF_ERROR(signal->Enter());
     return signal->vendor().CopyOnDevice(target.address, source.address, source.size_bytes,
                                          signal->get());
+  }
+
+  static absl::Status FillOnDevice(const DeviceResource& target, FillPattern pattern,
+                                   typename Stream::Signal signal) {
+    RETURN_IF_ERROR(signal->Enter());
+    return signal->vendor().Fill(target.address, pattern, target.size_bytes, signal->get());
   }
 
   // Refusals (a missing module, too many resources) come back at once. A kernel that

@@ -177,6 +177,27 @@ absl::Status HipVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source,
                    "hipMemcpyDtoDAsync");
 }
 
+absl::Status HipVendor::Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+                             hipStream_t stream) const {
+  const size_t count = size_bytes / pattern.element_bytes;
+  const auto device = static_cast<hipDeviceptr_t>(Pointer(target));
+  switch (pattern.element_bytes) {
+    case 1:
+      return HipStatus(
+          hipMemsetD8Async(device, static_cast<unsigned char>(pattern.value), count, stream),
+          "hipMemsetD8Async");
+    case 2:
+      return HipStatus(
+          hipMemsetD16Async(device, static_cast<unsigned short>(pattern.value), count, stream),
+          "hipMemsetD16Async");
+    case 4:
+      return HipStatus(hipMemsetD32Async(device, static_cast<int>(pattern.value), count, stream),
+                       "hipMemsetD32Async");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
+}
+
 absl::StatusOr<hipModule_t> HipVendor::LoadModule(const std::string& image) const {
   hipModule_t module = nullptr;
   RETURN_IF_ERROR(HipStatus(hipModuleLoadData(&module, image.data()), "hipModuleLoadData"));

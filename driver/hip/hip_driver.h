@@ -68,6 +68,8 @@ class HipVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, hipStream_t stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             hipStream_t stream) const;
+  absl::Status Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+                    hipStream_t stream) const;
 
   absl::StatusOr<hipModule_t> LoadModule(const std::string& image) const;
   absl::StatusOr<hipFunction_t> GetFunction(hipModule_t module, const std::string& entry) const;

@@ -164,6 +164,31 @@ TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
   EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), data);
 }
 
+// Fills of 1-, 2- and 4-byte elements set each element of their range, little-endian as
+// the device stores it, and leave every byte around the range as it was.
+TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
+  constexpr uint64_t kSize = 64 << 10, kOffset = 1024, kFillBytes = 40000;
+  DeviceResource device = this->Device(kSize);
+  std::vector<uint8_t> background = this->RandomBytes(kSize, 6);
+  Bytes staged = this->Pinned(kSize, background);
+  this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
+  auto& stream = this->backend_->stream(0);
+  for (const FillPattern pattern :
+       {FillPattern{0xa5, 1}, FillPattern{0xbeef, 2}, FillPattern{0x01020304, 4}}) {
+    ASSERT_TRUE(TypeParam::FillOnDevice(DeviceResource{device.address + kOffset, kFillBytes},
+                                        pattern, stream.signal())
+                    .ok());
+    ASSERT_TRUE(stream.Synchronize().ok());
+    std::vector<uint8_t> expected = background;
+    for (uint64_t i = 0; i < kFillBytes; ++i) {
+      expected[kOffset + i] =
+          static_cast<uint8_t>(pattern.value >> (8 * (i % pattern.element_bytes)));
+    }
+    EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
+        << pattern.element_bytes << "-byte elements";
+  }
+}
+
 // Bulk copies, which the CPU driver splits between threads (Note [Copies on several
 // cores] in driver/cpu/copy_engine.h): every byte lands where it belongs, and none else.
 TYPED_TEST_P(DriverConformanceTest, BulkCopiesMoveEveryByte) {
@@ -320,8 +345,8 @@ TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecrea
 
 REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
                             PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
-                            BulkCopiesMoveEveryByte, EventsOrderWorkAcrossStreams,
-                            EventWaitBlocksUntilPriorWorkCompleted,
+                            FillsSetTheirRangeAndNothingElse, BulkCopiesMoveEveryByte,
+                            EventsOrderWorkAcrossStreams, EventWaitBlocksUntilPriorWorkCompleted,
                             EventsCallBackOnceTheirWorkRan,
                             OutOfMemoryIsResourceExhaustedAndRecoverable,
                             PinnedBytesGoBackToTheirOwner,

@@ -253,6 +253,30 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  absl::Status Fill(SessionId session, LogicalStream logical, BufferId id, uint64_t offset,
+                    uint64_t size_bytes, FillPattern pattern) override {
+    ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
+    RETURN_IF_ERROR(CheckFill(pattern, offset, size_bytes, buffer->size_bytes));
+    if (size_bytes == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
+    ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
+    ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
+    const int index = binding->index;
+    RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
+    Stream& stream = backend_.stream(index);
+    RETURN_IF_ERROR(D::FillOnDevice(DeviceResource{resource.address + offset, size_bytes}, pattern,
+                                    stream.signal()));
+    Event done = stream.RecordEvent();
+    binding->last = done;
+    StateOf(session).queued_on_streams.Add(done);
+    MarkWritten(*buffer, index, done);
+    if (offset == 0 && size_bytes == buffer->size_bytes) {
+      buffer->taint = absl::OkStatus();  // every byte is fresh data now
+      buffer->producer.reset();
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Launch(SessionId session, LogicalStream logical,
                       const KernelLaunch& launch) override {
     // The rule: a launch always runs a compiled kernel. One whose compile failed is
@@ -1146,32 +1170,24 @@ class Command final : public CommandInterface {
   // ~~~~~~~~~~~~~~~~~~~
   // A slice an earlier buffer had (of this session or another), or one on a page the
   // driver did not zero, may still hold that buffer's bytes. A new buffer must not show
-  // them to its owner, through a Read or a kernel: its whole slice is overwritten with
-  // zeros first, by copies on the stream of the session's logical stream 0 (not a
-  // stream another session's kernel may be holding up) that every later use of the
-  // buffer is ordered after (Note [Per-buffer stream ordering]). Pages the CPU driver
-  // hands out read as zeros already, so there only reused slices pay for it.
+  // them to its owner, through a Read or a kernel: its whole slice is filled with zeros
+  // first, on the device (cuMemsetD8Async: no host memory, nothing over the bus), on the
+  // stream of the session's logical stream 0 (not a stream another session's kernel may
+  // be holding up) that every later use of the buffer is ordered after (Note [Per-buffer
+  // stream ordering]). Pages the CPU driver hands out read as zeros already, so there only
+  // reused slices pay for it.
   absl::Status ClearOldBytes(SessionId session, BufferId id, Buffer& buffer) {
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, 0));
-    const int index = binding->index;
-    Stream& stream = backend_.stream(index);
-    const uint64_t chunk = std::max<uint64_t>(options_.staging_threshold_bytes, 4096);
-    for (uint64_t offset = 0; offset < resource.size_bytes; offset += chunk) {
-      uint64_t size = std::min(chunk, resource.size_bytes - offset);
-      ASSIGN_OR_RETURN(Bytes zeros, HostBuffer(size));
-      std::memset(zeros.data(), 0, size);
-      RETURN_IF_ERROR(D::CopyToDevice(resource, CopyLayout::Contiguous(offset, size),
-                                      zeros.const_span(), stream));
-      drop_queues_[index].Push(std::move(zeros));
-    }
+    Stream& stream = backend_.stream(binding->index);
+    RETURN_IF_ERROR(
+        D::FillOnDevice(resource, FillPattern{.value = 0, .element_bytes = 1}, stream.signal()));
     binding->last = stream.RecordEvent();
-    MarkWritten(buffer, index, *binding->last);
-    drop_queues_[index].SealIfDue(stream);
+    MarkWritten(buffer, binding->index, *binding->last);
     return absl::OkStatus();
   }
 
-  // Host memory to copy into (or fill) whole: pinned below the staging threshold, else
+  // Host memory to copy into whole: pinned below the staging threshold, else
   // from the payload pool or the heap, not zero-filled.
   absl::StatusOr<Bytes> HostBuffer(uint64_t size) {
     if (size <= options_.staging_threshold_bytes) {

@@ -692,6 +692,47 @@ TEST_F(CommandTest, CopyBetweenBuffersAndOverlapRejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Fills of 1-, 2- and 4-byte elements land after the write queued before them on another
+// stream and touch only their range; a pattern, range or buffer they cannot take is
+// refused before anything is queued.
+TEST_F(CommandTest, FillsSetTheirRangeAfterEarlierWritesAndRefuseBadShapes) {
+  constexpr uint64_t kSize = 64;
+  BufferId id = MustAllocate(kSize);
+  std::string expected = testing::RandomBytes(kSize, 12);
+  ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, kSize), expected).ok());
+  ASSERT_TRUE(command_->Fill(kSession, 1, id, 8, 8, {.value = 0xab, .element_bytes = 1}).ok());
+  ASSERT_TRUE(command_->Fill(kSession, 1, id, 16, 8, {.value = 0x1234, .element_bytes = 2}).ok());
+  ASSERT_TRUE(
+      command_->Fill(kSession, 0, id, 32, 16, {.value = 0xdeadbeef, .element_bytes = 4}).ok());
+  EXPECT_TRUE(command_->Fill(kSession, 0, id, 64, 0, {.value = 7, .element_bytes = 1}).ok())
+      << "an empty fill at the end";
+  expected.replace(8, 8, std::string(8, '\xab'));
+  for (int i = 0; i < 4; ++i) expected.replace(16 + 2 * i, 2, "\x34\x12");
+  for (int i = 0; i < 4; ++i) expected.replace(32 + 4 * i, 4, "\xef\xbe\xad\xde");
+  EXPECT_EQ(ReadAll(id, kSize, /*stream=*/1).value(), expected);
+
+  struct Refused {
+    uint64_t offset, size;
+    FillPattern pattern;
+    std::string says;
+  };
+  for (const Refused& bad : {
+           Refused{0, 6, {.value = 0, .element_bytes = 3}, "1, 2 or 4 bytes"},
+           Refused{0, 8, {.value = 0x100, .element_bytes = 1}, "does not fit in 1 bytes"},
+           Refused{0, 8, {.value = 0x10000, .element_bytes = 2}, "does not fit in 2 bytes"},
+           Refused{2, 8, {.value = 0, .element_bytes = 4}, "not multiples of 4"},
+           Refused{0, 6, {.value = 0, .element_bytes = 4}, "not multiples of 4"},
+           Refused{32, 40, {.value = 0, .element_bytes = 1}, "out of bounds"},
+           Refused{~uint64_t{0} - 3, 8, {.value = 0, .element_bytes = 4}, "out of bounds"},
+       }) {
+    absl::Status refused = command_->Fill(kSession, 0, id, bad.offset, bad.size, bad.pattern);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad.says;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr(bad.says));
+  }
+  EXPECT_EQ(command_->Fill(kOtherSession, 0, id, 0, 8, {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadAll(id, kSize).value(), expected) << "a refused fill changed the buffer";
+}
+
 // Note [Per-buffer stream ordering]: a freed buffer's memory comes back once its own
 // accesses completed, whatever the order it was freed in and however many streams its
 // accesses were on, and not before.
@@ -859,6 +900,19 @@ TEST_F(CommandLaunchTest, FailedCompileIsSkippedAndTaintsOnlyItsOutputs) {
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(command_->Write(kSession, 0, out, CopyLayout::Contiguous(0, 16), "bbbbbbbbbbbbbbbb").ok());
   EXPECT_EQ(ReadAll(out, 16).value(), "bbbbbbbbbbbbbbbb");
+}
+
+// A fill of part of a tainted buffer leaves it tainted; a fill of all of it, as a whole
+// write does, makes it fresh data.
+TEST_F(CommandLaunchTest, AWholeFillClearsATaintAndAPartialOneDoesNot) {
+  BufferId a = MustAllocate(16), b = MustAllocate(16), out = MustAllocate(16);
+  ASSERT_EQ(command_->Launch(kSession, 0, VectorAdd(absl::FailedPreconditionError("no"), a, b, out))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(command_->Fill(kSession, 0, out, 0, 8, {.value = 1, .element_bytes = 4}).ok());
+  EXPECT_EQ(ReadAll(out, 16).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(command_->Fill(kSession, 0, out, 0, 16, {.value = 0x61, .element_bytes = 1}).ok());
+  EXPECT_EQ(ReadAll(out, 16).value(), std::string(16, 'a'));
 }
 
 TEST_F(CommandLaunchTest, ArgumentsAreCheckedBeforeAnythingIsResolved) {

@@ -111,6 +111,20 @@ class FakeCommand final : public CommandInterface {
     return absl::OkStatus();
   }
 
+  absl::Status Fill(SessionId session, LogicalStream, BufferId buffer, uint64_t offset,
+                    uint64_t size_bytes, FillPattern pattern) override {
+    absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
+    if (!bytes.ok()) return bytes.status();
+    if (absl::Status valid = CheckFill(pattern, offset, size_bytes, (*bytes)->size());
+        !valid.ok()) {
+      return valid;
+    }
+    for (uint64_t i = 0; i < size_bytes; ++i) {
+      (**bytes)[offset + i] = static_cast<char>(pattern.value >> (8 * (i % pattern.element_bytes)));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Launch(SessionId session, LogicalStream, const KernelLaunch& launch) override {
     if (!launch.params.ok()) return absl::FailedPreconditionError("skipped");
     for (const LaunchArgument& arg : launch.args) {

@@ -43,6 +43,9 @@ class UnavailableCommand final : public CommandInterface {
                     uint64_t) override {
     return reason_;
   }
+  absl::Status Fill(SessionId, LogicalStream, BufferId, uint64_t, uint64_t, FillPattern) override {
+    return reason_;
+  }
   absl::Status Launch(SessionId, LogicalStream, const KernelLaunch&) override { return reason_; }
   PendingWait Synchronize(SessionId, std::optional<LogicalStream>) override {
     return [reason = reason_] { return reason; };

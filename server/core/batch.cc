@@ -28,6 +28,7 @@ bool OnlyEnqueues(const Operation& operation) {
           [](const WriteOp& write) { return write.shared.has_value() && write.shared->pinned(); },
           [](const ReadOp&) { return true; },
           [](const CopyOp&) { return true; },
+          [](const FillOp&) { return true; },
           [](const LaunchOp&) { return true; },
           [](const SynchronizeOp&) { return true; },
       },
@@ -230,9 +231,9 @@ RoomWait Batch::RoomToWaitFor(CommandInterface& command, SessionId session, size
   if (const auto* write = std::get_if<WriteOp>(&operation)) {
     return command.StagingRoom(session, write->stream);
   }
-  const bool queues_on_a_stream = std::holds_alternative<LaunchOp>(operation) ||
-                                  std::holds_alternative<CopyOp>(operation) ||
-                                  std::holds_alternative<ReadOp>(operation);
+  const bool queues_on_a_stream =
+      std::holds_alternative<LaunchOp>(operation) || std::holds_alternative<CopyOp>(operation) ||
+      std::holds_alternative<FillOp>(operation) || std::holds_alternative<ReadOp>(operation);
   if (past_the_limit_ == PastTheStreamLimit::kWait && queues_on_a_stream) {
     return command.StreamRoom(session);
   }
@@ -257,11 +258,20 @@ Batch::BufferUses Batch::UsesOf(Operation& operation) {
   return std::visit(
       Overloaded{
           [](AllocateOp&) { return BufferUses(); },
-          [](FreeOp& free) { return BufferUses{{&free.buffer, false, false}}; },
-          [](WriteOp& write) { return BufferUses{{&write.buffer, false, true}}; },
-          [](ReadOp& read) { return BufferUses{{&read.buffer, true, false}}; },
+          [](FreeOp& free) {
+            return BufferUses{{&free.buffer, false, false}};
+          },
+          [](WriteOp& write) {
+            return BufferUses{{&write.buffer, false, true}};
+          },
+          [](ReadOp& read) {
+            return BufferUses{{&read.buffer, true, false}};
+          },
           [](CopyOp& copy) {
             return BufferUses{{&copy.source, true, false}, {&copy.target, false, true}};
+          },
+          [](FillOp& fill) {
+            return BufferUses{{&fill.target, false, true}};
           },
           [](LaunchOp& launch) {
             BufferUses uses;
@@ -327,6 +337,10 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
             result.status = command.Copy(session, copy.stream, copy.source.id,
                                          copy.source_offset_bytes, copy.target.id,
                                          copy.target_offset_bytes, copy.size_bytes);
+          },
+          [&](FillOp& fill) {
+            result.status = command.Fill(session, fill.stream, fill.target.id, fill.offset_bytes,
+                                         fill.size_bytes, fill.pattern);
           },
           [&](LaunchOp& launch) {
             if (!launch.refused.ok()) {

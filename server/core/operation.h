@@ -70,6 +70,14 @@ struct CopyOp {
   uint64_t size_bytes = 0;
 };
 
+struct FillOp {
+  LogicalStream stream = 0;
+  BufferRef target;
+  uint64_t offset_bytes = 0;
+  uint64_t size_bytes = 0;
+  FillPattern pattern;
+};
+
 struct LaunchOp {
   LogicalStream stream = 0;
   // `launch.args[i].buffer` is taken from `buffers[i]` once resolved; `launch.params` is
@@ -88,7 +96,7 @@ struct SynchronizeOp {
 };
 
 using Operation =
-    std::variant<AllocateOp, FreeOp, WriteOp, ReadOp, CopyOp, LaunchOp, SynchronizeOp>;
+    std::variant<AllocateOp, FreeOp, WriteOp, ReadOp, CopyOp, FillOp, LaunchOp, SynchronizeOp>;
 
 // One command of a batch: the client's sequence number, what kind of command it is (for
 // messages), and the operation, or why it was rejected before it was queued.

@@ -1,5 +1,6 @@
 #include "server/rpc/request_conversion.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -231,6 +232,8 @@ absl::string_view KindOf(const v1::Command& command) {
       return "read";
     case v1::Command::kCopy:
       return "copy";
+    case v1::Command::kFill:
+      return "fill";
     case v1::Command::kCompile:
       return "compile";
     case v1::Command::kLaunch:
@@ -255,6 +258,8 @@ const std::string& SessionOf(const v1::Command& command) {
       return command.read().session();
     case v1::Command::kCopy:
       return command.copy().session();
+    case v1::Command::kFill:
+      return command.fill().session();
     case v1::Command::kCompile:
       return command.compile().session();
     case v1::Command::kLaunch:
@@ -287,6 +292,11 @@ std::vector<BufferRef> WrittenBuffers(const v1::Command& command,
       add(copy.has_target_buffer_ref(), copy.target_buffer(), copy.target_buffer_ref());
       break;
     }
+    case v1::Command::kFill: {
+      const v1::FillRequest& fill = command.fill();
+      add(fill.has_buffer_ref(), fill.buffer(), fill.buffer_ref());
+      break;
+    }
     case v1::Command::kLaunch:
       for (const v1::KernelArg& arg : command.launch().args()) {
         const v1::BufferArg* buffer = arg.has_buffer()       ? &arg.buffer()
@@ -315,6 +325,8 @@ absl::Status CheckShape(const v1::Command& command) {
       return ValidateRead(command.read());
     case v1::Command::kCopy:
       return ValidateCopy(command.copy());
+    case v1::Command::kFill:
+      return ValidateFill(command.fill());
     case v1::Command::kCompile:
       return ValidateCompile(command.compile());
     case v1::Command::kLaunch:
@@ -434,6 +446,19 @@ absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
                 .size_bytes = request.size_bytes()};
 }
 
+absl::StatusOr<Operation> ToOperation(const v1::FillRequest& request,
+                                      const BatchAllocations& earlier) {
+  RETURN_IF_ERROR(ValidateFill(request));
+  ASSIGN_OR_RETURN(BufferRef target, ToBufferRef(request.has_buffer_ref(), request.buffer(),
+                                                 request.buffer_ref(), earlier));
+  return FillOp{.stream = request.stream(),
+                .target = target,
+                .offset_bytes = request.offset_bytes(),
+                .size_bytes = request.size_bytes(),
+                .pattern = {.value = request.value(),
+                            .element_bytes = std::max(request.element_bytes(), 1u)}};
+}
+
 namespace {
 
 // A valid launch request of `kernel` (its kernel_id, copied or taken out of it).
@@ -512,6 +537,8 @@ absl::StatusOr<Operation> ToOperation(v1::Command& command, const DeviceDescript
       return ToOperation(command.read(), earlier, regions);
     case v1::Command::kCopy:
       return ToOperation(command.copy(), earlier);
+    case v1::Command::kFill:
+      return ToOperation(command.fill(), earlier);
     case v1::Command::kLaunch: {
       // CheckShape validated it.
       KernelId kernel{std::move(*command.mutable_launch()->mutable_kernel_id())};
@@ -556,30 +583,30 @@ bool RepliesWithReadBytes(const Operation& operation, const OperationResult& res
 void FillReply(const Operation& operation, const OperationResult& result,
                v1::CommandReply* reply) {
   SetReplyStatus(result.status, reply);
-  std::visit(Overloaded{
-                 [&](const AllocateOp&) {
-                   v1::AllocateResponse* allocate = reply->mutable_allocate();
-                   if (result.status.ok()) allocate->set_buffer(result.allocated);
-                 },
-                 [&](const FreeOp&) { reply->mutable_free(); },
-                 [&](const WriteOp&) {
-                   reply->mutable_write()->set_bytes_written(result.bytes_written);
-                 },
-                 [&](const ReadOp&) {
-                   if (RepliesWithReadBytes(operation, result)) return;
-                   v1::ReadResponse* read = reply->mutable_read();
-                   // Read into shared memory: the bytes are there, not in the reply.
-                   if (result.status.ok() && result.read.has_value()) {
-                     read->set_total_bytes(result.read->bytes.size());
-                   }
-                 },
-                 [&](const CopyOp&) { reply->mutable_copy(); },
-                 [&](const LaunchOp&) { reply->mutable_launch(); },
-                 [&](const SynchronizeOp&) {
-                   reply->mutable_synchronize()->set_kernel_output(result.kernel_output);
-                 },
-             },
-             operation);
+  std::visit(
+      Overloaded{
+          [&](const AllocateOp&) {
+            v1::AllocateResponse* allocate = reply->mutable_allocate();
+            if (result.status.ok()) allocate->set_buffer(result.allocated);
+          },
+          [&](const FreeOp&) { reply->mutable_free(); },
+          [&](const WriteOp&) { reply->mutable_write()->set_bytes_written(result.bytes_written); },
+          [&](const ReadOp&) {
+            if (RepliesWithReadBytes(operation, result)) return;
+            v1::ReadResponse* read = reply->mutable_read();
+            // Read into shared memory: the bytes are there, not in the reply.
+            if (result.status.ok() && result.read.has_value()) {
+              read->set_total_bytes(result.read->bytes.size());
+            }
+          },
+          [&](const CopyOp&) { reply->mutable_copy(); },
+          [&](const FillOp&) { reply->mutable_fill(); },
+          [&](const LaunchOp&) { reply->mutable_launch(); },
+          [&](const SynchronizeOp&) {
+            reply->mutable_synchronize()->set_kernel_output(result.kernel_output);
+          },
+      },
+      operation);
 }
 
 void FillCompileResponse(const KernelId& id, const absl::StatusOr<CompileCache::Result>& result,

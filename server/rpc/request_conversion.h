@@ -84,6 +84,8 @@ absl::StatusOr<Operation> ToOperation(const v1::ReadRequest& request,
                                       const SessionRegions& regions);
 absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
                                       const BatchAllocations& earlier);
+absl::StatusOr<Operation> ToOperation(const v1::FillRequest& request,
+                                      const BatchAllocations& earlier);
 // The launch's kernel is looked up later (PrepareLaunch), when earlier compiles of its
 // batch have finished.
 absl::StatusOr<Operation> ToOperation(const v1::LaunchRequest& request,

@@ -120,6 +120,11 @@ absl::Status ValidateCopy(const v1::CopyRequest& request) {
   return CheckNoOverflow(request.target_offset_bytes(), request.size_bytes(), "copy target");
 }
 
+absl::Status ValidateFill(const v1::FillRequest& request) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), "fill");
+}
+
 absl::Status ValidateCompile(const v1::CompileRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));
   if (request.source().empty()) return absl::InvalidArgumentError("source is empty");

@@ -19,6 +19,9 @@ absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout);
 absl::Status ValidateWriteHeader(const v1::WriteHeader& header);
 absl::Status ValidateRead(const v1::ReadRequest& request);
 absl::Status ValidateCopy(const v1::CopyRequest& request);
+// The session token, and the range not overflowing; the pattern and the range against
+// the buffer are the device's to check (CheckFill).
+absl::Status ValidateFill(const v1::FillRequest& request);
 absl::Status ValidateCompile(const v1::CompileRequest& request);
 absl::Status ValidateLaunch(const v1::LaunchRequest& request);
 

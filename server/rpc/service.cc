@@ -252,6 +252,17 @@ grpc::ServerUnaryReactor* GpuCommandService::Copy(grpc::CallbackServerContext* c
       [](const OperationResult&) {});
 }
 
+grpc::ServerUnaryReactor* GpuCommandService::Fill(grpc::CallbackServerContext* context,
+                                                  const v1::FillRequest* request,
+                                                  v1::FillResponse*) {
+  return RunUnary(
+      context, ValidateFill(*request), request->session(), "fill",
+      [request](const DeviceDescription&, const SessionRegions&) {
+        return ToOperation(*request, BatchAllocations());
+      },
+      [](const OperationResult&) {});
+}
+
 grpc::ServerUnaryReactor* GpuCommandService::Defragment(grpc::CallbackServerContext* context,
                                                         const v1::DefragmentRequest* request,
                                                         v1::DefragmentResponse* response) {

@@ -32,29 +32,20 @@ using G = v1::GpuCommand;
 // Read and Submit served raw (Note [Requests that do not parse] in
 // server/rpc/raw_messages.h; Note [Read chunks sent from the read's bytes] in
 // server/rpc/read_chunks.h).
-using GpuCommandServiceBase =
-    G::WithCallbackMethod_OpenSession<
-    G::WithCallbackMethod_CloseSession<
-    G::WithRawCallbackMethod_KeepAlive<
-    G::WithCallbackMethod_ListDevices<
-    G::WithCallbackMethod_Allocate<
-    G::WithCallbackMethod_Free<
-    G::WithRawCallbackMethod_Write<
-    G::WithRawCallbackMethod_Read<
-    G::WithCallbackMethod_WriteShared<
-    G::WithCallbackMethod_ReadShared<
-    G::WithCallbackMethod_Copy<
-    G::WithCallbackMethod_Defragment<
-    G::WithCallbackMethod_Compile<
-    G::WithCallbackMethod_GetCompileLog<
-    G::WithCallbackMethod_Launch<
-    G::WithCallbackMethod_Synchronize<
-    G::WithRawCallbackMethod_Submit<
-    G::WithCallbackMethod_RegisterSharedMemory<
-    G::WithCallbackMethod_UnregisterSharedMemory<
-    G::WithCallbackMethod_GetStats<
-    G::WithCallbackMethod_ListSessions<
-    G::Service>>>>>>>>>>>>>>>>>>>>>;
+using GpuCommandServiceBase = G::WithCallbackMethod_OpenSession<
+    G::WithCallbackMethod_CloseSession<G::WithRawCallbackMethod_KeepAlive<
+        G::WithCallbackMethod_ListDevices<G::WithCallbackMethod_Allocate<
+            G::WithCallbackMethod_Free<G::WithRawCallbackMethod_Write<G::WithRawCallbackMethod_Read<
+                G::WithCallbackMethod_WriteShared<G::WithCallbackMethod_ReadShared<
+                    G::WithCallbackMethod_Copy<G::WithCallbackMethod_Fill<
+                        G::WithCallbackMethod_Defragment<G::WithCallbackMethod_Compile<
+                            G::WithCallbackMethod_GetCompileLog<G::WithCallbackMethod_Launch<
+                                G::WithCallbackMethod_Synchronize<G::WithRawCallbackMethod_Submit<
+                                    G::WithCallbackMethod_RegisterSharedMemory<
+                                        G::WithCallbackMethod_UnregisterSharedMemory<
+                                            G::WithCallbackMethod_GetStats<
+                                                G::WithCallbackMethod_ListSessions<
+                                                    G::Service>>>>>>>>>>>>>>>>>>>>>>;
 }  // namespace service_internal
 
 using service_internal::GpuCommandServiceBase;
@@ -98,6 +89,9 @@ class GpuCommandService final : public GpuCommandServiceBase {
   grpc::ServerUnaryReactor* Copy(grpc::CallbackServerContext* context,
                                  const v1::CopyRequest* request,
                                  v1::CopyResponse* response) override;
+  grpc::ServerUnaryReactor* Fill(grpc::CallbackServerContext* context,
+                                 const v1::FillRequest* request,
+                                 v1::FillResponse* response) override;
   grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* context,
                                        const v1::DefragmentRequest* request,
                                        v1::DefragmentResponse* response) override;

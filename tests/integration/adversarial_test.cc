@@ -753,6 +753,14 @@ TEST_F(AdversarialTest, ACopyFloodMeetsBackpressure) {
       [&] { return attacker_->Copy(*source, 0, *target, 0, 4096); });
 }
 
+// Fills are device work queued on the stream, held to the same limit.
+TEST_F(AdversarialTest, AFillFloodMeetsBackpressure) {
+  absl::StatusOr<Buffer> target = attacker_->Allocate(4096);
+  ASSERT_TRUE(target.ok());
+  ExpectAFloodBehindALongKernelMeetsBackpressure(
+      [&] { return attacker_->Fill(*target, 0, 4096, 0xff); });
+}
+
 // A unary Read is answered once its copy ran, but its copy is queued on the stream like
 // any other: reads started at once behind a long kernel are held to the same limit
 // (whether the device thread's queue or the stream refuses them, naming it).

@@ -435,6 +435,47 @@ TEST_F(MemoryTest, CrossStreamWriteThenReadAndCopy) {
   EXPECT_TRUE(session_->Synchronize(2).ok());
 }
 
+// Fill sets a range on the device in 1-, 2- and 4-byte elements, ordered after a write
+// on another stream; its bad shapes, foreign buffers and unknown sessions get the right
+// status and leave the buffer as it was.
+TEST_F(MemoryTest, FillSetsARangeOnTheDeviceAndRefusesWhatItCannotTake) {
+  constexpr uint64_t kSize = 3 * kMiB;
+  Buffer buffer = MustAllocate(kSize);
+  std::string expected = testing::RandomBytes(kSize, 21);
+  ASSERT_TRUE(session_->Write(buffer, 0, expected, /*stream=*/1).ok());
+  ASSERT_TRUE(session_->Fill(buffer, 0, kMiB, 0, 1, /*stream=*/2).ok());
+  ASSERT_TRUE(session_->Fill(buffer, kMiB, 1000, 0xabcd, 2, /*stream=*/2).ok());
+  ASSERT_TRUE(session_->Fill(buffer, 2 * kMiB, 4096, 0x3f800000, 4).ok());  // 1.0f
+  std::fill_n(expected.begin(), kMiB, '\0');
+  for (uint64_t i = 0; i < 500; ++i) expected.replace(kMiB + 2 * i, 2, "\xcd\xab");
+  for (uint64_t i = 0; i < 1024; ++i)
+    expected.replace(2 * kMiB + 4 * i, 4, std::string("\0\0\x80\x3f", 4));
+  EXPECT_EQ(session_->Read(buffer, 0, kSize, /*stream=*/3).value(), expected);
+
+  EXPECT_EQ(session_->Fill(buffer, kSize - 4, 8, 0, 4).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Fill(buffer, 0, 8, 0x100, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Fill(buffer, 0, 6, 0, 4).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session_->Fill(buffer, 0, 6, 0, 3).code(), absl::StatusCode::kInvalidArgument);
+  absl::Status overflow = session_->Fill(buffer, ~uint64_t{0} - 3, 8, 0, 4);
+  EXPECT_EQ(overflow.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(overflow.message()), HasSubstr("overflow"));
+  absl::StatusOr<Session> other = client_->OpenSession(0, "other");
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<Buffer> theirs = other->Allocate(64);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(session_->Fill(*theirs, 0, 8, 0).code(), absl::StatusCode::kNotFound);
+  grpc::ClientContext context;
+  v1::FillRequest unknown_session;
+  unknown_session.set_session("0123456789abcdef0123456789abcdef");
+  unknown_session.set_buffer(buffer.id());
+  unknown_session.set_size_bytes(8);
+  v1::FillResponse filled;
+  EXPECT_EQ(client_->stub().Fill(&context, unknown_session, &filled).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(session_->Read(buffer, 0, kSize).value(), expected) << "a refused fill wrote";
+  EXPECT_EQ(other->Read(*theirs, 0, 64).value(), std::string(64, '\0'));
+}
+
 TEST_F(MemoryTest, StatsShowTheSessionAndDevice) {
   Buffer buffer = MustAllocate(3 * kMiB);
   absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();

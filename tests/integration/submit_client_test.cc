@@ -241,6 +241,22 @@ TEST_F(SubmitClientTest, AFailedCommandIsAnsweredInPlaceAndTheOthersRun) {
   EXPECT_TRUE(after->FirstError().ok());
 }
 
+// A batch fills the buffer on the device (4-byte elements), a kernel adds one to each, and
+// the read sees the sum; a fill that is not whole elements is refused in place.
+TEST_F(SubmitClientTest, ABatchFillsOnTheDeviceBeforeItsLaunch) {
+  SubmitBatch batch(*session_);
+  batch.Fill(*buffer_, 0, kInts * sizeof(int), /*value=*/41, /*element_bytes=*/4);
+  const size_t read = AddOneAndRead(batch);
+  const size_t misaligned = batch.Fill(*buffer_, 2, 8, 0, /*element_bytes=*/4);
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_TRUE(replies->status(0).ok()) << replies->status(0);
+  EXPECT_EQ(replies->status(misaligned).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies->status(misaligned).message(), HasSubstr("not multiples of 4"));
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), std::vector<int>(kInts, 42));
+}
+
 TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
   SubmitStream stream = MustOpen();
   SubmitBatch too_many(*session_);

@@ -11,6 +11,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -214,6 +215,23 @@ CUresult MemcpyDtoDAsync(CUdeviceptr target, CUdeviceptr source, size_t bytes, C
   std::memmove(reinterpret_cast<void*>(target), reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
+// Sets `count` elements of `Element` at `target` to `value`.
+template <typename Element>
+CUresult Memset(CUdeviceptr target, Element value, size_t count) {
+  if (CUresult error = Sticky(); error != CUDA_SUCCESS) return error;
+  if (target % sizeof(Element) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::fill_n(reinterpret_cast<Element*>(target), count, value);
+  return CUDA_SUCCESS;
+}
+CUresult MemsetD8Async(CUdeviceptr target, unsigned char value, size_t count, CUstream) {
+  return Memset(target, value, count);
+}
+CUresult MemsetD16Async(CUdeviceptr target, unsigned short value, size_t count, CUstream) {
+  return Memset(target, value, count);
+}
+CUresult MemsetD32Async(CUdeviceptr target, unsigned int value, size_t count, CUstream) {
+  return Memset(target, value, count);
+}
 // Honours exactly the fields the driver sets: memory types, pointers, pitches, width and
 // height (x/y offsets must be zero).
 CUresult Memcpy2DAsync(const CUDA_MEMCPY2D* copy, CUstream) {
@@ -307,6 +325,9 @@ const std::map<std::string, void*>& Table() {
       {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync)},
       {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&MemcpyDtoDAsync)},
       {"cuMemcpy2DAsync", reinterpret_cast<void*>(&Memcpy2DAsync)},
+      {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async)},
+      {"cuMemsetD16Async", reinterpret_cast<void*>(&MemsetD16Async)},
+      {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async)},
       {"cuModuleLoadData", reinterpret_cast<void*>(&ModuleLoadData)},
       {"cuModuleGetFunction", reinterpret_cast<void*>(&ModuleGetFunction)},
       {"cuModuleUnload", reinterpret_cast<void*>(&ModuleUnload)},

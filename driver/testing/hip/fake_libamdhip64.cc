@@ -12,6 +12,7 @@
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,6 +186,24 @@ hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t target, hipDeviceptr_t source, size
                               hipStream_t) {
   if (hipError_t error = Sticky(); error != hipSuccess) return error;
   std::memmove(target, source, bytes);
+  return hipSuccess;
+}
+hipError_t hipMemsetD8Async(hipDeviceptr_t target, unsigned char value, size_t count, hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  std::fill_n(static_cast<unsigned char*>(target), count, value);
+  return hipSuccess;
+}
+hipError_t hipMemsetD16Async(hipDeviceptr_t target, unsigned short value, size_t count,
+                             hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  if (reinterpret_cast<uintptr_t>(target) % 2 != 0) return hipErrorInvalidValue;
+  std::fill_n(static_cast<unsigned short*>(target), count, value);
+  return hipSuccess;
+}
+hipError_t hipMemsetD32Async(hipDeviceptr_t target, int value, size_t count, hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  if (reinterpret_cast<uintptr_t>(target) % 4 != 0) return hipErrorInvalidValue;
+  std::fill_n(static_cast<int*>(target), count, value);
   return hipSuccess;
 }
 hipError_t hipMemcpy2DAsync(void* target, size_t target_pitch, const void* source,
