@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy
 import numpy.typing
@@ -20,6 +20,17 @@ def _normalize_shape(shape: ShapeLike) -> Tuple[int, ...]:
         if not isinstance(dim, (int, numpy.integer)) or isinstance(dim, bool) or dim < 0:
             raise ValueError(f"a shape holds non-negative ints, not {shape!r}")
     return tuple(int(dim) for dim in dims)
+
+
+def fill_pattern(element: numpy.ndarray) -> Optional[Tuple[int, int]]:
+    """``(value, element_bytes)`` of the daemon's Fill that writes ``element`` (one value
+    of an array's dtype) over and over: its bytes as a repeated 1-, 2- or 4-byte word,
+    little-endian; None when they are not one (a float64 of 1.0)."""
+    raw = element.tobytes()
+    for width in (1, 2, 4):
+        if len(raw) % width == 0 and raw == raw[:width] * (len(raw) // width):
+            return int.from_bytes(raw[:width], "little"), width
+    return None
 
 
 def _host_dtype(dtype) -> numpy.dtype:
@@ -156,6 +167,27 @@ class DeviceArray:
         if self.nbytes == 0:
             return
         self.session._write(self.buffer, self.offset, host, stream, self._rows(), shared_memory)
+
+    def fill(self, value: Any, stream: StreamLike = None) -> None:
+        """Sets every element to ``value`` (converted to this dtype), as
+        ``cupy.ndarray.fill`` does: on the device, sending no bytes, when the value's bytes
+        repeat a 1-, 2- or 4-byte word (any 1-, 2- or 4-byte dtype, and zero of any);
+        else by a write of the values."""
+        self._check_live()
+        element = numpy.asarray(value, dtype=self.dtype)
+        pattern = fill_pattern(element)
+        if pattern is None:
+            self.set(element, stream)
+            return
+        if self.nbytes == 0:
+            return
+        if self.contiguous:
+            self.session._fill(self.buffer, self.offset, self.nbytes, pattern, stream)
+            return
+        row_bytes = self.shape[1] * self.dtype.itemsize
+        for row in range(self.shape[0]):
+            self.session._fill(self.buffer, self.offset + row * self.strides[0], row_bytes,
+                               pattern, stream)
 
     def copy_to(self, other: "DeviceArray", stream: StreamLike = None) -> None:
         """Device-to-device copy into ``other`` (same session, same number of bytes;

@@ -9,7 +9,7 @@ import grpc
 import numpy
 import numpy.typing
 
-from gpucmd._array import DeviceArray
+from gpucmd._array import DeviceArray, fill_pattern
 from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
 from gpucmd._kernel import DimLike, Kernel, RawKernel
 from gpucmd._session import _MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, Session
@@ -106,6 +106,19 @@ class Batch:
                                     buffer=array.buffer, offset_bytes=array.offset + start,
                                     inline_size_bytes=len(data))
             self._add(len(data), write=pb.WriteRequest(header=header, data=data))
+
+    def fill(self, array: DeviceArray, value: Any) -> None:
+        """Sets every element of ``array`` to ``value``, as :meth:`DeviceArray.fill`."""
+        self._check_array(array)
+        element = numpy.asarray(value, dtype=array.dtype)
+        pattern = fill_pattern(element)
+        if pattern is None:
+            self.write(array, element)
+            return
+        self._add(0, fill=pb.FillRequest(
+            session=self.session.token, stream=self.stream, buffer=array.buffer,
+            offset_bytes=array.offset, size_bytes=array.nbytes, value=pattern[0],
+            element_bytes=pattern[1]))
 
     def read(self, array: DeviceArray) -> BatchRead:
         """Reads ``array`` after the commands before it; the result is there after the batch."""

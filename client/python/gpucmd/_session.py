@@ -242,10 +242,10 @@ class Session:
 
     def zeros(self, shape: Union[int, Tuple[int, ...]],
               dtype: "numpy.typing.DTypeLike" = numpy.float32) -> "DeviceArray":
-        """A device array of zeros."""
+        """A device array of zeros (filled on the device: no bytes are sent)."""
         from gpucmd._array import DeviceArray
         array = DeviceArray.allocate(self, shape, dtype)
-        array.set(numpy.zeros(array.shape, array.dtype))
+        array.fill(0)
         return array
 
     def compile(self, source: str, name: str, options: Sequence[str] = ()) -> "Kernel":
@@ -280,6 +280,15 @@ class Session:
                             source_buffer=source, source_offset_bytes=source_offset,
                             target_buffer=target, target_offset_bytes=target_offset,
                             size_bytes=nbytes),
+             timeout=self.client.timeout)
+
+    def _fill(self, buffer: int, offset: int, nbytes: int, pattern: Tuple[int, int],
+              stream: StreamLike) -> None:
+        value, element_bytes = pattern
+        call(self.client._stub.Fill,
+             pb.FillRequest(session=self.token, stream=stream_number(stream), buffer=buffer,
+                            offset_bytes=offset, size_bytes=nbytes, value=value,
+                            element_bytes=element_bytes),
              timeout=self.client.timeout)
 
     def _shared_region(self, nbytes: int) -> Optional[SharedRegion]:

@@ -64,6 +64,48 @@ def test_zeros_empty_set_and_broadcast(session):
     assert numpy.asarray(zeros).sum() == 15
 
 
+FILL_VALUES = [0, 1, -3, 2.5, 1 + 2j, True]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: numpy.dtype(d).name)
+def test_fill_sets_every_element_of_every_dtype(session, dtype):
+    array = session.asarray(random_array((3, 7), dtype))
+    for value in FILL_VALUES:
+        if numpy.dtype(dtype).kind != "c" and isinstance(value, complex):
+            continue
+        array.fill(value)
+        numpy.testing.assert_array_equal(array.get(), numpy.full((3, 7), value, dtype))
+
+
+def test_fill_sends_no_bytes_when_the_value_repeats_a_word(session, monkeypatch):
+    def refused(*args, **kwargs):
+        raise AssertionError("a fill sent the values")
+    monkeypatch.setattr(session, "_write", refused)
+    for dtype, value in [(numpy.uint8, 200), (numpy.float16, -1.5), (numpy.float32, 3.25),
+                         (numpy.int32, -7), (numpy.float64, 0.0), (numpy.complex128, 0)]:
+        array = session.empty(1000, dtype)
+        array.fill(value)
+        numpy.testing.assert_array_equal(array.get(), numpy.full(1000, value, dtype))
+    zeros = session.zeros((4, 5), numpy.float64)
+    numpy.testing.assert_array_equal(zeros.get(), numpy.zeros((4, 5)))
+    with pytest.raises(AssertionError, match="sent the values"):
+        session.empty(8, numpy.float64).fill(1.0)  # its eight bytes repeat no word
+
+
+def test_fill_of_a_view_touches_only_its_rows(session):
+    host = numpy.arange(48, dtype=numpy.int32).reshape(6, 8)
+    array = session.asarray(host)
+    array[1:5, 2:6].fill(-1)
+    host[1:5, 2:6] = -1
+    numpy.testing.assert_array_equal(array.get(), host)
+    array[2:4, :].fill(9)
+    host[2:4] = 9
+    numpy.testing.assert_array_equal(array.get(), host)
+    array.free()
+    with pytest.raises(ValueError):
+        array.fill(0)
+
+
 def test_two_dimensional_views_transfer_pitched(session):
     host = numpy.arange(8 * 10, dtype=numpy.float32).reshape(8, 10)
     device = session.asarray(host)

@@ -44,6 +44,23 @@ def test_writes_launches_and_reads_run_in_order(session):
         batch.read(x)
 
 
+def test_a_batch_fills_on_the_device_or_writes_the_values(session):
+    x = session.asarray(numpy.arange(100, dtype=numpy.float64))
+    y = session.empty(100, numpy.int16)
+    with session.batch() as batch:
+        batch.fill(x, 0.0)
+        zeros = batch.read(x)
+        batch.fill(x, 1.25)  # no repeated word: written
+        batch.fill(y, -2)
+        ones = batch.read(x)
+        twos = batch.read(y)
+    numpy.testing.assert_array_equal(zeros.get(), numpy.zeros(100))
+    numpy.testing.assert_array_equal(ones.get(), numpy.full(100, 1.25))
+    numpy.testing.assert_array_equal(twos.get(), numpy.full(100, -2, numpy.int16))
+    assert [command.WhichOneof("command") for command in batch._commands] == [
+        "fill", "read", "write", "fill", "read", "read"]
+
+
 def test_batches_larger_than_a_message_are_split(session):
     data = numpy.random.default_rng(0).integers(0, 1 << 62, size=5 << 20, dtype=numpy.int64)
     device = session.empty(data.shape, numpy.int64)  # 40 MiB: several commands and requests
