@@ -15,7 +15,7 @@ bool Parse(const std::string& bytes, Request* request) {
 }
 
 void Validate(uint8_t kind, const std::string& bytes) {
-  switch (kind % 8) {
+  switch (kind % 9) {
     case 0:
       if (v1::OpenSessionRequest r; Parse(bytes, &r)) ValidateOpenSession(r, 2).IgnoreError();
       break;
@@ -36,6 +36,9 @@ void Validate(uint8_t kind, const std::string& bytes) {
       break;
     case 6:
       if (v1::LaunchRequest r; Parse(bytes, &r)) ValidateLaunch(r).IgnoreError();
+      break;
+    case 8:
+      if (v1::FillRequest r; Parse(bytes, &r)) ValidateFill(r).IgnoreError();
       break;
     case 7:
       ValidateSessionToken(bytes).IgnoreError();

@@ -133,7 +133,7 @@ class RequestMaker {
       }
     };
     // Allocates first more often, so that later commands have buffers to name.
-    switch (allocations.empty() && Chance(2) ? 0 : random_() % 7) {
+    switch (allocations.empty() && Chance(2) ? 0 : random_() % 8) {
       case 0: {
         v1::AllocateRequest* allocate = command.mutable_allocate();
         allocate->set_session(session_);
@@ -193,6 +193,17 @@ class RequestMaker {
         v1::BufferArg* arg = launch->add_args()->mutable_buffer();
         name_buffer(arg, &v1::BufferArg::set_buffer, &v1::BufferArg::set_buffer_ref);
         arg->set_access(static_cast<v1::Access>(random_() % 4));
+        break;
+      }
+      case 6: {
+        v1::FillRequest* fill = command.mutable_fill();
+        fill->set_session(session_);
+        fill->set_stream(stream);
+        name_buffer(fill, &v1::FillRequest::set_buffer, &v1::FillRequest::set_buffer_ref);
+        fill->set_offset_bytes(random_() % 4608);
+        fill->set_size_bytes(random_() % 1024);
+        fill->set_value(Chance(4) ? random_() : random_() % 256);
+        fill->set_element_bytes(random_() % 6);
         break;
       }
       default: {

@@ -104,8 +104,8 @@ class BatchDrafter:
         return self.rng.choice([0, 0, 1, 3, self.u64()])
 
     def command(self, sequence: int) -> pb.Command:
-        kind = self.rng.choice(["allocate", "free", "write", "read", "copy", "launch", "launch",
-                                "synchronize"])
+        kind = self.rng.choice(["allocate", "free", "write", "read", "copy", "fill", "launch",
+                                "launch", "synchronize"])
         command = pb.Command(sequence=sequence)
         getattr(self, kind)(command)
         if self.rng.random() < 0.05:  # a command naming no session, or an unknown one
@@ -161,6 +161,15 @@ class BatchDrafter:
         self.name_buffer(request, "source_buffer", "source_buffer_ref")
         self.name_buffer(request, "target_buffer", "target_buffer_ref")
         command.copy.CopyFrom(request)
+
+    def fill(self, command: pb.Command) -> None:
+        request = pb.FillRequest(session=self.token, stream=self.stream(),
+                                 offset_bytes=self.rng.choice([0, 2, 8, self.u64()]),
+                                 size_bytes=self.rng.choice([0, 6, 16, 4096, self.u64()]),
+                                 value=self.rng.choice([0, 255, 65536, self.u32()]),
+                                 element_bytes=self.rng.choice([0, 1, 2, 3, 4, 8]))
+        self.name_buffer(request, "buffer", "buffer_ref")
+        command.fill.CopyFrom(request)
 
     def argument(self, kind: str) -> pb.KernelArg:
         argument = pb.KernelArg()
