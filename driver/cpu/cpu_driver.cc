@@ -179,11 +179,17 @@ absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, FillPattern p
       return absl::InvalidArgumentError(
           absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
   }
-  signal->Enqueue(
-      [fill, to = DevicePointer(target, 0), size = target.size_bytes, value = pattern.value] {
-        fill(to, size, value);
-        return absl::OkStatus();
-      });
+  CpuStream::Work work = [fill, to = DevicePointer(target, 0), size = target.size_bytes,
+                          value = pattern.value] {
+    fill(to, size, value);
+    return absl::OkStatus();
+  };
+  // A brief fill runs where it is queued, as a brief copy does (it only writes).
+  if (target.size_bytes <= kBriefCopyBytes) {
+    signal->RunOrEnqueue(std::move(work));
+  } else {
+    signal->Enqueue(std::move(work));
+  }
   return absl::OkStatus();
 }
 

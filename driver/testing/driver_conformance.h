@@ -167,25 +167,29 @@ TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
 // Fills of 1-, 2- and 4-byte elements set each element of their range, little-endian as
 // the device stores it, and leave every byte around the range as it was.
 TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
-  constexpr uint64_t kSize = 64 << 10, kOffset = 1024, kFillBytes = 40000;
+  constexpr uint64_t kSize = 256 << 10, kOffset = 1024;
   DeviceResource device = this->Device(kSize);
   std::vector<uint8_t> background = this->RandomBytes(kSize, 6);
   Bytes staged = this->Pinned(kSize, background);
   this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
   auto& stream = this->backend_->stream(0);
-  for (const FillPattern pattern :
-       {FillPattern{0xa5, 1}, FillPattern{0xbeef, 2}, FillPattern{0x01020304, 4}}) {
-    ASSERT_TRUE(TypeParam::FillOnDevice(DeviceResource{device.address + kOffset, kFillBytes},
-                                        pattern, stream.signal())
-                    .ok());
-    ASSERT_TRUE(stream.Synchronize().ok());
-    std::vector<uint8_t> expected = background;
-    for (uint64_t i = 0; i < kFillBytes; ++i) {
-      expected[kOffset + i] =
-          static_cast<uint8_t>(pattern.value >> (8 * (i % pattern.element_bytes)));
+  // Below and above the size the CPU driver runs where it is queued.
+  for (const uint64_t fill_bytes : {uint64_t{40000}, uint64_t{200000}}) {
+    for (const FillPattern pattern :
+         {FillPattern{0xa5, 1}, FillPattern{0xbeef, 2}, FillPattern{0x01020304, 4}}) {
+      ASSERT_TRUE(TypeParam::FillOnDevice(DeviceResource{device.address + kOffset, fill_bytes},
+                                          pattern, stream.signal())
+                      .ok());
+      ASSERT_TRUE(stream.Synchronize().ok());
+      std::vector<uint8_t> expected = background;
+      for (uint64_t i = 0; i < fill_bytes; ++i) {
+        expected[kOffset + i] =
+            static_cast<uint8_t>(pattern.value >> (8 * (i % pattern.element_bytes)));
+      }
+      EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
+          << fill_bytes << " bytes of " << pattern.element_bytes << "-byte elements";
+      this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
     }
-    EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
-        << pattern.element_bytes << "-byte elements";
   }
 }
 

@@ -97,11 +97,18 @@ void BM_CommandRead(benchmark::State& state) {
   ReportThroughput(state, size, SecondsSince(start));
 }
 
+// An Allocate that finds the device full of freed buffers whose clearing has not run yet
+// waits for it, as the device worker's does (Note [Out of device memory] in
+// server/command/command.h).
 void BM_CommandAllocateFree(benchmark::State& state) {
   InProcess device;
   for (auto _ : state) {
-    BufferId id = *device.command->Allocate(kSession, state.range(0));
-    benchmark::DoNotOptimize(device.command->Free(kSession, id));
+    absl::StatusOr<BufferId> id = device.command->Allocate(kSession, state.range(0));
+    if (!id.ok()) {
+      (void)WaitFor(device.command->MemoryBeingFreed(state.range(0)).wait);
+      id = device.command->Allocate(kSession, state.range(0));
+    }
+    benchmark::DoNotOptimize(device.command->Free(kSession, *id));
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -577,6 +584,35 @@ void BM_DaemonSharedMemoryRead(benchmark::State& state) {
   });
 }
 
+// A device-side Fill of `state.range(0)` zero bytes then a Synchronize, against an inline
+// write of as many zeros answered once copied (what a client without Fill sends), in
+// alternating pairs: throughput (with `x_memcpy`) and the quartiles of the pairs' ratios,
+// the write's time over the fill's (`x_inline_write_p25`, `_p50`, `_p75`).
+void BM_DaemonFill(benchmark::State& state) {
+  const size_t size = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(size);
+  const std::string zeros(size, '\0');
+  bench::WriteUntimed(session, buffer, zeros);
+  std::vector<double> against_write;
+  double fill_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(session.Fill(buffer, 0, size, 0, /*element_bytes=*/4));
+    benchmark::DoNotOptimize(session.Synchronize(0));
+    const double filled = SecondsSince(start);
+    fill_seconds += filled;
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(
+        session.Write(buffer, 0, zeros, 0, std::nullopt, WriteReturns::kWhenCopied));
+    against_write.push_back(SecondsSince(start) / filled);
+    state.ResumeTiming();
+  }
+  ReportThroughput(state, size, fill_seconds);
+  bench::ReportQuartiles(state, "x_inline_write", against_write);
+}
+
 void BM_DaemonAllocateFree(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   for (auto _ : state) {
@@ -620,6 +656,7 @@ BENCHMARK(BM_DaemonReadInBatch)->BATCH_SIZES;
   Arg(1 << 20)->Arg(4 << 20)->Arg(16 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime()
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;
 BENCHMARK(BM_DaemonSharedMemoryRead)->BULK_SIZES;
+BENCHMARK(BM_DaemonFill)->Arg(4 << 10)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime();
 BENCHMARK(BM_CommandAllocateFree)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_DaemonAllocateFree)->Arg(4096)->Arg(1 << 20)->UseRealTime();
 
