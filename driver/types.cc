@@ -36,7 +36,7 @@ absl::Status CheckFill(FillPattern pattern, uint64_t offset_bytes, uint64_t size
   }
   if (offset_bytes % element != 0 || size_bytes % element != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a fill of ", element, "-byte elements starts and ends on whole elements: ", "offset ",
+        "a fill of ", element, "-byte elements starts and ends on whole elements: offset ",
         offset_bytes, " and size ", size_bytes, " are not multiples of ", element));
   }
   if (offset_bytes > resource_size || size_bytes > resource_size - offset_bytes) {

@@ -171,12 +171,12 @@ TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
   DeviceResource device = this->Device(kSize);
   std::vector<uint8_t> background = this->RandomBytes(kSize, 6);
   Bytes staged = this->Pinned(kSize, background);
-  this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
   auto& stream = this->backend_->stream(0);
   // Below and above the size the CPU driver runs where it is queued.
   for (const uint64_t fill_bytes : {uint64_t{40000}, uint64_t{200000}}) {
     for (const FillPattern pattern :
          {FillPattern{0xa5, 1}, FillPattern{0xbeef, 2}, FillPattern{0x01020304, 4}}) {
+      this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);  // ordered before
       ASSERT_TRUE(TypeParam::FillOnDevice(DeviceResource{device.address + kOffset, fill_bytes},
                                           pattern, stream.signal())
                       .ok());
@@ -188,7 +188,6 @@ TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
       }
       EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
           << fill_bytes << " bytes of " << pattern.element_bytes << "-byte elements";
-      this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);
     }
   }
 }
