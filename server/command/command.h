@@ -270,10 +270,7 @@ class Command final : public CommandInterface {
     binding->last = done;
     StateOf(session).queued_on_streams.Add(done);
     MarkWritten(*buffer, index, done);
-    if (offset == 0 && size_bytes == buffer->size_bytes) {
-      buffer->taint = absl::OkStatus();  // every byte is fresh data now
-      buffer->producer.reset();
-    }
+    if (offset == 0 && size_bytes == buffer->size_bytes) HoldsFreshData(*buffer);
     return absl::OkStatus();
   }
 
@@ -900,8 +897,7 @@ class Command final : public CommandInterface {
     MarkWritten(*buffer, index, *binding->last);
     if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
         layout.is_contiguous()) {
-      buffer->taint = absl::OkStatus();  // every byte is fresh data now
-      buffer->producer.reset();
+      HoldsFreshData(*buffer);
     }
     drop_queues_[index].Push(std::move(staged));
     drop_queues_[index].SealIfDue(stream);
@@ -992,6 +988,13 @@ class Command final : public CommandInterface {
                          }
                          return ProducerStatus(id, producer.get());
                        }};
+  }
+
+  // Every byte of `buffer` was just overwritten (a whole write or fill): no failed
+  // launch's taint or producer is left on it.
+  static void HoldsFreshData(Buffer& buffer) {
+    buffer.taint = absl::OkStatus();
+    buffer.producer.reset();
   }
 
   static absl::Status CheckNotTainted(BufferId id, const Buffer& buffer) {
