@@ -451,6 +451,10 @@ TEST_F(MemoryTest, FillSetsARangeOnTheDeviceAndRefusesWhatItCannotTake) {
   for (uint64_t i = 0; i < 1024; ++i)
     expected.replace(2 * kMiB + 4 * i, 4, std::string("\0\0\x80\x3f", 4));
   EXPECT_EQ(session_->Read(buffer, 0, kSize, /*stream=*/3).value(), expected);
+  // element_bytes 0 reads as 1, as the proto says.
+  ASSERT_TRUE(session_->Fill(buffer, 3, 5, 0x5a, /*element_bytes=*/0).ok());
+  expected.replace(3, 5, std::string(5, '\x5a'));
+  EXPECT_EQ(session_->Read(buffer, 0, 16).value(), expected.substr(0, 16));
 
   EXPECT_EQ(session_->Fill(buffer, kSize - 4, 8, 0, 4).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(session_->Fill(buffer, 0, 8, 0x100, 1).code(), absl::StatusCode::kInvalidArgument);
