@@ -288,9 +288,7 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_
   header.set_inline_size_bytes(data.size());
   header.set_answer_when_copied(returns == WriteReturns::kWhenCopied);
   if (pitched) {
-    header.mutable_pitched()->set_width_bytes(pitched->width_bytes);
-    header.mutable_pitched()->set_height(pitched->height);
-    header.mutable_pitched()->set_stride_bytes(pitched->stride_bytes);
+    *header.mutable_pitched() = PitchedLayoutOf(*pitched);
   }
   return WriteRequest(std::move(header), data);
 }
@@ -412,9 +410,7 @@ absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t 
   request.set_stream(stream);
   request.set_buffer(buffer.id());
   request.set_offset_bytes(offset);
-  request.mutable_pitched()->set_width_bytes(pitched.width_bytes);
-  request.mutable_pitched()->set_height(pitched.height);
-  request.mutable_pitched()->set_stride_bytes(pitched.stride_bytes);
+  *request.mutable_pitched() = PitchedLayoutOf(pitched);
   return ReadRequest(std::move(request));
 }
 
@@ -430,10 +426,19 @@ absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const B
 
 absl::Status Session::Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes,
                            uint32_t value, uint32_t element_bytes, uint64_t stream) {
+  return FillRequest(
+      FillOf(handle_->token, buffer, offset, size_bytes, value, element_bytes, stream));
+}
+
+absl::Status Session::Fill(const Buffer& buffer, uint64_t offset, const Pitched& rows,
+                           uint32_t value, uint32_t element_bytes, uint64_t stream) {
+  return FillRequest(
+      PitchedFillOf(handle_->token, buffer, offset, rows, value, element_bytes, stream));
+}
+
+absl::Status Session::FillRequest(const v1::FillRequest& request) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  const v1::FillRequest request =
-      FillOf(handle_->token, buffer, offset, size_bytes, value, element_bytes, stream);
   v1::FillResponse response;
   return FromGrpcStatus(handle_->connection->stub->Fill(&context, request, &response));
 }

@@ -238,6 +238,11 @@ class Session {
   // cuMemsetD16/D32Async do: no bytes are sent. Answered once queued.
   absl::Status Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes, uint32_t value,
                     uint32_t element_bytes = 1, uint64_t stream = 0);
+  // The same over `rows` from `offset`, as cudaMemset2DAsync and cuMemsetD2D16/D32Async
+  // do: each row's width_bytes set, the padding between rows left as it is. The width
+  // and the stride are whole elements.
+  absl::Status Fill(const Buffer& buffer, uint64_t offset, const Pitched& rows, uint32_t value,
+                    uint32_t element_bytes = 1, uint64_t stream = 0);
   // Compiles `entry_point` of `source`; the response names the KernelId. A compile error
   // is INVALID_ARGUMENT carrying the compiler's whole log (fetched with CompileLog: the
   // status the daemon sends is cut to fit a header), with the kernel's id as the
@@ -270,6 +275,7 @@ class Session {
           std::unique_ptr<Lease> lease);
   static absl::Status FreeBuffer(const SessionHandle& session, uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
+  absl::Status FillRequest(const v1::FillRequest& request);
   // Sends `header` (the session filled in) and `data` in chunks.
   absl::Status WriteRequest(v1::WriteHeader header, absl::string_view data);
 

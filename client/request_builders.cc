@@ -55,6 +55,14 @@ v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
   return request;
 }
 
+v1::PitchedLayout PitchedLayoutOf(const Pitched& rows) {
+  v1::PitchedLayout layout;
+  layout.set_width_bytes(rows.width_bytes);
+  layout.set_height(rows.height);
+  layout.set_stride_bytes(rows.stride_bytes);
+  return layout;
+}
+
 v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
                        uint64_t size_bytes, uint32_t value, uint32_t element_bytes,
                        uint64_t stream) {
@@ -66,6 +74,15 @@ v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_
   request.set_size_bytes(size_bytes);
   request.set_value(value);
   request.set_element_bytes(element_bytes);
+  return request;
+}
+
+v1::FillRequest PitchedFillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
+                              const Pitched& rows, uint32_t value, uint32_t element_bytes,
+                              uint64_t stream) {
+  v1::FillRequest request =
+      FillOf(session, buffer, offset, /*size_bytes=*/0, value, element_bytes, stream);
+  *request.mutable_pitched() = PitchedLayoutOf(rows);
   return request;
 }
 

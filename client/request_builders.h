@@ -17,6 +17,7 @@
 
 namespace gpucmd {
 
+v1::PitchedLayout PitchedLayoutOf(const Pitched& rows);
 // `size` bytes of `buffer` from `offset`, answered inline.
 v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                                uint64_t size, uint64_t stream);
@@ -33,6 +34,10 @@ v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
 v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
                        uint64_t size_bytes, uint32_t value, uint32_t element_bytes,
                        uint64_t stream);
+// The same over `rows` of `buffer` from `offset`.
+v1::FillRequest PitchedFillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
+                              const Pitched& rows, uint32_t value, uint32_t element_bytes,
+                              uint64_t stream);
 v1::LaunchRequest LaunchOf(const std::string& session, const std::string& kernel_id,
                            const LaunchShape& shape, const std::vector<v1::KernelArg>& args,
                            uint64_t stream);

@@ -69,6 +69,12 @@ size_t SubmitBatch::Fill(const Buffer& buffer, uint64_t offset, uint64_t size_by
   return size() - 1;
 }
 
+size_t SubmitBatch::Fill(const Buffer& buffer, uint64_t offset, const Pitched& rows, uint32_t value,
+                         uint32_t element_bytes, uint64_t stream) {
+  *Add().mutable_fill() = PitchedFillOf(token_, buffer, offset, rows, value, element_bytes, stream);
+  return size() - 1;
+}
+
 size_t SubmitBatch::Launch(const std::string& kernel_id, const LaunchShape& shape,
                            const std::vector<v1::KernelArg>& args, uint64_t stream) {
   *Add().mutable_launch() = LaunchOf(token_, kernel_id, shape, args, stream);

@@ -61,6 +61,8 @@ class SubmitBatch {
   // As Session::Fill.
   size_t Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes, uint32_t value,
               uint32_t element_bytes = 1, uint64_t stream = 0);
+  size_t Fill(const Buffer& buffer, uint64_t offset, const Pitched& rows, uint32_t value,
+              uint32_t element_bytes = 1, uint64_t stream = 0);
   size_t Launch(const std::string& kernel_id, const LaunchShape& shape,
                 const std::vector<v1::KernelArg>& args, uint64_t stream = 0);
   // Waits, inside the batch, for the session's work on `stream` (every stream when

@@ -23,6 +23,9 @@
 //   CopyOnDevice(source, target, signal)   enqueue a same-size copy between two
 //                                          non-overlapping live allocations: how a live
 //                                          allocation is relocated off an outdated page.
+//   FillOnDevice(device, layout, pattern,  enqueue setting the layout's rows of a live
+//                signal)                   allocation to a repeated 1-, 2- or 4-byte
+//                                          value (cuMemsetD*, cuMemsetD2D*).
 //   Launch(ctx, s, kernel, grid, args)     enqueue an already compiled kernel. Always a
 //                                          compiled one: the server compiles before its
 //                                          write scope and stops a skipped launch first.
@@ -144,8 +147,9 @@ concept Driver = EventStreamBackend<typename D::Backend> &&
   { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;
   { D::CopyToDevice(device, layout, data, stream) } -> std::same_as<absl::Status>;
   { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
-  // Enqueues setting every element of `device` to `pattern` (FillPattern's contract).
-  { D::FillOnDevice(device, pattern, signal) } -> std::same_as<absl::Status>;
+  // Enqueues setting every element of `layout`'s rows inside `device` to `pattern`
+  // (FillPattern's contract; the layout was checked by CheckFill).
+  { D::FillOnDevice(device, layout, pattern, signal) } -> std::same_as<absl::Status>;
   { D::Launch(context, stream, kernel, grid, args) } -> std::same_as<absl::Status>;
   { D::WaitOutsideStreams(context) } -> std::same_as<absl::Status>;
   { D::DeviceHealth(context) } -> std::same_as<absl::Status>;

@@ -21,9 +21,10 @@ struct DeviceResource {
   uint64_t size_bytes = 0;
 };
 
-// What a fill writes into every element of a range of device memory (cuMemsetD8/16/32):
-// the low `element_bytes` bytes of `value`, `element_bytes` 1, 2 or 4. The range's address
-// and size are multiples of `element_bytes`.
+// What a fill writes into every element of a range of device memory (cuMemsetD8/16/32,
+// or cuMemsetD2D8/16/32 for pitched rows): the low `element_bytes` bytes of `value`,
+// `element_bytes` 1, 2 or 4. The range's address and size (and a pitched range's row width
+// and stride) are multiples of `element_bytes`.
 struct FillPattern {
   uint32_t value = 0;
   uint32_t element_bytes = 1;
@@ -81,11 +82,11 @@ struct CopyLayout {
 // otherwise, naming the numbers.
 absl::Status CheckLayoutBounds(const CopyLayout& layout, uint64_t resource_size);
 
-// Checks a fill of `size_bytes` from `offset_bytes` with `pattern` in a resource of
-// `resource_size` bytes against FillPattern's contract and the resource's bounds.
-// INVALID_ARGUMENT otherwise, naming the numbers.
-absl::Status CheckFill(FillPattern pattern, uint64_t offset_bytes, uint64_t size_bytes,
-                       uint64_t resource_size);
+// Checks a fill of `layout`'s rows with `pattern` in a resource of `resource_size` bytes
+// against FillPattern's contract (the offset, the row width and, between rows, the stride
+// are whole elements) and the resource's bounds, as CheckLayoutBounds. INVALID_ARGUMENT
+// otherwise, naming the numbers.
+absl::Status CheckFill(FillPattern pattern, const CopyLayout& layout, uint64_t resource_size);
 
 // Content hash of (source, entry point, options, driver, target architecture), hex.
 struct KernelId {

@@ -162,8 +162,8 @@ void FillElements(std::byte* to, uint64_t size_bytes, uint32_t value) {
 
 }  // namespace
 
-absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, FillPattern pattern,
-                                     Stream::Signal signal) {
+absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, const CopyLayout& layout,
+                                     FillPattern pattern, Stream::Signal signal) {
   void (*fill)(std::byte*, uint64_t, uint32_t) = nullptr;
   switch (pattern.element_bytes) {
     case 1:
@@ -179,13 +179,17 @@ absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, FillPattern p
       return absl::InvalidArgumentError(
           absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
   }
-  CpuStream::Work work = [fill, to = DevicePointer(target, 0), size = target.size_bytes,
+  // Padded rows are filled one by one; packed ones (a contiguous range) in one go.
+  const bool packed = layout.is_contiguous();
+  CpuStream::Work work = [fill, to = DevicePointer(target, layout.offset_bytes),
+                          row_bytes = packed ? layout.host_bytes() : layout.width_bytes,
+                          rows = packed ? 1 : layout.height, stride = layout.stride_bytes,
                           value = pattern.value] {
-    fill(to, size, value);
+    for (uint64_t row = 0; row < rows; ++row) fill(to + row * stride, row_bytes, value);
     return absl::OkStatus();
   };
   // A brief fill runs where it is queued, as a brief copy does (it only writes).
-  if (target.size_bytes <= kBriefCopyBytes) {
+  if (layout.host_bytes() <= kBriefCopyBytes) {
     signal->RunOrEnqueue(std::move(work));
   } else {
     signal->Enqueue(std::move(work));

@@ -75,6 +75,9 @@ absl::StatusOr<CudaApi> Load() {
   resolve("cuMemsetD8Async", api.MemsetD8Async);
   resolve("cuMemsetD16Async", api.MemsetD16Async);
   resolve("cuMemsetD32Async", api.MemsetD32Async);
+  resolve("cuMemsetD2D8Async", api.MemsetD2D8Async);
+  resolve("cuMemsetD2D16Async", api.MemsetD2D16Async);
+  resolve("cuMemsetD2D32Async", api.MemsetD2D32Async);
   resolve("cuModuleLoadData", api.ModuleLoadData);
   resolve("cuModuleGetFunction", api.ModuleGetFunction);
   resolve("cuModuleUnload", api.ModuleUnload);

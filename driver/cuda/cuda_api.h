@@ -57,6 +57,9 @@ struct CudaApi {
   decltype(&::cuMemsetD8Async) MemsetD8Async;
   decltype(&::cuMemsetD16Async) MemsetD16Async;
   decltype(&::cuMemsetD32Async) MemsetD32Async;
+  decltype(&::cuMemsetD2D8Async) MemsetD2D8Async;
+  decltype(&::cuMemsetD2D16Async) MemsetD2D16Async;
+  decltype(&::cuMemsetD2D32Async) MemsetD2D32Async;
   decltype(&::cuModuleLoadData) ModuleLoadData;
   decltype(&::cuModuleGetFunction) ModuleGetFunction;
   decltype(&::cuModuleUnload) ModuleUnload;

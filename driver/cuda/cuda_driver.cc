@@ -227,23 +227,47 @@ absl::Status CudaVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source
   return Check(api_->MemcpyDtoDAsync(target, source, size_bytes, stream), "cuMemcpyDtoDAsync");
 }
 
-absl::Status CudaVendor::Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+absl::Status CudaVendor::Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,
                               CUstream stream) const {
-  const size_t count = size_bytes / pattern.element_bytes;
-  switch (pattern.element_bytes) {
-    case 1:
-      return Check(
-          api_->MemsetD8Async(target, static_cast<unsigned char>(pattern.value), count, stream),
-          "cuMemsetD8Async");
-    case 2:
-      return Check(
-          api_->MemsetD16Async(target, static_cast<unsigned short>(pattern.value), count, stream),
-          "cuMemsetD16Async");
-    case 4:
-      return Check(api_->MemsetD32Async(target, pattern.value, count, stream), "cuMemsetD32Async");
+  const DeviceAddress target = base + layout.offset_bytes;
+  const uint32_t element = pattern.element_bytes;
+  if (element != 1 && element != 2 && element != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", element));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
+  if (layout.is_contiguous()) {
+    const size_t count = layout.host_bytes() / element;
+    switch (element) {
+      case 1:
+        return Check(
+            api_->MemsetD8Async(target, static_cast<unsigned char>(pattern.value), count, stream),
+            "cuMemsetD8Async");
+      case 2:
+        return Check(
+            api_->MemsetD16Async(target, static_cast<unsigned short>(pattern.value), count, stream),
+            "cuMemsetD16Async");
+      default:
+        return Check(api_->MemsetD32Async(target, pattern.value, count, stream),
+                     "cuMemsetD32Async");
+    }
+  }
+  const size_t row = layout.width_bytes / element;  // cuMemsetD2D* counts elements
+  switch (element) {
+    case 1:
+      return Check(api_->MemsetD2D8Async(target, layout.stride_bytes,
+                                         static_cast<unsigned char>(pattern.value), row,
+                                         layout.height, stream),
+                   "cuMemsetD2D8Async");
+    case 2:
+      return Check(api_->MemsetD2D16Async(target, layout.stride_bytes,
+                                          static_cast<unsigned short>(pattern.value), row,
+                                          layout.height, stream),
+                   "cuMemsetD2D16Async");
+    default:
+      return Check(api_->MemsetD2D32Async(target, layout.stride_bytes, pattern.value, row,
+                                          layout.height, stream),
+                   "cuMemsetD2D32Async");
+  }
 }
 
 absl::StatusOr<CUmodule> CudaVendor::LoadModule(const std::string& image) const {

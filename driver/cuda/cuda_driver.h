@@ -68,7 +68,9 @@ class CudaVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, CUstream stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             CUstream stream) const;
-  absl::Status Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+  // `layout`'s rows from `base` set to `pattern`: one memset when they are packed, else
+  // a pitched one.
+  absl::Status Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,
                     CUstream stream) const;
 
   absl::StatusOr<CUmodule> LoadModule(const std::string& image) const;

@@ -126,7 +126,7 @@ concept GpuVendor = std::copyable<V> &&
              int priority, uint64_t size, DeviceAddress address, std::byte* host,
              const std::string& text, const PitchedCopy& pitched, Dim3 grid, const LaunchSpec& spec,
              std::vector<void*>& params, bool reset, absl::AnyInvocable<void()>& callback,
-             FillPattern pattern) {
+             FillPattern pattern, const CopyLayout& layout) {
   { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
   { vendor.memory_capacity_bytes() } -> std::same_as<uint64_t>;
   { vendor.Enter() } -> std::same_as<absl::Status>;
@@ -166,8 +166,8 @@ concept GpuVendor = std::copyable<V> &&
   { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
   { vendor.CopyPitched(pitched, stream) } -> std::same_as<absl::Status>;
   { vendor.CopyOnDevice(address, address, size, stream) } -> std::same_as<absl::Status>;
-  // `size` bytes at `address` set to `pattern`, enqueued on `stream`.
-  { vendor.Fill(address, pattern, size, stream) } -> std::same_as<absl::Status>;
+  // `layout`'s rows from `address` set to `pattern`, enqueued on `stream`.
+  { vendor.Fill(address, layout, pattern, stream) } -> std::same_as<absl::Status>;
   // Modules and launches. `params` point at the launch's slots; a vendor may put
   // its own argument encodings (CUDA's tensor maps) in their place.
   { vendor.LoadModule(text) } -> std::same_as<absl::StatusOr<typename V::ModuleHandle>>;
@@ -541,10 +541,10 @@ struct GpuDriver : DriverDefaults {
                                          signal->get());
   }
 
-  static absl::Status FillOnDevice(const DeviceResource& target, FillPattern pattern,
-                                   typename Stream::Signal signal) {
+  static absl::Status FillOnDevice(const DeviceResource& target, const CopyLayout& layout,
+                                   FillPattern pattern, typename Stream::Signal signal) {
     RETURN_IF_ERROR(signal->Enter());
-    return signal->vendor().Fill(target.address, pattern, target.size_bytes, signal->get());
+    return signal->vendor().Fill(target.address, layout, pattern, signal->get());
   }
 
   // Refusals (a missing module, too many resources) come back at once. A kernel that

@@ -1,5 +1,7 @@
 #include "driver/hip/hip_driver.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "driver/hip/hip_status.h"
@@ -177,25 +179,48 @@ absl::Status HipVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source,
                    "hipMemcpyDtoDAsync");
 }
 
-absl::Status HipVendor::Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
-                             hipStream_t stream) const {
-  const size_t count = size_bytes / pattern.element_bytes;
-  const auto device = static_cast<hipDeviceptr_t>(Pointer(target));
+namespace {
+
+// `count` elements from `target` set to `pattern` (hipMemsetD8/16/32Async).
+absl::Status FillElements(hipDeviceptr_t target, FillPattern pattern, size_t count,
+                          hipStream_t stream) {
   switch (pattern.element_bytes) {
     case 1:
       return HipStatus(
-          hipMemsetD8Async(device, static_cast<unsigned char>(pattern.value), count, stream),
+          hipMemsetD8Async(target, static_cast<unsigned char>(pattern.value), count, stream),
           "hipMemsetD8Async");
     case 2:
       return HipStatus(
-          hipMemsetD16Async(device, static_cast<unsigned short>(pattern.value), count, stream),
+          hipMemsetD16Async(target, static_cast<unsigned short>(pattern.value), count, stream),
           "hipMemsetD16Async");
     case 4:
-      return HipStatus(hipMemsetD32Async(device, static_cast<int>(pattern.value), count, stream),
+      return HipStatus(hipMemsetD32Async(target, static_cast<int>(pattern.value), count, stream),
                        "hipMemsetD32Async");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
+}
+
+}  // namespace
+
+absl::Status HipVendor::Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,
+                             hipStream_t stream) const {
+  auto* const target = static_cast<std::byte*>(Pointer(base + layout.offset_bytes));
+  const uint32_t element = std::max(pattern.element_bytes, 1u);
+  if (layout.is_contiguous()) {
+    return FillElements(target, pattern, layout.host_bytes() / element, stream);
+  }
+  if (pattern.element_bytes == 1) {
+    return HipStatus(hipMemset2DAsync(target, layout.stride_bytes, static_cast<int>(pattern.value),
+                                      layout.width_bytes, layout.height, stream),
+                     "hipMemset2DAsync");
+  }
+  // HIP has no pitched memset of wider elements: a row at a time.
+  for (uint64_t row = 0; row < layout.height; ++row) {
+    RETURN_IF_ERROR(FillElements(target + row * layout.stride_bytes, pattern,
+                                 layout.width_bytes / element, stream));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<hipModule_t> HipVendor::LoadModule(const std::string& image) const {

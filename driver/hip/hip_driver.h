@@ -68,7 +68,9 @@ class HipVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, hipStream_t stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             hipStream_t stream) const;
-  absl::Status Fill(DeviceAddress target, FillPattern pattern, uint64_t size_bytes,
+  // `layout`'s rows from `base` set to `pattern`: one memset when they are packed, else
+  // a pitched one.
+  absl::Status Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,
                     hipStream_t stream) const;
 
   absl::StatusOr<hipModule_t> LoadModule(const std::string& image) const;

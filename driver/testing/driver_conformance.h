@@ -164,8 +164,9 @@ TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
   EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), data);
 }
 
-// Fills of 1-, 2- and 4-byte elements set each element of their range, little-endian as
-// the device stores it, and leave every byte around the range as it was.
+// Fills of 1-, 2- and 4-byte elements set each element of their range (or of their
+// rows, when they are pitched), little-endian as the device stores it, and leave every
+// byte around them (the padding between rows too) as it was.
 TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
   constexpr uint64_t kSize = 256 << 10, kOffset = 1024;
   DeviceResource device = this->Device(kSize);
@@ -173,21 +174,26 @@ TYPED_TEST_P(DriverConformanceTest, FillsSetTheirRangeAndNothingElse) {
   Bytes staged = this->Pinned(kSize, background);
   auto& stream = this->backend_->stream(0);
   // Below and above the size the CPU driver runs where it is queued.
-  for (const uint64_t fill_bytes : {uint64_t{40000}, uint64_t{200000}}) {
+  for (const CopyLayout& layout :
+       {CopyLayout::Contiguous(kOffset, 40000), CopyLayout::Contiguous(kOffset, 200000),
+        CopyLayout::Pitched(kOffset, 1000, 40, 1500),
+        CopyLayout::Pitched(kOffset, 2000, 100, 2400)}) {
     for (const FillPattern pattern :
          {FillPattern{0xa5, 1}, FillPattern{0xbeef, 2}, FillPattern{0x01020304, 4}}) {
       this->Upload(device, CopyLayout::Contiguous(0, kSize), staged);  // ordered before
-      ASSERT_TRUE(TypeParam::FillOnDevice(DeviceResource{device.address + kOffset, fill_bytes},
-                                          pattern, stream.signal())
-                      .ok());
+      ASSERT_TRUE(TypeParam::FillOnDevice(device, layout, pattern, stream.signal()).ok());
       ASSERT_TRUE(stream.Synchronize().ok());
       std::vector<uint8_t> expected = background;
-      for (uint64_t i = 0; i < fill_bytes; ++i) {
-        expected[kOffset + i] =
-            static_cast<uint8_t>(pattern.value >> (8 * (i % pattern.element_bytes)));
+      for (uint64_t row = 0; row < layout.height; ++row) {
+        const uint64_t start = layout.offset_bytes + row * layout.stride_bytes;
+        for (uint64_t i = 0; i < layout.width_bytes; ++i) {
+          expected[start + i] =
+              static_cast<uint8_t>(pattern.value >> (8 * (i % pattern.element_bytes)));
+        }
       }
       EXPECT_EQ(this->Download(device, CopyLayout::Contiguous(0, kSize)), expected)
-          << fill_bytes << " bytes of " << pattern.element_bytes << "-byte elements";
+          << layout.height << " rows of " << layout.width_bytes << " bytes, " << layout.stride_bytes
+          << " apart, of " << pattern.element_bytes << "-byte elements";
     }
   }
 }

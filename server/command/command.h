@@ -253,24 +253,23 @@ class Command final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  absl::Status Fill(SessionId session, LogicalStream logical, BufferId id, uint64_t offset,
-                    uint64_t size_bytes, FillPattern pattern) override {
+  absl::Status Fill(SessionId session, LogicalStream logical, BufferId id, const CopyLayout& layout,
+                    FillPattern pattern) override {
     ASSIGN_OR_RETURN(Buffer * buffer, Lookup(session, id));
-    RETURN_IF_ERROR(CheckFill(pattern, offset, size_bytes, buffer->size_bytes));
-    if (size_bytes == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckFill(pattern, layout, buffer->size_bytes));
+    if (layout.host_bytes() == 0) return absl::OkStatus();
     RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer->location, id));
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, logical));
     const int index = binding->index;
     RETURN_IF_ERROR(AwaitBeforeWrite(*buffer, index));
     Stream& stream = backend_.stream(index);
-    RETURN_IF_ERROR(D::FillOnDevice(DeviceResource{resource.address + offset, size_bytes}, pattern,
-                                    stream.signal()));
+    RETURN_IF_ERROR(D::FillOnDevice(resource, layout, pattern, stream.signal()));
     Event done = stream.RecordEvent();
     binding->last = done;
     StateOf(session).queued_on_streams.Add(done);
     MarkWritten(*buffer, index, done);
-    if (offset == 0 && size_bytes == buffer->size_bytes) HoldsFreshData(*buffer);
+    HoldsFreshDataIfWhole(*buffer, layout);
     return absl::OkStatus();
   }
 
@@ -895,10 +894,7 @@ class Command final : public CommandInterface {
     }
     binding->last = stream.RecordEvent();
     MarkWritten(*buffer, index, *binding->last);
-    if (layout.offset_bytes == 0 && layout.device_extent() == buffer->size_bytes &&
-        layout.is_contiguous()) {
-      HoldsFreshData(*buffer);
-    }
+    HoldsFreshDataIfWhole(*buffer, layout);
     drop_queues_[index].Push(std::move(staged));
     drop_queues_[index].SealIfDue(stream);
     return absl::OkStatus();
@@ -990,9 +986,13 @@ class Command final : public CommandInterface {
                        }};
   }
 
-  // Every byte of `buffer` was just overwritten (a whole write or fill): no failed
-  // launch's taint or producer is left on it.
-  static void HoldsFreshData(Buffer& buffer) {
+  // `layout`'s rows of `buffer` were just overwritten (by a write or a fill): when they
+  // are every byte of it, no failed launch's taint or producer is left on it.
+  static void HoldsFreshDataIfWhole(Buffer& buffer, const CopyLayout& layout) {
+    if (layout.offset_bytes != 0 || !layout.is_contiguous() ||
+        layout.host_bytes() != buffer.size_bytes) {
+      return;
+    }
     buffer.taint = absl::OkStatus();
     buffer.producer.reset();
   }
@@ -1183,8 +1183,8 @@ class Command final : public CommandInterface {
     ASSIGN_OR_RETURN(DeviceResource resource, pool_.Resolve(buffer.location, id));
     ASSIGN_OR_RETURN(StreamBinding* const binding, StreamFor(session, 0));
     Stream& stream = backend_.stream(binding->index);
-    RETURN_IF_ERROR(
-        D::FillOnDevice(resource, FillPattern{.value = 0, .element_bytes = 1}, stream.signal()));
+    RETURN_IF_ERROR(D::FillOnDevice(resource, CopyLayout::Contiguous(0, resource.size_bytes),
+                                    FillPattern{.value = 0, .element_bytes = 1}, stream.signal()));
     binding->last = stream.RecordEvent();
     MarkWritten(buffer, binding->index, *binding->last);
     return absl::OkStatus();

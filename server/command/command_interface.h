@@ -193,13 +193,14 @@ class CommandInterface {
   virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
                             uint64_t source_offset, BufferId target, uint64_t target_offset,
                             uint64_t size_bytes) = 0;
-  // Enqueues setting the session's `buffer` from `offset` for `size_bytes` to `pattern`
-  // (cuMemsetD8/16/32Async). INVALID_ARGUMENT for a pattern that is not 1, 2 or 4 bytes
-  // of a value that fits them, an offset or size that is not a whole number of elements,
-  // or a range past the buffer's end; NOT_FOUND for a buffer the session does not own. A
-  // fill of the whole buffer makes its bytes fresh data, as a write of it does.
+  // Enqueues setting the rows `layout` places in the session's `buffer` to `pattern`
+  // (cuMemsetD8/16/32Async, or cuMemsetD2D* for padded rows). INVALID_ARGUMENT for a
+  // pattern that is not 1, 2 or 4 bytes of a value that fits them, an offset, row width or
+  // stride that is not a whole number of elements, or rows past the buffer's end
+  // (CheckFill); NOT_FOUND for a buffer the session does not own. A fill of the whole
+  // buffer makes its bytes fresh data, as a write of it does.
   virtual absl::Status Fill(SessionId session, LogicalStream stream, BufferId buffer,
-                            uint64_t offset, uint64_t size_bytes, FillPattern pattern) = 0;
+                            const CopyLayout& layout, FillPattern pattern) = 0;
   // Enqueues a compiled kernel. Arguments are checked against its parameters first
   // (INVALID_ARGUMENT); a kernel whose compile failed is skipped before anything is
   // resolved and its output buffers are tainted (FAILED_PRECONDITION); a zero grid does

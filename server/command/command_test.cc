@@ -700,11 +700,22 @@ TEST_F(CommandTest, FillsSetTheirRangeAfterEarlierWritesAndRefuseBadShapes) {
   BufferId id = MustAllocate(kSize);
   std::string expected = testing::RandomBytes(kSize, 12);
   ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, kSize), expected).ok());
-  ASSERT_TRUE(command_->Fill(kSession, 1, id, 8, 8, {.value = 0xab, .element_bytes = 1}).ok());
-  ASSERT_TRUE(command_->Fill(kSession, 1, id, 16, 8, {.value = 0x1234, .element_bytes = 2}).ok());
   ASSERT_TRUE(
-      command_->Fill(kSession, 0, id, 32, 16, {.value = 0xdeadbeef, .element_bytes = 4}).ok());
-  EXPECT_TRUE(command_->Fill(kSession, 0, id, 64, 0, {.value = 7, .element_bytes = 1}).ok())
+      command_
+          ->Fill(kSession, 1, id, CopyLayout::Contiguous(8, 8), {.value = 0xab, .element_bytes = 1})
+          .ok());
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 1, id, CopyLayout::Contiguous(16, 8),
+                         {.value = 0x1234, .element_bytes = 2})
+                  .ok());
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 0, id, CopyLayout::Contiguous(32, 16),
+                         {.value = 0xdeadbeef, .element_bytes = 4})
+                  .ok());
+  EXPECT_TRUE(
+      command_
+          ->Fill(kSession, 0, id, CopyLayout::Contiguous(64, 0), {.value = 7, .element_bytes = 1})
+          .ok())
       << "an empty fill at the end";
   expected.replace(8, 8, std::string(8, '\xab'));
   for (int i = 0; i < 4; ++i) expected.replace(16 + 2 * i, 2, "\x34\x12");
@@ -712,25 +723,70 @@ TEST_F(CommandTest, FillsSetTheirRangeAfterEarlierWritesAndRefuseBadShapes) {
   EXPECT_EQ(ReadAll(id, kSize, /*stream=*/1).value(), expected);
 
   struct Refused {
-    uint64_t offset, size;
+    CopyLayout layout;
     FillPattern pattern;
     std::string says;
   };
+  using L = CopyLayout;
   for (const Refused& bad : {
-           Refused{0, 6, {.value = 0, .element_bytes = 3}, "1, 2 or 4 bytes"},
-           Refused{0, 8, {.value = 0x100, .element_bytes = 1}, "does not fit in 1 bytes"},
-           Refused{0, 8, {.value = 0x10000, .element_bytes = 2}, "does not fit in 2 bytes"},
-           Refused{2, 8, {.value = 0, .element_bytes = 4}, "not multiples of 4"},
-           Refused{0, 6, {.value = 0, .element_bytes = 4}, "not multiples of 4"},
-           Refused{32, 40, {.value = 0, .element_bytes = 1}, "out of bounds"},
-           Refused{~uint64_t{0} - 3, 8, {.value = 0, .element_bytes = 4}, "out of bounds"},
+           Refused{L::Contiguous(0, 6), {.value = 0, .element_bytes = 3}, "1, 2 or 4 bytes"},
+           Refused{L::Contiguous(0, 8), {.value = 0x100, .element_bytes = 1}, "fit in 1 bytes"},
+           Refused{L::Contiguous(0, 8), {.value = 0x10000, .element_bytes = 2}, "fit in 2 bytes"},
+           Refused{L::Contiguous(2, 8), {.value = 0, .element_bytes = 4}, "not multiples of 4"},
+           Refused{L::Contiguous(0, 6), {.value = 0, .element_bytes = 4}, "not multiples of 4"},
+           Refused{L::Contiguous(32, 40), {.value = 0, .element_bytes = 1}, "out of bounds"},
+           Refused{L::Contiguous(~uint64_t{0} - 3, 8),
+                   {.value = 0, .element_bytes = 4},
+                   "out of bounds"},
+           // Pitched: the stride is whole elements too, and the last row ends inside.
+           Refused{L::Pitched(0, 8, 2, 10), {.value = 0, .element_bytes = 4}, "stride 10"},
+           Refused{L::Pitched(0, 6, 2, 12), {.value = 0, .element_bytes = 4}, "row width 6"},
+           Refused{L::Pitched(16, 8, 4, 16), {.value = 0, .element_bytes = 1}, "out of bounds"},
+           Refused{L::Pitched(0, 16, 2, 8), {.value = 0, .element_bytes = 1}, "smaller"},
+           Refused{L::Pitched(0, 8, 3, ~uint64_t{0} / 2),
+                   {.value = 0, .element_bytes = 1},
+                   "overflows"},
        }) {
-    absl::Status refused = command_->Fill(kSession, 0, id, bad.offset, bad.size, bad.pattern);
+    absl::Status refused = command_->Fill(kSession, 0, id, bad.layout, bad.pattern);
     EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad.says;
     EXPECT_THAT(std::string(refused.message()), HasSubstr(bad.says));
   }
-  EXPECT_EQ(command_->Fill(kOtherSession, 0, id, 0, 8, {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(command_->Fill(kOtherSession, 0, id, CopyLayout::Contiguous(0, 8), {}).code(),
+            absl::StatusCode::kNotFound);
   EXPECT_EQ(ReadAll(id, kSize).value(), expected) << "a refused fill changed the buffer";
+}
+
+// A pitched fill (cudaMemset2D) sets its rows' widths and leaves the padding between
+// them, in each element size.
+TEST_F(CommandTest, PitchedFillsSetTheirRowsAndLeaveThePadding) {
+  constexpr uint64_t kSize = 128;
+  BufferId id = MustAllocate(kSize);
+  std::string expected = testing::RandomBytes(kSize, 13);
+  ASSERT_TRUE(command_->Write(kSession, 0, id, CopyLayout::Contiguous(0, kSize), expected).ok());
+  // Three rows of 6 bytes, 10 apart, from 2; three of 4 2-byte elements, 12 apart, from
+  // 36; two of 2 4-byte elements, 24 apart, from 72.
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 1, id, CopyLayout::Pitched(2, 6, 3, 10),
+                         {.value = 0x5a, .element_bytes = 1})
+                  .ok());
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 1, id, CopyLayout::Pitched(36, 8, 3, 12),
+                         {.value = 0xbeef, .element_bytes = 2})
+                  .ok());
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 0, id, CopyLayout::Pitched(72, 8, 2, 24),
+                         {.value = 0x01020304, .element_bytes = 4})
+                  .ok());
+  for (int row = 0; row < 3; ++row) expected.replace(2 + 10 * row, 6, std::string(6, '\x5a'));
+  for (int row = 0; row < 3; ++row) {
+    for (int i = 0; i < 4; ++i) expected.replace(36 + 12 * row + 2 * i, 2, "\xef\xbe");
+  }
+  for (int row = 0; row < 2; ++row) {
+    for (int i = 0; i < 2; ++i) expected.replace(72 + 24 * row + 4 * i, 4, "\x04\x03\x02\x01");
+  }
+  EXPECT_EQ(ReadAll(id, kSize, /*stream=*/1).value(), expected);
+  EXPECT_TRUE(command_->Fill(kSession, 0, id, CopyLayout::Pitched(0, 8, 0, 8), {}).ok())
+      << "no rows";
 }
 
 // Note [Per-buffer stream ordering]: a freed buffer's memory comes back once its own
@@ -909,9 +965,18 @@ TEST_F(CommandLaunchTest, AWholeFillClearsATaintAndAPartialOneDoesNot) {
   ASSERT_EQ(command_->Launch(kSession, 0, VectorAdd(absl::FailedPreconditionError("no"), a, b, out))
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(command_->Fill(kSession, 0, out, 0, 8, {.value = 1, .element_bytes = 4}).ok());
+  ASSERT_TRUE(
+      command_
+          ->Fill(kSession, 0, out, CopyLayout::Contiguous(0, 8), {.value = 1, .element_bytes = 4})
+          .ok());
   EXPECT_EQ(ReadAll(out, 16).status().code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(command_->Fill(kSession, 0, out, 0, 16, {.value = 0x61, .element_bytes = 1}).ok());
+  ASSERT_TRUE(command_->Fill(kSession, 0, out, CopyLayout::Pitched(0, 4, 2, 12), {}).ok());
+  EXPECT_EQ(ReadAll(out, 16).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "padded rows spanning the buffer leave bytes unwritten";
+  ASSERT_TRUE(command_
+                  ->Fill(kSession, 0, out, CopyLayout::Contiguous(0, 16),
+                         {.value = 0x61, .element_bytes = 1})
+                  .ok());
   EXPECT_EQ(ReadAll(out, 16).value(), std::string(16, 'a'));
 }
 

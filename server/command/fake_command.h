@@ -111,16 +111,18 @@ class FakeCommand final : public CommandInterface {
     return absl::OkStatus();
   }
 
-  absl::Status Fill(SessionId session, LogicalStream, BufferId buffer, uint64_t offset,
-                    uint64_t size_bytes, FillPattern pattern) override {
+  absl::Status Fill(SessionId session, LogicalStream, BufferId buffer, const CopyLayout& layout,
+                    FillPattern pattern) override {
     absl::StatusOr<std::string*> bytes = Lookup(session, buffer);
     if (!bytes.ok()) return bytes.status();
-    if (absl::Status valid = CheckFill(pattern, offset, size_bytes, (*bytes)->size());
-        !valid.ok()) {
+    if (absl::Status valid = CheckFill(pattern, layout, (*bytes)->size()); !valid.ok()) {
       return valid;
     }
-    for (uint64_t i = 0; i < size_bytes; ++i) {
-      (**bytes)[offset + i] = static_cast<char>(pattern.value >> (8 * (i % pattern.element_bytes)));
+    for (uint64_t row = 0; row < layout.height; ++row) {
+      char* const start = (*bytes)->data() + layout.offset_bytes + row * layout.stride_bytes;
+      for (uint64_t i = 0; i < layout.width_bytes; ++i) {
+        start[i] = static_cast<char>(pattern.value >> (8 * (i % pattern.element_bytes)));
+      }
     }
     return absl::OkStatus();
   }

@@ -43,7 +43,7 @@ class UnavailableCommand final : public CommandInterface {
                     uint64_t) override {
     return reason_;
   }
-  absl::Status Fill(SessionId, LogicalStream, BufferId, uint64_t, uint64_t, FillPattern) override {
+  absl::Status Fill(SessionId, LogicalStream, BufferId, const CopyLayout&, FillPattern) override {
     return reason_;
   }
   absl::Status Launch(SessionId, LogicalStream, const KernelLaunch&) override { return reason_; }

@@ -339,8 +339,8 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
                                          copy.target_offset_bytes, copy.size_bytes);
           },
           [&](FillOp& fill) {
-            result.status = command.Fill(session, fill.stream, fill.target.id, fill.offset_bytes,
-                                         fill.size_bytes, fill.pattern);
+            result.status =
+                command.Fill(session, fill.stream, fill.target.id, fill.layout, fill.pattern);
           },
           [&](LaunchOp& launch) {
             if (!launch.refused.ok()) {

@@ -73,8 +73,7 @@ struct CopyOp {
 struct FillOp {
   LogicalStream stream = 0;
   BufferRef target;
-  uint64_t offset_bytes = 0;
-  uint64_t size_bytes = 0;
+  CopyLayout layout;  // the rows it sets
   FillPattern pattern;
 };
 

@@ -148,7 +148,9 @@ CopyLayout WriteLayout(const v1::WriteHeader& header) {
                              pitched.stride_bytes());
 }
 
-absl::StatusOr<CopyLayout> ReadLayout(const v1::ReadRequest& request) {
+// The range a read or a fill names: offset_bytes, and size_bytes or a pitched layout.
+template <typename RangeRequest>
+CopyLayout RangeLayout(const RangeRequest& request) {
   if (request.has_pitched()) {
     const v1::PitchedLayout& pitched = request.pitched();
     return CopyLayout::Pitched(request.offset_bytes(), pitched.width_bytes(), pitched.height(),
@@ -414,7 +416,7 @@ absl::StatusOr<Operation> ToOperation(const v1::ReadRequest& request,
                                       const BatchAllocations& earlier,
                                       const SessionRegions& regions) {
   RETURN_IF_ERROR(ValidateRead(request));
-  ASSIGN_OR_RETURN(CopyLayout layout, ReadLayout(request));
+  const CopyLayout layout = RangeLayout(request);
   ASSIGN_OR_RETURN(BufferRef buffer, ToBufferRef(request.has_buffer_ref(), request.buffer(),
                                                  request.buffer_ref(), earlier));
   ReadOp read{.stream = request.stream(), .buffer = buffer, .layout = layout};
@@ -453,8 +455,7 @@ absl::StatusOr<Operation> ToOperation(const v1::FillRequest& request,
                                                  request.buffer_ref(), earlier));
   return FillOp{.stream = request.stream(),
                 .target = target,
-                .offset_bytes = request.offset_bytes(),
-                .size_bytes = request.size_bytes(),
+                .layout = RangeLayout(request),
                 .pattern = {.value = request.value(),
                             .element_bytes = std::max(request.element_bytes(), 1u)}};
 }

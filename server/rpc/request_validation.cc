@@ -31,6 +31,22 @@ bool IsIdentifier(absl::string_view name) {
   });
 }
 
+// A request that names a range of a buffer by offset_bytes and either size_bytes or a
+// pitched layout (a read, a fill): `what` names it.
+template <typename RangeRequest>
+absl::Status ValidateRange(const RangeRequest& request, const char* what) {
+  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.has_pitched()) {
+    RETURN_IF_ERROR(ValidatePitchedLayout(request.pitched()));
+    if (request.size_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": give either size_bytes (contiguous) or pitched, not both"));
+    }
+    return absl::OkStatus();
+  }
+  return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), what);
+}
+
 }  // namespace
 
 absl::Status ValidateKernelId(const std::string& kernel_id) {
@@ -100,18 +116,7 @@ absl::Status ValidateWriteHeader(const v1::WriteHeader& header) {
       "write header names no source: set inline_size_bytes or shared_memory");
 }
 
-absl::Status ValidateRead(const v1::ReadRequest& request) {
-  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
-  if (request.has_pitched()) {
-    RETURN_IF_ERROR(ValidatePitchedLayout(request.pitched()));
-    if (request.size_bytes() != 0) {
-      return absl::InvalidArgumentError(
-          "read: give either size_bytes (contiguous) or pitched, not both");
-    }
-    return absl::OkStatus();
-  }
-  return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), "read");
-}
+absl::Status ValidateRead(const v1::ReadRequest& request) { return ValidateRange(request, "read"); }
 
 absl::Status ValidateCopy(const v1::CopyRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));
@@ -120,10 +125,7 @@ absl::Status ValidateCopy(const v1::CopyRequest& request) {
   return CheckNoOverflow(request.target_offset_bytes(), request.size_bytes(), "copy target");
 }
 
-absl::Status ValidateFill(const v1::FillRequest& request) {
-  RETURN_IF_ERROR(ValidateSessionToken(request.session()));
-  return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), "fill");
-}
+absl::Status ValidateFill(const v1::FillRequest& request) { return ValidateRange(request, "fill"); }
 
 absl::Status ValidateCompile(const v1::CompileRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));

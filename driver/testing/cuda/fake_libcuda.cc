@@ -223,6 +223,19 @@ CUresult Memset(CUdeviceptr target, Element value, size_t count) {
   std::fill_n(reinterpret_cast<Element*>(target), count, value);
   return CUDA_SUCCESS;
 }
+// Sets `height` rows of `width` elements, `pitch` bytes apart, as cuMemsetD2D* does.
+template <typename Element>
+CUresult Memset2D(CUdeviceptr target, size_t pitch, Element value, size_t width, size_t height) {
+  if (height > 1 && (pitch % sizeof(Element) != 0 || pitch < width * sizeof(Element))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t row = 0; row < height; ++row) {
+    if (CUresult error = Memset(target + row * pitch, value, width); error != CUDA_SUCCESS) {
+      return error;
+    }
+  }
+  return CUDA_SUCCESS;
+}
 CUresult MemsetD8Async(CUdeviceptr target, unsigned char value, size_t count, CUstream) {
   return Memset(target, value, count);
 }
@@ -231,6 +244,18 @@ CUresult MemsetD16Async(CUdeviceptr target, unsigned short value, size_t count, 
 }
 CUresult MemsetD32Async(CUdeviceptr target, unsigned int value, size_t count, CUstream) {
   return Memset(target, value, count);
+}
+CUresult MemsetD2D8Async(CUdeviceptr target, size_t pitch, unsigned char value, size_t width,
+                         size_t height, CUstream) {
+  return Memset2D(target, pitch, value, width, height);
+}
+CUresult MemsetD2D16Async(CUdeviceptr target, size_t pitch, unsigned short value, size_t width,
+                          size_t height, CUstream) {
+  return Memset2D(target, pitch, value, width, height);
+}
+CUresult MemsetD2D32Async(CUdeviceptr target, size_t pitch, unsigned int value, size_t width,
+                          size_t height, CUstream) {
+  return Memset2D(target, pitch, value, width, height);
 }
 // Honours exactly the fields the driver sets: memory types, pointers, pitches, width and
 // height (x/y offsets must be zero).
@@ -328,6 +353,9 @@ const std::map<std::string, void*>& Table() {
       {"cuMemsetD8Async", reinterpret_cast<void*>(&MemsetD8Async)},
       {"cuMemsetD16Async", reinterpret_cast<void*>(&MemsetD16Async)},
       {"cuMemsetD32Async", reinterpret_cast<void*>(&MemsetD32Async)},
+      {"cuMemsetD2D8Async", reinterpret_cast<void*>(&MemsetD2D8Async)},
+      {"cuMemsetD2D16Async", reinterpret_cast<void*>(&MemsetD2D16Async)},
+      {"cuMemsetD2D32Async", reinterpret_cast<void*>(&MemsetD2D32Async)},
       {"cuModuleLoadData", reinterpret_cast<void*>(&ModuleLoadData)},
       {"cuModuleGetFunction", reinterpret_cast<void*>(&ModuleGetFunction)},
       {"cuModuleUnload", reinterpret_cast<void*>(&ModuleUnload)},

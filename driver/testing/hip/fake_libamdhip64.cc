@@ -206,6 +206,15 @@ hipError_t hipMemsetD32Async(hipDeviceptr_t target, int value, size_t count, hip
   std::fill_n(static_cast<int*>(target), count, value);
   return hipSuccess;
 }
+hipError_t hipMemset2DAsync(void* target, size_t pitch, int value, size_t width, size_t height,
+                            hipStream_t) {
+  if (hipError_t error = Sticky(); error != hipSuccess) return error;
+  if (height > 1 && pitch < width) return hipErrorInvalidValue;
+  for (size_t row = 0; row < height; ++row) {
+    std::memset(static_cast<unsigned char*>(target) + row * pitch, value, width);
+  }
+  return hipSuccess;
+}
 hipError_t hipMemcpy2DAsync(void* target, size_t target_pitch, const void* source,
                             size_t source_pitch, size_t width, size_t height,
                             hipMemcpyKind kind, hipStream_t) {
