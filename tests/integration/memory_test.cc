@@ -480,6 +480,58 @@ TEST_F(MemoryTest, FillSetsARangeOnTheDeviceAndRefusesWhatItCannotTake) {
   EXPECT_EQ(other->Read(*theirs, 0, 64).value(), std::string(64, '\0'));
 }
 
+// A pitched fill (cudaMemset2D) sets each row's width and leaves the padding between
+// rows; the pitched shapes it cannot take are refused, naming what is wrong, and write
+// nothing.
+TEST_F(MemoryTest, PitchedFillSetsItsRowsAndLeavesThePadding) {
+  constexpr uint64_t kWidth = 3000, kHeight = 300, kStride = 4096, kOffset = 8192;
+  constexpr uint64_t kSize = kOffset + kHeight * kStride;
+  Buffer buffer = MustAllocate(kSize);
+  std::string expected = testing::RandomBytes(kSize, 22);
+  ASSERT_TRUE(session_->Write(buffer, 0, expected, /*stream=*/1).ok());
+  ASSERT_TRUE(
+      session_->Fill(buffer, kOffset, Pitched{kWidth, kHeight, kStride}, 0xfeed, 2, /*stream=*/2)
+          .ok());
+  for (uint64_t row = 0; row < kHeight; ++row) {
+    for (uint64_t i = 0; i < kWidth / 2; ++i) {
+      expected.replace(kOffset + row * kStride + 2 * i, 2, "\xed\xfe");
+    }
+  }
+  EXPECT_EQ(session_->Read(buffer, 0, kSize, /*stream=*/3).value(), expected);
+
+  struct Refused {
+    uint64_t offset;
+    Pitched rows;
+    uint32_t element_bytes;
+    std::string says;
+  };
+  for (const Refused& bad : {
+           Refused{0, {8, 3, 10}, 4, "stride 10"},
+           Refused{0, {6, 3, 8}, 4, "row width 6"},
+           Refused{0, {16, 3, 8}, 1, "smaller than width_bytes"},
+           Refused{kSize - 4096, {8, 2, 4096}, 1, "out of bounds"},
+           Refused{0, {8, 3, ~uint64_t{0} / 2}, 1, "overflows"},
+       }) {
+    absl::Status refused = session_->Fill(buffer, bad.offset, bad.rows, 0, bad.element_bytes);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad.says;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr(bad.says));
+  }
+  // A size and a layout together name no one range.
+  v1::FillRequest both;
+  both.set_session(session_->token());
+  both.set_buffer(buffer.id());
+  both.set_size_bytes(16);
+  both.mutable_pitched()->set_width_bytes(8);
+  both.mutable_pitched()->set_height(2);
+  both.mutable_pitched()->set_stride_bytes(8);
+  grpc::ClientContext context;
+  v1::FillResponse filled;
+  const grpc::Status refused = client_->stub().Fill(&context, both, &filled);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("not both"));
+  EXPECT_EQ(session_->Read(buffer, 0, kSize).value(), expected) << "a refused fill wrote";
+}
+
 TEST_F(MemoryTest, StatsShowTheSessionAndDevice) {
   Buffer buffer = MustAllocate(3 * kMiB);
   absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();

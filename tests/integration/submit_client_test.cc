@@ -257,6 +257,23 @@ TEST_F(SubmitClientTest, ABatchFillsOnTheDeviceBeforeItsLaunch) {
   EXPECT_EQ(IntsOf(replies->read_bytes(read)), std::vector<int>(kInts, 42));
 }
 
+// A pitched fill in a batch sets only its rows: the odd ints (each a row of one, two ints
+// apart) are set before the kernel adds one to every int.
+TEST_F(SubmitClientTest, ABatchFillsPitchedRows) {
+  SubmitBatch batch(*session_);
+  batch.Fill(*buffer_, 0, kInts * sizeof(int), /*value=*/0, /*element_bytes=*/4);
+  batch.Fill(*buffer_, sizeof(int), Pitched{sizeof(int), kInts / 2, 2 * sizeof(int)},
+             /*value=*/9, /*element_bytes=*/4);
+  const size_t read = AddOneAndRead(batch);
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  std::vector<int> expected(kInts);
+  for (int i = 0; i < kInts; ++i) expected[i] = i % 2 == 1 ? 10 : 1;
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), expected);
+}
+
 TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
   SubmitStream stream = MustOpen();
   SubmitBatch too_many(*session_);
