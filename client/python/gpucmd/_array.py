@@ -181,13 +181,8 @@ class DeviceArray:
             return
         if self.nbytes == 0:
             return
-        if self.contiguous:
-            self.session._fill(self.buffer, self.offset, self.nbytes, pattern, stream)
-            return
-        row_bytes = self.shape[1] * self.dtype.itemsize
-        for row in range(self.shape[0]):
-            self.session._fill(self.buffer, self.offset + row * self.strides[0], row_bytes,
-                               pattern, stream)
+        # A 2D view's rows in one pitched fill.
+        self.session._fill(self.buffer, self.offset, self.nbytes, pattern, stream, self._rows())
 
     def copy_to(self, other: "DeviceArray", stream: StreamLike = None) -> None:
         """Device-to-device copy into ``other`` (same session, same number of bytes;

@@ -283,13 +283,21 @@ class Session:
              timeout=self.client.timeout)
 
     def _fill(self, buffer: int, offset: int, nbytes: int, pattern: Tuple[int, int],
-              stream: StreamLike) -> None:
+              stream: StreamLike, rows: Optional[Tuple[int, int]] = None) -> None:
+        """Sets ``nbytes`` from ``offset`` to ``pattern`` (value, element_bytes) on the
+        device; with ``rows`` = (row_bytes, stride_bytes), rows ``stride_bytes`` apart."""
         value, element_bytes = pattern
-        call(self.client._stub.Fill,
-             pb.FillRequest(session=self.token, stream=stream_number(stream), buffer=buffer,
-                            offset_bytes=offset, size_bytes=nbytes, value=value,
-                            element_bytes=element_bytes),
-             timeout=self.client.timeout)
+        request = pb.FillRequest(session=self.token, stream=stream_number(stream),
+                                 buffer=buffer, offset_bytes=offset, value=value,
+                                 element_bytes=element_bytes)
+        if rows:
+            row_bytes, stride = rows
+            request.pitched.CopyFrom(pb.PitchedLayout(width_bytes=row_bytes,
+                                                      height=nbytes // row_bytes,
+                                                      stride_bytes=stride))
+        else:
+            request.size_bytes = nbytes
+        call(self.client._stub.Fill, request, timeout=self.client.timeout)
 
     def _shared_region(self, nbytes: int) -> Optional[SharedRegion]:
         """A registered region of at least min(nbytes, the region cap) bytes, or None

@@ -92,11 +92,18 @@ def test_fill_sends_no_bytes_when_the_value_repeats_a_word(session, monkeypatch)
         session.empty(8, numpy.float64).fill(1.0)  # its eight bytes repeat no word
 
 
-def test_fill_of_a_view_touches_only_its_rows(session):
+def test_fill_of_a_view_touches_only_its_rows(session, monkeypatch):
     host = numpy.arange(48, dtype=numpy.int32).reshape(6, 8)
     array = session.asarray(host)
+    fills = []
+    real_fill = session._fill
+    monkeypatch.setattr(session, "_fill", lambda *args: fills.append(args) or real_fill(*args))
     array[1:5, 2:6].fill(-1)
+    assert len(fills) == 1, "a view's rows are one pitched fill"
     host[1:5, 2:6] = -1
+    numpy.testing.assert_array_equal(array.get(), host)
+    array[::3, 1:7].fill(5)  # rows three apart
+    host[::3, 1:7] = 5
     numpy.testing.assert_array_equal(array.get(), host)
     array[2:4, :].fill(9)
     host[2:4] = 9

@@ -169,6 +169,10 @@ class BatchDrafter:
                                  value=self.rng.choice([0, 255, 65536, self.u32()]),
                                  element_bytes=self.rng.choice([0, 1, 2, 3, 4, 8]))
         self.name_buffer(request, "buffer", "buffer_ref")
+        if self.rng.random() < 0.3:  # rows, and now and then a size besides
+            request.pitched.CopyFrom(self.pitched(4096))
+            if self.rng.random() < 0.7:
+                request.ClearField("size_bytes")
         command.fill.CopyFrom(request)
 
     def argument(self, kind: str) -> pb.KernelArg:
