@@ -77,14 +77,21 @@ void CopyEngine::Run(size_t parts, absl::FunctionRef<void(size_t)> copy_part) {
   job->AwaitDone();
 }
 
-void CopyEngine::Copy(std::byte* to, const std::byte* from, uint64_t size) {
+void CopyEngine::Split(uint64_t size,
+                       absl::FunctionRef<void(uint64_t offset, uint64_t bytes)> part) {
   if (size < kMinSplitBytes) {
-    if (size > 0) std::memcpy(to, from, size);
+    if (size > 0) part(0, size);
     return;
   }
-  Run((size + kPartBytes - 1) / kPartBytes, [to, from, size](size_t part) {
-    const uint64_t offset = part * kPartBytes;
-    std::memcpy(to + offset, from + offset, std::min(kPartBytes, size - offset));
+  Run((size + kPartBytes - 1) / kPartBytes, [part, size](size_t index) {
+    const uint64_t offset = index * kPartBytes;
+    part(offset, std::min(kPartBytes, size - offset));
+  });
+}
+
+void CopyEngine::Copy(std::byte* to, const std::byte* from, uint64_t size) {
+  Split(size, [to, from](uint64_t offset, uint64_t bytes) {
+    std::memcpy(to + offset, from + offset, bytes);
   });
 }
 

@@ -65,8 +65,12 @@ class CopyEngine {
   // helpers, and returns once every call returned.
   void Run(size_t parts, absl::FunctionRef<void(size_t)> copy_part);
 
-  // Copies `size` bytes from `from` to `to` (not overlapping), split in parts of
-  // kPartBytes when it is at least kMinSplitBytes.
+  // Calls `part(offset, bytes)` for consecutive pieces covering [0, size): split in
+  // pieces of kPartBytes run as Run does when `size` is at least kMinSplitBytes, else
+  // one piece on this thread (none for size 0).
+  void Split(uint64_t size, absl::FunctionRef<void(uint64_t offset, uint64_t bytes)> part);
+
+  // Copies `size` bytes from `from` to `to` (not overlapping), as Split splits them.
   void Copy(std::byte* to, const std::byte* from, uint64_t size);
 
  private:

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "base/round_up.h"
 #include "base/status_macros.h"
@@ -17,7 +18,18 @@ std::byte* DevicePointer(const DeviceResource& resource, uint64_t offset) {
   return reinterpret_cast<std::byte*>(resource.address) + offset;
 }
 
-// Copies `size` bytes on `engine` (null: on this thread alone).
+// Calls `part(offset, bytes)` for pieces covering [0, size), split between `engine`'s
+// threads as CopyEngine::Split does (null: one piece on this thread).
+void SplitBytes(uint64_t size, CopyEngine* engine,
+                absl::FunctionRef<void(uint64_t offset, uint64_t bytes)> part) {
+  if (engine != nullptr) {
+    engine->Split(size, part);
+  } else if (size > 0) {
+    part(0, size);
+  }
+}
+
+// Copies `size` bytes from `from` to `to` on `engine` (null: on this thread alone).
 void CopyBytes(std::byte* to, const std::byte* from, uint64_t size, CopyEngine* engine) {
   if (engine != nullptr) {
     engine->Copy(to, from, size);
@@ -26,8 +38,27 @@ void CopyBytes(std::byte* to, const std::byte* from, uint64_t size, CopyEngine* 
   }
 }
 
+// Calls `each_row(row)` for every row of the pitched `layout`, split between `engine`'s
+// threads in parts of about CopyEngine::kPartBytes when the rows hold at least
+// CopyEngine::kMinSplitBytes (null: all on this thread).
+void ForEachRow(const CopyLayout& layout, CopyEngine* engine,
+                absl::FunctionRef<void(uint64_t row)> each_row) {
+  const bool split = engine != nullptr && layout.host_bytes() >= CopyEngine::kMinSplitBytes;
+  const uint64_t rows_per_part =
+      split ? std::max<uint64_t>(1, CopyEngine::kPartBytes / layout.width_bytes) : layout.height;
+  auto rows_of_part = [&](size_t part) {
+    const uint64_t end = std::min(layout.height, (part + 1) * rows_per_part);
+    for (uint64_t row = part * rows_per_part; row < end; ++row) each_row(row);
+  };
+  if (split) {
+    engine->Run((layout.height + rows_per_part - 1) / rows_per_part, rows_of_part);
+  } else {
+    rows_of_part(0);
+  }
+}
+
 // Copies between packed host rows and a (possibly pitched) device region, on `engine`
-// (null: on this thread alone); a large pitched copy is split between rows.
+// (null: on this thread alone); a large copy is split between its threads.
 void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool to_device,
               CopyEngine* engine) {
   if (layout.is_contiguous()) {
@@ -35,23 +66,12 @@ void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool
               : CopyBytes(host, device, layout.host_bytes(), engine);
     return;
   }
-  const bool split = engine != nullptr && layout.host_bytes() >= CopyEngine::kMinSplitBytes;
-  const uint64_t rows_per_part =
-      split ? std::max<uint64_t>(1, CopyEngine::kPartBytes / layout.width_bytes) : layout.height;
-  auto copy_part = [&](size_t part) {
-    const uint64_t end = std::min(layout.height, (part + 1) * rows_per_part);
-    for (uint64_t row = part * rows_per_part; row < end; ++row) {
-      std::byte* host_row = host + row * layout.width_bytes;
-      std::byte* device_row = device + row * layout.stride_bytes;
-      to_device ? std::memcpy(device_row, host_row, layout.width_bytes)
-                : std::memcpy(host_row, device_row, layout.width_bytes);
-    }
-  };
-  if (split) {
-    engine->Run((layout.height + rows_per_part - 1) / rows_per_part, copy_part);
-  } else {
-    copy_part(0);
-  }
+  ForEachRow(layout, engine, [&](uint64_t row) {
+    std::byte* host_row = host + row * layout.width_bytes;
+    std::byte* device_row = device + row * layout.stride_bytes;
+    to_device ? std::memcpy(device_row, host_row, layout.width_bytes)
+              : std::memcpy(host_row, device_row, layout.width_bytes);
+  });
 }
 
 // Copies of at most this many host bytes run on the enqueuing thread when their stream is
@@ -179,13 +199,18 @@ absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, const CopyLay
       return absl::InvalidArgumentError(
           absl::StrCat("a fill's elements are 1, 2 or 4 bytes, not ", pattern.element_bytes));
   }
-  // Padded rows are filled one by one; packed ones (a contiguous range) in one go.
-  const bool packed = layout.is_contiguous();
-  CpuStream::Work work = [fill, to = DevicePointer(target, layout.offset_bytes),
-                          row_bytes = packed ? layout.host_bytes() : layout.width_bytes,
-                          rows = packed ? 1 : layout.height, stride = layout.stride_bytes,
-                          value = pattern.value] {
-    for (uint64_t row = 0; row < rows; ++row) fill(to + row * stride, row_bytes, value);
+  // Split between the copy engine's threads as a copy of as many bytes would be (in
+  // parts of whole rows, or of CopyEngine::kPartBytes: whole elements either way).
+  CpuStream::Work work = [fill, to = DevicePointer(target, layout.offset_bytes), layout,
+                          value = pattern.value, engine = signal->copies()] {
+    if (layout.is_contiguous()) {
+      SplitBytes(layout.host_bytes(), engine,
+                 [=](uint64_t offset, uint64_t bytes) { fill(to + offset, bytes, value); });
+    } else {
+      ForEachRow(layout, engine, [&](uint64_t row) {
+        fill(to + row * layout.stride_bytes, layout.width_bytes, value);
+      });
+    }
     return absl::OkStatus();
   };
   // A brief fill runs where it is queued, as a brief copy does (it only writes).

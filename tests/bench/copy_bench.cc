@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "benchmark/benchmark.h"
 #include "client/client.h"
 #include "driver/cpu/cpu_driver.h"
@@ -584,33 +585,73 @@ void BM_DaemonSharedMemoryRead(benchmark::State& state) {
   });
 }
 
+// Times `measured` in each iteration and, untimed right after it, `baseline`: throughput
+// of `bytes` per iteration (with `x_memcpy`) and the quartiles of the pairs' ratios,
+// the baseline's time over the measured one's (`<baseline_name>_p25`, `_p50`, `_p75`).
+void MeasureAgainstAlternating(benchmark::State& state, uint64_t bytes,
+                               absl::FunctionRef<void()> measured,
+                               absl::FunctionRef<void()> baseline,
+                               const std::string& baseline_name) {
+  std::vector<double> ratios;
+  double measured_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    measured();
+    const double took = SecondsSince(start);
+    measured_seconds += took;
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    baseline();
+    ratios.push_back(SecondsSince(start) / took);
+    state.ResumeTiming();
+  }
+  ReportThroughput(state, bytes, measured_seconds);
+  bench::ReportQuartiles(state, baseline_name, ratios);
+}
+
 // A device-side Fill of `state.range(0)` zero bytes then a Synchronize, against an inline
 // write of as many zeros answered once copied (what a client without Fill sends), in
-// alternating pairs: throughput (with `x_memcpy`) and the quartiles of the pairs' ratios,
-// the write's time over the fill's (`x_inline_write_p25`, `_p50`, `_p75`).
+// alternating pairs (`x_inline_write`).
 void BM_DaemonFill(benchmark::State& state) {
   const size_t size = state.range(0);
   Session& session = *SharedDaemon().session;
   Buffer buffer = *session.Allocate(size);
   const std::string zeros(size, '\0');
   bench::WriteUntimed(session, buffer, zeros);
-  std::vector<double> against_write;
-  double fill_seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(session.Fill(buffer, 0, size, 0, /*element_bytes=*/4));
-    benchmark::DoNotOptimize(session.Synchronize(0));
-    const double filled = SecondsSince(start);
-    fill_seconds += filled;
-    state.PauseTiming();
-    start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(
-        session.Write(buffer, 0, zeros, 0, std::nullopt, WriteReturns::kWhenCopied));
-    against_write.push_back(SecondsSince(start) / filled);
-    state.ResumeTiming();
-  }
-  ReportThroughput(state, size, fill_seconds);
-  bench::ReportQuartiles(state, "x_inline_write", against_write);
+  MeasureAgainstAlternating(
+      state, size,
+      [&] {
+        benchmark::DoNotOptimize(session.Fill(buffer, 0, size, 0, /*element_bytes=*/4));
+        benchmark::DoNotOptimize(session.Synchronize(0));
+      },
+      [&] {
+        benchmark::DoNotOptimize(
+            session.Write(buffer, 0, zeros, 0, std::nullopt, WriteReturns::kWhenCopied));
+      },
+      "x_inline_write");
+}
+
+// One pitched Fill of `state.range(0)` rows of 3000 bytes, 4096 apart (a 2D view's), then
+// a Synchronize, against a Fill per row then a Synchronize (what a client without pitched
+// fills sends), in alternating pairs (`x_row_fills`).
+void BM_DaemonPitchedFill(benchmark::State& state) {
+  constexpr uint64_t kWidth = 3000, kStride = 4096;
+  const uint64_t rows = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer buffer = *session.Allocate(rows * kStride);
+  MeasureAgainstAlternating(
+      state, rows * kWidth,
+      [&] {
+        benchmark::DoNotOptimize(session.Fill(buffer, 0, Pitched{kWidth, rows, kStride}, 0, 4));
+        benchmark::DoNotOptimize(session.Synchronize(0));
+      },
+      [&] {
+        for (uint64_t row = 0; row < rows; ++row) {
+          benchmark::DoNotOptimize(session.Fill(buffer, row * kStride, kWidth, 0, 4));
+        }
+        benchmark::DoNotOptimize(session.Synchronize(0));
+      },
+      "x_row_fills");
 }
 
 void BM_DaemonAllocateFree(benchmark::State& state) {
@@ -657,6 +698,7 @@ BENCHMARK(BM_DaemonReadInBatch)->BATCH_SIZES;
 BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;
 BENCHMARK(BM_DaemonSharedMemoryRead)->BULK_SIZES;
 BENCHMARK(BM_DaemonFill)->Arg(4 << 10)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime();
+BENCHMARK(BM_DaemonPitchedFill)->Arg(16)->Arg(256)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CommandAllocateFree)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_DaemonAllocateFree)->Arg(4096)->Arg(1 << 20)->UseRealTime();
 
