@@ -12,7 +12,7 @@ import numpy.typing
 from gpucmd._array import DeviceArray, fill_pattern
 from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
 from gpucmd._kernel import DimLike, Kernel, RawKernel
-from gpucmd._session import _MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, Session
+from gpucmd._session import _MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, Session, fill_request
 from gpucmd.v1 import gpucmd_pb2 as pb
 
 # The most commands the daemon takes in one Submit batch.
@@ -87,11 +87,13 @@ class Batch:
         self._payload_bytes.append(payload_bytes)
         return sequence
 
-    def _check_array(self, array: DeviceArray) -> None:
+    def _check_array(self, array: DeviceArray, views: bool = False) -> None:
+        """``views``: 2D views are taken too."""
         if not isinstance(array, DeviceArray) or array.session is not self.session:
             raise ValueError("a batch takes device arrays of its own session")
-        if not array.contiguous:
-            raise ValueError("a batch moves whole arrays or 1D slices, not 2D views")
+        if not array.contiguous and not views:
+            raise ValueError("a batch moves whole arrays or 1D slices, not 2D views "
+                             "(it fills them)")
         array._check_live()
 
     def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:
@@ -108,17 +110,17 @@ class Batch:
             self._add(len(data), write=pb.WriteRequest(header=header, data=data))
 
     def fill(self, array: DeviceArray, value: Any) -> None:
-        """Sets every element of ``array`` to ``value``, as :meth:`DeviceArray.fill`."""
-        self._check_array(array)
+        """Sets every element of ``array`` (a 2D view too: one pitched fill) to ``value``,
+        as :meth:`DeviceArray.fill`; a value whose bytes repeat no word is written, which
+        a view cannot be in a batch."""
+        self._check_array(array, views=True)
         element = numpy.asarray(value, dtype=array.dtype)
         pattern = fill_pattern(element)
         if pattern is None:
             self.write(array, element)
             return
-        self._add(0, fill=pb.FillRequest(
-            session=self.session.token, stream=self.stream, buffer=array.buffer,
-            offset_bytes=array.offset, size_bytes=array.nbytes, value=pattern[0],
-            element_bytes=pattern[1]))
+        self._add(0, fill=fill_request(self.session.token, self.stream, array.buffer,
+                                       array.offset, array.nbytes, pattern, array._rows()))
 
     def read(self, array: DeviceArray) -> BatchRead:
         """Reads ``array`` after the commands before it; the result is there after the batch."""

@@ -123,6 +123,24 @@ def _close_open_sessions() -> None:
             pass
 
 
+
+def fill_request(token: str, stream: int, buffer: int, offset: int, nbytes: int,
+                 pattern: Tuple[int, int], rows: Optional[Tuple[int, int]]) -> pb.FillRequest:
+    """The Fill of ``nbytes`` of ``buffer`` from ``offset`` with ``pattern`` (value,
+    element_bytes); with ``rows`` = (row_bytes, stride_bytes), those bytes are rows
+    ``stride_bytes`` apart (one pitched fill)."""
+    value, element_bytes = pattern
+    request = pb.FillRequest(session=token, stream=stream, buffer=buffer, offset_bytes=offset,
+                             value=value, element_bytes=element_bytes)
+    if rows:
+        row_bytes, stride = rows
+        request.pitched.CopyFrom(pb.PitchedLayout(width_bytes=row_bytes,
+                                                  height=nbytes // row_bytes,
+                                                  stride_bytes=stride))
+    else:
+        request.size_bytes = nbytes
+    return request
+
 class Session:
     """A session on one device: its buffers, kernels and streams, reclaimed together
     when it closes. Made by :meth:`Client.session`.
@@ -284,20 +302,12 @@ class Session:
 
     def _fill(self, buffer: int, offset: int, nbytes: int, pattern: Tuple[int, int],
               stream: StreamLike, rows: Optional[Tuple[int, int]] = None) -> None:
-        """Sets ``nbytes`` from ``offset`` to ``pattern`` (value, element_bytes) on the
-        device; with ``rows`` = (row_bytes, stride_bytes), rows ``stride_bytes`` apart."""
-        value, element_bytes = pattern
-        request = pb.FillRequest(session=self.token, stream=stream_number(stream),
-                                 buffer=buffer, offset_bytes=offset, value=value,
-                                 element_bytes=element_bytes)
-        if rows:
-            row_bytes, stride = rows
-            request.pitched.CopyFrom(pb.PitchedLayout(width_bytes=row_bytes,
-                                                      height=nbytes // row_bytes,
-                                                      stride_bytes=stride))
-        else:
-            request.size_bytes = nbytes
-        call(self.client._stub.Fill, request, timeout=self.client.timeout)
+        """Sets ``nbytes`` from ``offset`` to ``pattern`` on the device, as
+        :func:`fill_request` names them."""
+        call(self.client._stub.Fill,
+             fill_request(self.token, stream_number(stream), buffer, offset, nbytes, pattern,
+                          rows),
+             timeout=self.client.timeout)
 
     def _shared_region(self, nbytes: int) -> Optional[SharedRegion]:
         """A registered region of at least min(nbytes, the region cap) bytes, or None

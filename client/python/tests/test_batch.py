@@ -61,6 +61,21 @@ def test_a_batch_fills_on_the_device_or_writes_the_values(session):
         "fill", "read", "write", "fill", "read", "read"]
 
 
+def test_a_batch_fills_a_view_in_one_pitched_fill(session):
+    host = numpy.arange(60, dtype=numpy.int32).reshape(6, 10)
+    array = session.asarray(host)
+    with session.batch() as batch:
+        batch.fill(array[1:5, 3:7], 7)
+        result = batch.read(array)
+    host[1:5, 3:7] = 7
+    numpy.testing.assert_array_equal(result.get(), host)
+    fills = [command.fill for command in batch._commands if command.HasField("fill")]
+    assert len(fills) == 1 and fills[0].pitched.height == 4
+    with pytest.raises(ValueError, match="2D views"):
+        with session.batch() as batch:
+            batch.fill(session.empty((4, 4), numpy.float64)[1:3, 1:3], 1.25)  # written
+
+
 def test_batches_larger_than_a_message_are_split(session):
     data = numpy.random.default_rng(0).integers(0, 1 << 62, size=5 << 20, dtype=numpy.int64)
     device = session.empty(data.shape, numpy.int64)  # 40 MiB: several commands and requests
