@@ -119,6 +119,8 @@ class Batch:
         if pattern is None:
             self.write(array, element)
             return
+        if array.nbytes == 0:
+            return
         self._add(0, fill=fill_request(self.session.token, self.stream, array.buffer,
                                        array.offset, array.nbytes, pattern, array._rows()))
 

@@ -71,6 +71,9 @@ def test_a_batch_fills_a_view_in_one_pitched_fill(session):
     numpy.testing.assert_array_equal(result.get(), host)
     fills = [command.fill for command in batch._commands if command.HasField("fill")]
     assert len(fills) == 1 and fills[0].pitched.height == 4
+    with session.batch() as batch:
+        batch.fill(array[1:5, 3:3], 1)  # no columns: nothing to send
+    assert not batch._commands
     with pytest.raises(ValueError, match="2D views"):
         with session.batch() as batch:
             batch.fill(session.empty((4, 4), numpy.float64)[1:3, 1:3], 1.25)  # written
