@@ -19,8 +19,9 @@ absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout);
 absl::Status ValidateWriteHeader(const v1::WriteHeader& header);
 absl::Status ValidateRead(const v1::ReadRequest& request);
 absl::Status ValidateCopy(const v1::CopyRequest& request);
-// The session token, and the range not overflowing; the pattern and the range against
-// the buffer are the device's to check (CheckFill).
+// The session token, and the range: a size not overflowing from the offset, or a pitched
+// layout (ValidatePitchedLayout) with no size besides. The pattern, and the range against
+// the buffer, are the device's to check (CheckFill).
 absl::Status ValidateFill(const v1::FillRequest& request);
 absl::Status ValidateCompile(const v1::CompileRequest& request);
 absl::Status ValidateLaunch(const v1::LaunchRequest& request);

@@ -93,7 +93,7 @@ class Batch:
             raise ValueError("a batch takes device arrays of its own session")
         if not array.contiguous and not views:
             raise ValueError("a batch moves whole arrays or 1D slices, not 2D views "
-                             "(it fills them)")
+                             "(those it only fills)")
         array._check_live()
 
     def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:

@@ -123,7 +123,6 @@ def _close_open_sessions() -> None:
             pass
 
 
-
 def fill_request(token: str, stream: int, buffer: int, offset: int, nbytes: int,
                  pattern: Tuple[int, int], rows: Optional[Tuple[int, int]]) -> pb.FillRequest:
     """The Fill of ``nbytes`` of ``buffer`` from ``offset`` with ``pattern`` (value,
@@ -140,6 +139,7 @@ def fill_request(token: str, stream: int, buffer: int, offset: int, nbytes: int,
     else:
         request.size_bytes = nbytes
     return request
+
 
 class Session:
     """A session on one device: its buffers, kernels and streams, reclaimed together
