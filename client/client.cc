@@ -416,10 +416,19 @@ absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t 
 
 absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                            uint64_t target_offset, uint64_t size_bytes, uint64_t stream) {
+  return CopyRequest(CopyBetween(handle_->token, source, source_offset, target, target_offset,
+                                 size_bytes, stream));
+}
+
+absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                           uint64_t target_offset, const CopyRows& rows, uint64_t stream) {
+  return CopyRequest(PitchedCopyBetween(handle_->token, source, source_offset, target,
+                                        target_offset, rows, stream));
+}
+
+absl::Status Session::CopyRequest(const v1::CopyRequest& request) {
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
-  const v1::CopyRequest request = CopyBetween(handle_->token, source, source_offset, target,
-                                              target_offset, size_bytes, stream);
   v1::CopyResponse response;
   return FromGrpcStatus(handle_->connection->stub->Copy(&context, request, &response));
 }

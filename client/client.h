@@ -113,6 +113,15 @@ struct Pitched {
   uint64_t stride_bytes = 0;
 };
 
+// Rows copied between device buffers: `height` rows of `width_bytes`, source rows
+// `source_stride_bytes` apart, target rows `target_stride_bytes` apart.
+struct CopyRows {
+  uint64_t width_bytes = 0;
+  uint64_t height = 0;
+  uint64_t source_stride_bytes = 0;
+  uint64_t target_stride_bytes = 0;
+};
+
 // When an inline Session::Write returns: once the daemon holds its bytes and queued the
 // copy (the copy's failure is then the next Synchronize's), or once the copy completed,
 // after the stream's earlier work, with its outcome: written and confirmed in one round
@@ -233,6 +242,11 @@ class Session {
                                           const Pitched& pitched, uint64_t stream = 0);
   absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
                     uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
+  // Copies `rows` from `source_offset` in `source` to `target_offset` in `target`, as
+  // cudaMemcpy2DAsync between device pointers does: the padding between rows is left as
+  // it is. Within one buffer, no byte read may be written.
+  absl::Status Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                    uint64_t target_offset, const CopyRows& rows, uint64_t stream = 0);
   // Sets `size_bytes` of `buffer` from `offset` to `value`, repeated in elements of
   // `element_bytes` (1, 2 or 4; little-endian) on the device, as cudaMemsetAsync and
   // cuMemsetD16/D32Async do: no bytes are sent. Answered once queued.
@@ -276,6 +290,7 @@ class Session {
   static absl::Status FreeBuffer(const SessionHandle& session, uint64_t id);
   absl::StatusOr<std::string> ReadRequest(v1::ReadRequest request);
   absl::Status FillRequest(const v1::FillRequest& request);
+  absl::Status CopyRequest(const v1::CopyRequest& request);
   // Sends `header` (the session filled in) and `data` in chunks.
   absl::Status WriteRequest(v1::WriteHeader header, absl::string_view data);
 

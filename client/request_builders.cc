@@ -55,6 +55,19 @@ v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
   return request;
 }
 
+v1::CopyRequest PitchedCopyBetween(const std::string& session, const Buffer& source,
+                                   uint64_t source_offset, const Buffer& target,
+                                   uint64_t target_offset, const CopyRows& rows, uint64_t stream) {
+  v1::CopyRequest request =
+      CopyBetween(session, source, source_offset, target, target_offset, 0, stream);
+  v1::PitchedCopyRows& pitched = *request.mutable_pitched();
+  pitched.set_width_bytes(rows.width_bytes);
+  pitched.set_height(rows.height);
+  pitched.set_source_stride_bytes(rows.source_stride_bytes);
+  pitched.set_target_stride_bytes(rows.target_stride_bytes);
+  return request;
+}
+
 v1::PitchedLayout PitchedLayoutOf(const Pitched& rows) {
   v1::PitchedLayout layout;
   layout.set_width_bytes(rows.width_bytes);

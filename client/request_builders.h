@@ -30,6 +30,10 @@ v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, ui
 v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
                             uint64_t source_offset, const Buffer& target, uint64_t target_offset,
                             uint64_t size_bytes, uint64_t stream);
+// `rows` from `source_offset` in `source` to `target_offset` in `target`.
+v1::CopyRequest PitchedCopyBetween(const std::string& session, const Buffer& source,
+                                   uint64_t source_offset, const Buffer& target,
+                                   uint64_t target_offset, const CopyRows& rows, uint64_t stream);
 // `size_bytes` of `buffer` from `offset`, each `element_bytes` (1, 2 or 4) set to `value`.
 v1::FillRequest FillOf(const std::string& session, const Buffer& buffer, uint64_t offset,
                        uint64_t size_bytes, uint32_t value, uint32_t element_bytes,

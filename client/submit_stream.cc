@@ -63,6 +63,13 @@ size_t SubmitBatch::Copy(const Buffer& source, uint64_t source_offset, const Buf
   return size() - 1;
 }
 
+size_t SubmitBatch::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+                         uint64_t target_offset, const CopyRows& rows, uint64_t stream) {
+  *Add().mutable_copy() =
+      PitchedCopyBetween(token_, source, source_offset, target, target_offset, rows, stream);
+  return size() - 1;
+}
+
 size_t SubmitBatch::Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes, uint32_t value,
                          uint32_t element_bytes, uint64_t stream) {
   *Add().mutable_fill() = FillOf(token_, buffer, offset, size_bytes, value, element_bytes, stream);

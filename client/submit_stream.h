@@ -58,6 +58,9 @@ class SubmitBatch {
               uint64_t stream = 0);
   size_t Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
               uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
+  // As Session::Copy of rows.
+  size_t Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
+              uint64_t target_offset, const CopyRows& rows, uint64_t stream = 0);
   // As Session::Fill.
   size_t Fill(const Buffer& buffer, uint64_t offset, uint64_t size_bytes, uint32_t value,
               uint32_t element_bytes = 1, uint64_t stream = 0);

@@ -23,6 +23,9 @@
 //   CopyOnDevice(source, target, signal)   enqueue a same-size copy between two
 //                                          non-overlapping live allocations: how a live
 //                                          allocation is relocated off an outdated page.
+//   CopyRowsOnDevice(source, target,       enqueue a pitched copy between two live
+//                    layout, signal)       allocations (cuMemcpy2D between device
+//                                          pointers), reading no byte it writes.
 //   FillOnDevice(device, layout, pattern,  enqueue setting the layout's rows of a live
 //                signal)                   allocation to a repeated 1-, 2- or 4-byte
 //                                          value (cuMemsetD*, cuMemsetD2D*).
@@ -133,7 +136,8 @@ template <typename D>
 concept Driver = EventStreamBackend<typename D::Backend> &&
     std::same_as<typename D::Backend::Stream, typename D::Stream> &&
     requires(typename D::Backend& backend, PinnedBinding binding, HostResource host, uint64_t size,
-             const DeviceResource& device, const CopyLayout& layout, Bytes& bytes,
+             const DeviceResource& device, const CopyLayout& layout,
+             const DeviceCopyLayout& rows, Bytes& bytes,
              absl::Span<const std::byte> data, typename D::Stream& stream,
              typename D::Stream::Signal signal, typename D::Context& context,
              const KernelId& kernel, Dim3 grid, typename D::LaunchArgs& args, FillPattern pattern) {
@@ -147,6 +151,9 @@ concept Driver = EventStreamBackend<typename D::Backend> &&
   { D::CopyToHost(device, layout, bytes, stream) } -> std::same_as<absl::Status>;
   { D::CopyToDevice(device, layout, data, stream) } -> std::same_as<absl::Status>;
   { D::CopyOnDevice(device, device, signal) } -> std::same_as<absl::Status>;
+  // Enqueues copying `rows` from the first resource into the second: each side checked
+  // by CheckLayoutBounds, and no byte both read and written (CopyRowsOverlap).
+  { D::CopyRowsOnDevice(device, device, rows, signal) } -> std::same_as<absl::Status>;
   // Enqueues setting every element of `layout`'s rows inside `device` to `pattern`
   // (FillPattern's contract; the layout was checked by CheckFill).
   { D::FillOnDevice(device, layout, pattern, signal) } -> std::same_as<absl::Status>;

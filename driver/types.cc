@@ -61,4 +61,32 @@ absl::Status CheckFill(FillPattern pattern, const CopyLayout& layout, uint64_t r
   return CheckLayoutOf("fill", layout, resource_size);
 }
 
+std::string DescribeRows(const CopyLayout& layout) {
+  if (layout.is_contiguous()) {
+    return absl::StrCat("[", layout.offset_bytes, ", +", layout.host_bytes(), ")");
+  }
+  return absl::StrCat(layout.height, " rows of ", layout.width_bytes, " bytes, ",
+                      layout.stride_bytes, " apart from ", layout.offset_bytes);
+}
+
+bool CopyRowsOverlap(const DeviceCopyLayout& copy) {
+  if (copy.size_bytes() == 0) return false;
+  const CopyLayout source = copy.source();
+  const CopyLayout target = copy.target();
+  const CopyLayout& first = source.offset_bytes <= target.offset_bytes ? source : target;
+  const CopyLayout& second = &first == &source ? target : source;
+  const uint64_t distance = second.offset_bytes - first.offset_bytes;
+  if (distance >= first.device_extent()) return false;  // disjoint spans
+  if (first.is_contiguous() && second.is_contiguous()) return true;
+  if (first.stride_bytes != second.stride_bytes) return true;
+  // Rows a stride apart on both sides: row i of `first` and row j of `second` share a
+  // byte when |distance + (j - i) * stride| < width, which only j <= i can meet (the
+  // stride is at least the width). The rows nearest `distance` decide.
+  const uint64_t stride = first.stride_bytes;
+  const uint64_t width = first.width_bytes;
+  const uint64_t below = distance / stride;  // < height: the spans overlap
+  return distance - below * stride < width ||
+         (below + 1 < first.height && (below + 1) * stride - distance < width);
+}
+
 }  // namespace gpucmd

@@ -77,6 +77,34 @@ struct CopyLayout {
   }
 };
 
+// A copy of `height` rows of `width_bytes` between two device resources: source rows
+// `source_stride_bytes` apart from `source_offset_bytes`, target rows
+// `target_stride_bytes` apart from `target_offset_bytes` (cudaMemcpy2D between device
+// pointers).
+struct DeviceCopyLayout {
+  uint64_t source_offset_bytes = 0;
+  uint64_t target_offset_bytes = 0;
+  uint64_t width_bytes = 0;
+  uint64_t height = 1;
+  uint64_t source_stride_bytes = 0;
+  uint64_t target_stride_bytes = 0;
+
+  static DeviceCopyLayout Contiguous(uint64_t source_offset, uint64_t target_offset,
+                                     uint64_t size) {
+    return {source_offset, target_offset, size, 1, size, size};
+  }
+
+  CopyLayout source() const {
+    return CopyLayout::Pitched(source_offset_bytes, width_bytes, height, source_stride_bytes);
+  }
+  CopyLayout target() const {
+    return CopyLayout::Pitched(target_offset_bytes, width_bytes, height, target_stride_bytes);
+  }
+  // Both sides' rows are packed, so one linear copy moves everything.
+  bool is_contiguous() const { return source().is_contiguous() && target().is_contiguous(); }
+  uint64_t size_bytes() const { return width_bytes * height; }
+};
+
 // Checks `layout` against a resource of `resource_size` bytes: stride at least width,
 // no 64-bit overflow, and the spanned bytes inside the resource. INVALID_ARGUMENT
 // otherwise, naming the numbers.
@@ -87,6 +115,15 @@ absl::Status CheckLayoutBounds(const CopyLayout& layout, uint64_t resource_size)
 // are whole elements) and the resource's bounds, as CheckLayoutBounds. INVALID_ARGUMENT
 // otherwise, naming the numbers.
 absl::Status CheckFill(FillPattern pattern, const CopyLayout& layout, uint64_t resource_size);
+
+// How messages name `layout`'s bytes: "[offset, +size)", or for padded rows "<height>
+// rows of <width> bytes, <stride> apart from <offset>".
+std::string DescribeRows(const CopyLayout& layout);
+
+// Whether `copy`, with both sides in one resource, would read bytes it writes. Rows of
+// equal strides are compared exactly; rows of different strides count as overlapping
+// where their spans share a byte. Both sides passed CheckLayoutBounds.
+bool CopyRowsOverlap(const DeviceCopyLayout& copy);
 
 // Content hash of (source, entry point, options, driver, target architecture), hex.
 struct KernelId {

@@ -78,18 +78,24 @@ void CopyRows(std::byte* host, std::byte* device, const CopyLayout& layout, bool
 // idle (CpuStream::RunOrEnqueue): a few microseconds, less than waking the stream's worker.
 constexpr uint64_t kBriefCopyBytes = uint64_t{64} << 10;
 
+// Queues `work`, which moves or sets `bytes` bytes, on `stream`: a brief one runs here
+// when the stream is idle.
+void EnqueueBySize(CpuStream& stream, uint64_t bytes, CpuStream::Work work) {
+  if (bytes <= kBriefCopyBytes) {
+    stream.RunOrEnqueue(std::move(work));
+  } else {
+    stream.Enqueue(std::move(work));
+  }
+}
+
 // Enqueues the copy between `host` and the device memory at `device` per `layout`.
 void EnqueueCopy(std::byte* host, std::byte* device, const CopyLayout& layout, bool to_device,
                  CpuStream& stream) {
-  CpuStream::Work copy = [host, device, layout, to_device, engine = stream.copies()] {
-    CopyRows(host, device, layout, to_device, engine);
-    return absl::OkStatus();
-  };
-  if (layout.host_bytes() <= kBriefCopyBytes) {
-    stream.RunOrEnqueue(std::move(copy));
-  } else {
-    stream.Enqueue(std::move(copy));
-  }
+  EnqueueBySize(stream, layout.host_bytes(),
+                [host, device, layout, to_device, engine = stream.copies()] {
+                  CopyRows(host, device, layout, to_device, engine);
+                  return absl::OkStatus();
+                });
 }
 
 }  // namespace
@@ -171,6 +177,20 @@ absl::Status CpuDriver::CopyOnDevice(const DeviceResource& source, const DeviceR
   return absl::OkStatus();
 }
 
+absl::Status CpuDriver::CopyRowsOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                         const DeviceCopyLayout& rows, Stream::Signal signal) {
+  const std::byte* from = DevicePointer(source, rows.source_offset_bytes);
+  std::byte* to = DevicePointer(target, rows.target_offset_bytes);
+  EnqueueBySize(*signal, rows.size_bytes(), [from, to, rows, engine = signal->copies()] {
+    ForEachRow(rows.target(), engine, [&](uint64_t row) {
+      std::memcpy(to + row * rows.target_stride_bytes, from + row * rows.source_stride_bytes,
+                  rows.width_bytes);
+    });
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Sets the `size_bytes` bytes at `to` to `value`'s low bytes, an Element at a time.
@@ -214,11 +234,7 @@ absl::Status CpuDriver::FillOnDevice(const DeviceResource& target, const CopyLay
     return absl::OkStatus();
   };
   // A brief fill runs where it is queued, as a brief copy does (it only writes).
-  if (layout.host_bytes() <= kBriefCopyBytes) {
-    signal->RunOrEnqueue(std::move(work));
-  } else {
-    signal->Enqueue(std::move(work));
-  }
+  EnqueueBySize(*signal, layout.host_bytes(), std::move(work));
   return absl::OkStatus();
 }
 

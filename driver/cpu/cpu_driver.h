@@ -148,6 +148,8 @@ struct CpuDriver : DriverDefaults {
                                    absl::Span<const std::byte> data, Stream& stream);
   static absl::Status CopyOnDevice(const DeviceResource& source, const DeviceResource& target,
                                    Stream::Signal signal);
+  static absl::Status CopyRowsOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                       const DeviceCopyLayout& rows, Stream::Signal signal);
   static absl::Status FillOnDevice(const DeviceResource& target, const CopyLayout& layout,
                                    FillPattern pattern, Stream::Signal signal);
   static absl::Status Launch(Context& context, Stream& stream, const KernelId& kernel,

@@ -227,6 +227,19 @@ absl::Status CudaVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source
   return Check(api_->MemcpyDtoDAsync(target, source, size_bytes, stream), "cuMemcpyDtoDAsync");
 }
 
+absl::Status CudaVendor::CopyRowsOnDevice(const DeviceRowsCopy& rows, CUstream stream) const {
+  CUDA_MEMCPY2D parameters{};
+  parameters.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  parameters.srcDevice = rows.source;
+  parameters.srcPitch = rows.source_stride_bytes;
+  parameters.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  parameters.dstDevice = rows.target;
+  parameters.dstPitch = rows.target_stride_bytes;
+  parameters.WidthInBytes = rows.width_bytes;
+  parameters.Height = rows.height;
+  return Check(api_->Memcpy2DAsync(&parameters, stream), "cuMemcpy2DAsync");
+}
+
 absl::Status CudaVendor::Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,
                               CUstream stream) const {
   const DeviceAddress target = base + layout.offset_bytes;

@@ -68,6 +68,7 @@ class CudaVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, CUstream stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             CUstream stream) const;
+  absl::Status CopyRowsOnDevice(const DeviceRowsCopy& rows, CUstream stream) const;
   // `layout`'s rows from `base` set to `pattern`: one memset when they are packed, else
   // a pitched one.
   absl::Status Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,

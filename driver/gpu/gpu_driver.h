@@ -90,6 +90,17 @@ struct PitchedCopy {
   bool to_device = false;
 };
 
+// A pitched copy between two regions of device memory: `height` rows of `width_bytes`,
+// each side's rows its own stride apart.
+struct DeviceRowsCopy {
+  DeviceAddress source = 0;
+  uint64_t source_stride_bytes = 0;
+  DeviceAddress target = 0;
+  uint64_t target_stride_bytes = 0;
+  uint64_t width_bytes = 0;
+  uint64_t height = 0;
+};
+
 // The heap half of a vendor's AddCallback: HoldCallback moves `callback` to the heap for
 // the runtime; RunHeldCallback<Args...>, a function of the runtime's callback signature
 // (its Args, then the data pointer), runs and frees it; UnholdCallback gives it back
@@ -124,7 +135,8 @@ concept GpuVendor = std::copyable<V> &&
     requires(const V& vendor, typename V::StreamHandle stream, typename V::EventHandle event,
              typename V::ModuleHandle module, typename V::FunctionHandle function, int ordinal,
              int priority, uint64_t size, DeviceAddress address, std::byte* host,
-             const std::string& text, const PitchedCopy& pitched, Dim3 grid, const LaunchSpec& spec,
+             const std::string& text, const PitchedCopy& pitched, const DeviceRowsCopy& rows,
+             Dim3 grid, const LaunchSpec& spec,
              std::vector<void*>& params, bool reset, absl::AnyInvocable<void()>& callback,
              FillPattern pattern, const CopyLayout& layout) {
   { V::Open(ordinal) } -> std::same_as<absl::StatusOr<V>>;
@@ -166,6 +178,7 @@ concept GpuVendor = std::copyable<V> &&
   { vendor.CopyToHost(host, address, size, stream) } -> std::same_as<absl::Status>;
   { vendor.CopyPitched(pitched, stream) } -> std::same_as<absl::Status>;
   { vendor.CopyOnDevice(address, address, size, stream) } -> std::same_as<absl::Status>;
+  { vendor.CopyRowsOnDevice(rows, stream) } -> std::same_as<absl::Status>;
   // `layout`'s rows from `address` set to `pattern`, enqueued on `stream`.
   { vendor.Fill(address, layout, pattern, stream) } -> std::same_as<absl::Status>;
   // Modules and launches. `params` point at the launch's slots; a vendor may put
@@ -539,6 +552,20 @@ struct GpuDriver : DriverDefaults {
     RETURN_IF_ERROR(signal->Enter());
     return signal->vendor().CopyOnDevice(target.address, source.address, source.size_bytes,
                                          signal->get());
+  }
+
+  static absl::Status CopyRowsOnDevice(const DeviceResource& source, const DeviceResource& target,
+                                       const DeviceCopyLayout& rows,
+                                       typename Stream::Signal signal) {
+    RETURN_IF_ERROR(signal->Enter());
+    return signal->vendor().CopyRowsOnDevice(
+        DeviceRowsCopy{.source = source.address + rows.source_offset_bytes,
+                       .source_stride_bytes = rows.source_stride_bytes,
+                       .target = target.address + rows.target_offset_bytes,
+                       .target_stride_bytes = rows.target_stride_bytes,
+                       .width_bytes = rows.width_bytes,
+                       .height = rows.height},
+        signal->get());
   }
 
   static absl::Status FillOnDevice(const DeviceResource& target, const CopyLayout& layout,

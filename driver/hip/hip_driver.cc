@@ -179,6 +179,13 @@ absl::Status HipVendor::CopyOnDevice(DeviceAddress target, DeviceAddress source,
                    "hipMemcpyDtoDAsync");
 }
 
+absl::Status HipVendor::CopyRowsOnDevice(const DeviceRowsCopy& rows, hipStream_t stream) const {
+  return HipStatus(hipMemcpy2DAsync(Pointer(rows.target), rows.target_stride_bytes,
+                                    Pointer(rows.source), rows.source_stride_bytes,
+                                    rows.width_bytes, rows.height, hipMemcpyDeviceToDevice, stream),
+                   "hipMemcpy2DAsync");
+}
+
 namespace {
 
 // `count` elements from `target` set to `pattern` (hipMemsetD8/16/32Async).

@@ -68,6 +68,7 @@ class HipVendor {
   absl::Status CopyPitched(const PitchedCopy& copy, hipStream_t stream) const;
   absl::Status CopyOnDevice(DeviceAddress target, DeviceAddress source, uint64_t size_bytes,
                             hipStream_t stream) const;
+  absl::Status CopyRowsOnDevice(const DeviceRowsCopy& rows, hipStream_t stream) const;
   // `layout`'s rows from `base` set to `pattern`: one memset when they are packed, else
   // a pitched one.
   absl::Status Fill(DeviceAddress base, const CopyLayout& layout, FillPattern pattern,

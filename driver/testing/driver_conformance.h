@@ -164,6 +164,58 @@ TYPED_TEST_P(DriverConformanceTest, RelocationCopyMovesTheBytes) {
   EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), data);
 }
 
+// Pitched copies between two allocations, and between the columns of one, move each
+// row to its own stride and leave every other byte of the target as it was. Brief ones,
+// and 12 MB of rows that the CPU driver splits between threads.
+TYPED_TEST_P(DriverConformanceTest, PitchedDeviceCopiesMoveOnlyTheirRows) {
+  constexpr uint64_t kSize = 17 << 20;
+  DeviceResource source = this->Device(kSize);
+  DeviceResource target = this->Device(kSize);
+  const std::vector<uint8_t> from = this->RandomBytes(kSize, 7);
+  const std::vector<uint8_t> background = this->RandomBytes(kSize, 8);
+  Bytes from_bytes = this->Pinned(kSize, from);
+  Bytes background_bytes = this->Pinned(kSize, background);
+  auto& stream = this->backend_->stream(0);
+  const DeviceCopyLayout copies[] = {{.source_offset_bytes = 100,
+                                      .target_offset_bytes = 3,
+                                      .width_bytes = 700,
+                                      .height = 30,
+                                      .source_stride_bytes = 700,
+                                      .target_stride_bytes = 1024},
+                                     {.source_offset_bytes = 5,
+                                      .target_offset_bytes = 64,
+                                      .width_bytes = 3000,
+                                      .height = 4000,
+                                      .source_stride_bytes = 4096,
+                                      .target_stride_bytes = 3000}};
+  for (const DeviceCopyLayout& copy : copies) {
+    this->Upload(source, CopyLayout::Contiguous(0, kSize), from_bytes);  // ordered before
+    this->Upload(target, CopyLayout::Contiguous(0, kSize), background_bytes);
+    ASSERT_TRUE(TypeParam::CopyRowsOnDevice(source, target, copy, stream.signal()).ok());
+    std::vector<uint8_t> expected = background;
+    for (uint64_t row = 0; row < copy.height; ++row) {
+      std::memcpy(&expected[copy.target_offset_bytes + row * copy.target_stride_bytes],
+                  &from[copy.source_offset_bytes + row * copy.source_stride_bytes],
+                  copy.width_bytes);
+    }
+    EXPECT_EQ(this->Download(target, CopyLayout::Contiguous(0, kSize)), expected)
+        << copy.height << " rows of " << copy.width_bytes << " bytes";
+  }
+  // Columns [0, 256) of 64 rows of 1 KiB onto columns [512, 768) of the same rows.
+  const DeviceCopyLayout columns{.target_offset_bytes = 512,
+                                 .width_bytes = 256,
+                                 .height = 64,
+                                 .source_stride_bytes = 1024,
+                                 .target_stride_bytes = 1024};
+  this->Upload(source, CopyLayout::Contiguous(0, kSize), from_bytes);
+  ASSERT_TRUE(TypeParam::CopyRowsOnDevice(source, source, columns, stream.signal()).ok());
+  std::vector<uint8_t> expected = from;
+  for (uint64_t row = 0; row < 64; ++row) {
+    std::memcpy(&expected[512 + row * 1024], &from[row * 1024], 256);
+  }
+  EXPECT_EQ(this->Download(source, CopyLayout::Contiguous(0, kSize)), expected);
+}
+
 // Fills of 1-, 2- and 4-byte elements set each element of their range (or of their
 // rows, when they are pitched), little-endian as the device stores it, and leave every
 // byte around them (the padding between rows too) as it was. Brief ones, and bulk ones
@@ -356,9 +408,9 @@ TYPED_TEST_P(DriverConformanceTest, StickyErrorIsReportedUntilTheBackendIsRecrea
 
 REGISTER_TYPED_TEST_SUITE_P(DriverConformanceTest, ContiguousCopiesRoundTrip,
                             PitchedCopiesTouchOnlyTheirRows, RelocationCopyMovesTheBytes,
-                            FillsSetTheirRangeAndNothingElse, BulkCopiesMoveEveryByte,
-                            EventsOrderWorkAcrossStreams, EventWaitBlocksUntilPriorWorkCompleted,
-                            EventsCallBackOnceTheirWorkRan,
+                            PitchedDeviceCopiesMoveOnlyTheirRows, FillsSetTheirRangeAndNothingElse,
+                            BulkCopiesMoveEveryByte, EventsOrderWorkAcrossStreams,
+                            EventWaitBlocksUntilPriorWorkCompleted, EventsCallBackOnceTheirWorkRan,
                             OutOfMemoryIsResourceExhaustedAndRecoverable,
                             PinnedBytesGoBackToTheirOwner,
                             StickyErrorIsReportedUntilTheBackendIsRecreated);

@@ -218,21 +218,17 @@ class Command final : public CommandInterface {
   }
 
   absl::Status Copy(SessionId session, LogicalStream logical, BufferId source_id,
-                    uint64_t source_offset, BufferId target_id, uint64_t target_offset,
-                    uint64_t size_bytes) override {
+                    BufferId target_id, const DeviceCopyLayout& layout) override {
     ASSIGN_OR_RETURN(Buffer * source, Lookup(session, source_id));
     ASSIGN_OR_RETURN(Buffer * target, Lookup(session, target_id));
     RETURN_IF_ERROR(CheckNotTainted(source_id, *source));
-    RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(source_offset, size_bytes),
-                                      source->size_bytes));
-    RETURN_IF_ERROR(CheckLayoutBounds(CopyLayout::Contiguous(target_offset, size_bytes),
-                                      target->size_bytes));
-    if (size_bytes == 0) return absl::OkStatus();
-    if (source_id == target_id && source_offset < target_offset + size_bytes &&
-        target_offset < source_offset + size_bytes) {
+    RETURN_IF_ERROR(CheckLayoutBounds(layout.source(), source->size_bytes));
+    RETURN_IF_ERROR(CheckLayoutBounds(layout.target(), target->size_bytes));
+    if (layout.size_bytes() == 0) return absl::OkStatus();
+    if (source_id == target_id && CopyRowsOverlap(layout)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "copy within buffer ", source_id, ": source [", source_offset, ", +", size_bytes,
-          ") overlaps target [", target_offset, ", +", size_bytes, ")"));
+          "copy within buffer ", source_id, ": the source ", DescribeRows(layout.source()),
+          " overlaps the target ", DescribeRows(layout.target())));
     }
     RETURN_IF_ERROR(AdmitToStream(StateOf(session)));
     ASSIGN_OR_RETURN(DeviceResource from, pool_.Resolve(source->location, source_id));
@@ -242,9 +238,13 @@ class Command final : public CommandInterface {
     Stream& stream = backend_.stream(index);
     RETURN_IF_ERROR(AwaitBeforeRead(*source, index));
     RETURN_IF_ERROR(AwaitBeforeWrite(*target, index));
-    RETURN_IF_ERROR(D::CopyOnDevice(DeviceResource{from.address + source_offset, size_bytes},
-                                    DeviceResource{to.address + target_offset, size_bytes},
-                                    stream.signal()));
+    const uint64_t size = layout.size_bytes();
+    RETURN_IF_ERROR(
+        layout.is_contiguous()
+            ? D::CopyOnDevice(DeviceResource{from.address + layout.source_offset_bytes, size},
+                              DeviceResource{to.address + layout.target_offset_bytes, size},
+                              stream.signal())
+            : D::CopyRowsOnDevice(from, to, layout, stream.signal()));
     Event done = stream.RecordEvent();
     binding->last = done;
     StateOf(session).queued_on_streams.Add(done);

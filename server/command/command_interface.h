@@ -189,10 +189,13 @@ class CommandInterface {
   // refused for another reason (an inline budget's) whether it was valid at all.
   virtual absl::Status CheckRange(SessionId session, BufferId buffer,
                                   const CopyLayout& layout) = 0;
-  // Enqueues a device->device copy between two of the session's buffers.
+  // Enqueues a device->device copy of `layout`'s rows of the session's buffer `source`
+  // into its buffer `target` (cuMemcpyDtoDAsync, or cuMemcpy2DAsync for padded rows).
+  // INVALID_ARGUMENT for rows past either buffer's end, a stride below the width, or,
+  // within one buffer, rows read that are written (CopyRowsOverlap); NOT_FOUND for a
+  // buffer the session does not own; FAILED_PRECONDITION for a tainted source.
   virtual absl::Status Copy(SessionId session, LogicalStream stream, BufferId source,
-                            uint64_t source_offset, BufferId target, uint64_t target_offset,
-                            uint64_t size_bytes) = 0;
+                            BufferId target, const DeviceCopyLayout& layout) = 0;
   // Enqueues setting the rows `layout` places in the session's `buffer` to `pattern`
   // (cuMemsetD8/16/32Async, or cuMemsetD2D* for padded rows). INVALID_ARGUMENT for a
   // pattern that is not 1, 2 or 4 bytes of a value that fits them, an offset, row width or

@@ -558,14 +558,16 @@ TEST_F(CommandTest, CopiesAndReadsBehindAStuckStreamMeetTheQueuedLimit) {
   ASSERT_TRUE(ReadAll(other, 16, 0, kOtherSession).ok());  // -> device stream 1
   StreamGate gate;
   gate.Block(backend_->stream(0));
-  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 0, 4).ok());
-  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 4, 4).ok());
+  ASSERT_TRUE(
+      command_->Copy(kSession, 0, source, target, DeviceCopyLayout::Contiguous(0, 0, 4)).ok());
+  ASSERT_TRUE(
+      command_->Copy(kSession, 0, source, target, DeviceCopyLayout::Contiguous(0, 4, 4)).ok());
   absl::StatusOr<PendingRead> read =
       command_->Read(kSession, 0, target, CopyLayout::Contiguous(0, 8));
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(command_->Usage().sessions[kSession].queued_on_streams, 3);
   for (absl::Status refused :
-       {command_->Copy(kSession, 0, source, 0, target, 8, 4),
+       {command_->Copy(kSession, 0, source, target, DeviceCopyLayout::Contiguous(0, 8, 4)),
         command_->Read(kSession, 0, source, CopyLayout::Contiguous(0, 4)).status()}) {
     EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
     EXPECT_THAT(std::string(refused.message()), HasSubstr("limits.session_queued_commands"));
@@ -582,7 +584,8 @@ TEST_F(CommandTest, CopiesAndReadsBehindAStuckStreamMeetTheQueuedLimit) {
   ASSERT_TRUE(read->wait().ok());
   EXPECT_EQ(read->bytes.ToString(), "datadata");
   EXPECT_EQ(command_->StreamRoom(kSession).wait, nullptr);
-  EXPECT_TRUE(command_->Copy(kSession, 0, source, 0, target, 8, 4).ok());
+  EXPECT_TRUE(
+      command_->Copy(kSession, 0, source, target, DeviceCopyLayout::Contiguous(0, 8, 4)).ok());
 }
 
 TEST_F(CommandTest, WithoutAQueuedLimitAnyAmountOfWorkWaitsBehindAStuckStream) {
@@ -596,7 +599,9 @@ TEST_F(CommandTest, WithoutAQueuedLimitAnyAmountOfWorkWaitsBehindAStuckStream) {
   gate.Block(backend_->stream(0));
   constexpr int kCopies = 2000;
   for (int i = 0; i < kCopies; ++i) {
-    ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, target, 0, 4).ok()) << i;
+    ASSERT_TRUE(
+        command_->Copy(kSession, 0, source, target, DeviceCopyLayout::Contiguous(0, 0, 4)).ok())
+        << i;
   }
   EXPECT_EQ(command_->StreamRoom(kSession).wait, nullptr);
   EXPECT_EQ(command_->Usage().queued_on_streams, kCopies);
@@ -628,7 +633,8 @@ TEST_F(CommandTest, UsageReportsHoldTheSessionsThatChanged) {
 
   StreamGate gate;
   gate.Block(backend_->stream(0));
-  ASSERT_TRUE(command_->Copy(kSession, 0, source, 0, source, 8, 4).ok());
+  ASSERT_TRUE(
+      command_->Copy(kSession, 0, source, source, DeviceCopyLayout::Contiguous(0, 8, 4)).ok());
   command_->CloseSession(kClosing);
   UsageUpdate changed = command_->TakeUsageUpdate(false);
   EXPECT_FALSE(changed.complete);
@@ -682,14 +688,70 @@ TEST_F(CommandTest, CopyBetweenBuffersAndOverlapRejected) {
   BufferId b = MustAllocate(1024);
   std::string data = testing::RandomBytes(1024, 9);
   ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, 1024), data).ok());
-  ASSERT_TRUE(command_->Copy(kSession, 1, a, 100, b, 200, 500).ok());
+  ASSERT_TRUE(command_->Copy(kSession, 1, a, b, DeviceCopyLayout::Contiguous(100, 200, 500)).ok());
   std::string copied = ReadAll(b, 1024, 0).value();
   EXPECT_EQ(copied.substr(200, 500), data.substr(100, 500));
-  EXPECT_EQ(command_->Copy(kSession, 0, a, 0, a, 100, 200).code(),
+  EXPECT_EQ(command_->Copy(kSession, 0, a, a, DeviceCopyLayout::Contiguous(0, 100, 200)).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(command_->Copy(kSession, 0, a, 0, a, 512, 512).ok());
-  EXPECT_EQ(command_->Copy(kSession, 0, a, 600, b, 0, 500).code(),
+  EXPECT_TRUE(command_->Copy(kSession, 0, a, a, DeviceCopyLayout::Contiguous(0, 512, 512)).ok());
+  EXPECT_EQ(command_->Copy(kSession, 0, a, b, DeviceCopyLayout::Contiguous(600, 0, 500)).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// `height` rows of `width` bytes: source rows `source_stride` apart from `source_offset`,
+// target rows `target_stride` apart from `target_offset`.
+DeviceCopyLayout Rows(uint64_t source_offset, uint64_t source_stride, uint64_t target_offset,
+                      uint64_t target_stride, uint64_t width, uint64_t height) {
+  return {.source_offset_bytes = source_offset,
+          .target_offset_bytes = target_offset,
+          .width_bytes = width,
+          .height = height,
+          .source_stride_bytes = source_stride,
+          .target_stride_bytes = target_stride};
+}
+
+// Pitched copies move each row between buffers of different strides, and between columns
+// of one buffer, after the writes queued before them on another stream, leaving the
+// padding alone. Rows that would read a byte they write, or run past a buffer's end,
+// are refused before anything is queued.
+TEST_F(CommandTest, PitchedCopiesMoveTheirRowsAndLeaveThePadding) {
+  constexpr uint64_t kSize = 256;
+  const BufferId a = MustAllocate(kSize);
+  const BufferId b = MustAllocate(kSize);
+  const std::string source = testing::RandomBytes(kSize, 21);
+  std::string expected = testing::RandomBytes(kSize, 22);
+  ASSERT_TRUE(command_->Write(kSession, 0, a, CopyLayout::Contiguous(0, kSize), source).ok());
+  ASSERT_TRUE(command_->Write(kSession, 0, b, CopyLayout::Contiguous(0, kSize), expected).ok());
+  ASSERT_TRUE(command_->Copy(kSession, 1, a, b, Rows(3, 20, 5, 32, 12, 4)).ok());
+  for (int row = 0; row < 4; ++row)
+    expected.replace(5 + 32 * row, 12, source.substr(3 + 20 * row, 12));
+  EXPECT_EQ(ReadAll(b, kSize, /*stream=*/1).value(), expected);
+
+  // Columns [0, 8) of eight 32-byte rows onto columns [16, 24) of the same rows.
+  std::string within = source;
+  ASSERT_TRUE(command_->Copy(kSession, 0, a, a, Rows(0, 32, 16, 32, 8, 8)).ok());
+  for (int row = 0; row < 8; ++row) within.replace(16 + 32 * row, 8, source.substr(32 * row, 8));
+  EXPECT_EQ(ReadAll(a, kSize, 0).value(), within);
+
+  const absl::Status overlap = command_->Copy(kSession, 0, a, a, Rows(0, 32, 4, 32, 8, 4));
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(overlap.message()),
+              HasSubstr("4 rows of 8 bytes, 32 apart from 0 overlaps the target 4 rows of 8 "
+                        "bytes, 32 apart from 4"));
+  EXPECT_EQ(command_->Copy(kSession, 0, a, a, Rows(0, 32, 8, 64, 8, 4)).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "rows of different strides whose spans meet";
+  const absl::Status past = command_->Copy(kSession, 0, a, b, Rows(0, 16, 0, 32, 16, 9));
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(past.message()), HasSubstr("out of bounds of a 256-byte buffer"));
+  EXPECT_EQ(command_->Copy(kSession, 0, a, b, Rows(0, 8, 0, 16, 16, 2)).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "a source stride below the width";
+  EXPECT_EQ(command_->Copy(kSession, 0, a, 999, Rows(0, 8, 0, 8, 8, 2)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(command_->Copy(kSession, 0, a, b, Rows(0, 8, 0, 8, 8, 0)).ok()) << "no rows";
+  EXPECT_EQ(ReadAll(a, kSize, 0).value(), within) << "a refused copy wrote";
+  EXPECT_EQ(ReadAll(b, kSize, 0).value(), expected) << "a refused copy wrote";
 }
 
 // Fills of 1-, 2- and 4-byte elements land after the write queued before them on another
@@ -952,7 +1014,7 @@ TEST_F(CommandLaunchTest, FailedCompileIsSkippedAndTaintsOnlyItsOutputs) {
   EXPECT_THAT(std::string(read.message()), HasSubstr("'y' was not declared"));
   EXPECT_EQ(ReadAll(a, 16).value(), "aaaaaaaaaaaaaaaa") << "inputs stay valid";
   // A copy from the tainted buffer is refused too; rewriting it whole clears the taint.
-  EXPECT_EQ(command_->Copy(kSession, 0, out, 0, b, 0, 16).code(),
+  EXPECT_EQ(command_->Copy(kSession, 0, out, b, DeviceCopyLayout::Contiguous(0, 0, 16)).code(),
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(command_->Write(kSession, 0, out, CopyLayout::Contiguous(0, 16), "bbbbbbbbbbbbbbbb").ok());
   EXPECT_EQ(ReadAll(out, 16).value(), "bbbbbbbbbbbbbbbb");

@@ -97,17 +97,23 @@ class FakeCommand final : public CommandInterface {
     return CheckLayoutBounds(layout, (*bytes)->size());
   }
 
-  absl::Status Copy(SessionId session, LogicalStream, BufferId source, uint64_t source_offset,
-                    BufferId target, uint64_t target_offset, uint64_t size_bytes) override {
+  absl::Status Copy(SessionId session, LogicalStream, BufferId source, BufferId target,
+                    const DeviceCopyLayout& layout) override {
     absl::StatusOr<std::string*> from = Lookup(session, source);
     if (!from.ok()) return from.status();
     absl::StatusOr<std::string*> to = Lookup(session, target);
     if (!to.ok()) return to.status();
-    if (source_offset + size_bytes > (*from)->size() ||
-        target_offset + size_bytes > (*to)->size()) {
-      return absl::InvalidArgumentError("copy out of bounds");
+    if (absl::Status valid = CheckLayoutBounds(layout.source(), (*from)->size()); !valid.ok()) {
+      return valid;
     }
-    std::memmove((*to)->data() + target_offset, (*from)->data() + source_offset, size_bytes);
+    if (absl::Status valid = CheckLayoutBounds(layout.target(), (*to)->size()); !valid.ok()) {
+      return valid;
+    }
+    for (uint64_t row = 0; row < layout.height; ++row) {
+      std::memmove((*to)->data() + layout.target_offset_bytes + row * layout.target_stride_bytes,
+                   (*from)->data() + layout.source_offset_bytes + row * layout.source_stride_bytes,
+                   layout.width_bytes);
+    }
     return absl::OkStatus();
   }
 

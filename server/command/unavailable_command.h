@@ -39,8 +39,8 @@ class UnavailableCommand final : public CommandInterface {
     return reason_;
   }
   absl::Status CheckRange(SessionId, BufferId, const CopyLayout&) override { return reason_; }
-  absl::Status Copy(SessionId, LogicalStream, BufferId, uint64_t, BufferId, uint64_t,
-                    uint64_t) override {
+  absl::Status Copy(SessionId, LogicalStream, BufferId, BufferId,
+                    const DeviceCopyLayout&) override {
     return reason_;
   }
   absl::Status Fill(SessionId, LogicalStream, BufferId, const CopyLayout&, FillPattern) override {

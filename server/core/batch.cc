@@ -334,9 +334,8 @@ OperationResult Batch::Apply(CommandInterface& command, SessionId session,
             if (pending.ok()) result.read = *std::move(pending);
           },
           [&](CopyOp& copy) {
-            result.status = command.Copy(session, copy.stream, copy.source.id,
-                                         copy.source_offset_bytes, copy.target.id,
-                                         copy.target_offset_bytes, copy.size_bytes);
+            result.status =
+                command.Copy(session, copy.stream, copy.source.id, copy.target.id, copy.layout);
           },
           [&](FillOp& fill) {
             result.status =
@@ -379,7 +378,7 @@ void Batch::Count(DeviceWorker& worker, const std::string& client, size_t index,
                  },
                  [&](const CopyOp& copy) {
                    metrics.RecordCopy(device, client, Metrics::Direction::kDeviceToDevice,
-                                      copy.size_bytes);
+                                      copy.layout.size_bytes());
                  },
                  [&](const LaunchOp&) { ++*launches; },
                  [](const auto&) {},

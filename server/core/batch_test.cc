@@ -107,7 +107,7 @@ TEST_F(BatchTest, ReadsOfABufferWhoseWriteFailedFailNamingIt) {
   past_the_end.layout.offset_bytes = 3;  // two bytes at offset 3 of a 4-byte buffer
   commands.push_back(Command(2, "write", std::move(past_the_end)));
   commands.push_back(Command(3, "read", Read(Ref(0), 4)));
-  CopyOp copy{.source = Ref(0), .target = Ref(0), .target_offset_bytes = 2, .size_bytes = 2};
+  CopyOp copy{.source = Ref(0), .target = Ref(0), .layout = DeviceCopyLayout::Contiguous(0, 2, 2)};
   commands.push_back(Command(4, "copy", copy));
   commands.push_back(Command(5, "free", FreeOp{.buffer = Ref(0)}));
   auto batch = std::make_shared<Batch>(std::move(commands));
@@ -203,8 +203,9 @@ TEST_F(BatchTest, CommandsThatOnlyEnqueueRunOnTheCallingThreadOfAnIdleDevice) {
       << "a write from memory the device copies from directly only queues that copy";
   EXPECT_GT(RanHereOf(worker_, 20,
                       [&] {
-                        return CopyOp{.source = buffer, .target = buffer,
-                                      .target_offset_bytes = 2, .size_bytes = 2};
+                        return CopyOp{.source = buffer,
+                                      .target = buffer,
+                                      .layout = DeviceCopyLayout::Contiguous(0, 2, 2)};
                       }),
             0)
       << "a copy between buffers only queues that copy";
@@ -246,9 +247,11 @@ TEST_F(BatchTest, SmallReadsOfBriefCallersAreAnsweredWhereTheirCopiesRan) {
     int on_a_stream = 0;
     for (int i = 0; i < attempts; ++i) {
       std::vector<BatchCommand> copy;
-      copy.push_back(Command(1, "copy", CopyOp{.source = busy, .target = busy,
-                                               .target_offset_bytes = kBusyBytes,
-                                               .size_bytes = kBusyBytes}));
+      copy.push_back(
+          Command(1, "copy",
+                  CopyOp{.source = busy,
+                         .target = busy,
+                         .layout = DeviceCopyLayout::Contiguous(0, kBusyBytes, kBusyBytes)}));
       RunAll(*std::make_shared<Batch>(std::move(copy)));  // queued, not waited for
       std::vector<BatchCommand> commands;
       commands.push_back(Command(1, "read", Read(buffer, size)));

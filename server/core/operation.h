@@ -64,10 +64,8 @@ struct ReadOp {
 struct CopyOp {
   LogicalStream stream = 0;
   BufferRef source;
-  uint64_t source_offset_bytes = 0;
   BufferRef target;
-  uint64_t target_offset_bytes = 0;
-  uint64_t size_bytes = 0;
+  DeviceCopyLayout layout;  // the rows it copies
 };
 
 struct FillOp {

@@ -440,12 +440,16 @@ absl::StatusOr<Operation> ToOperation(const v1::CopyRequest& request,
   ASSIGN_OR_RETURN(BufferRef target,
                    ToBufferRef(request.has_target_buffer_ref(), request.target_buffer(),
                                request.target_buffer_ref(), earlier));
-  return CopyOp{.stream = request.stream(),
-                .source = source,
-                .source_offset_bytes = request.source_offset_bytes(),
-                .target = target,
-                .target_offset_bytes = request.target_offset_bytes(),
-                .size_bytes = request.size_bytes()};
+  DeviceCopyLayout layout = DeviceCopyLayout::Contiguous(
+      request.source_offset_bytes(), request.target_offset_bytes(), request.size_bytes());
+  if (request.has_pitched()) {
+    const v1::PitchedCopyRows& rows = request.pitched();
+    layout.width_bytes = rows.width_bytes();
+    layout.height = rows.height();
+    layout.source_stride_bytes = rows.source_stride_bytes();
+    layout.target_stride_bytes = rows.target_stride_bytes();
+  }
+  return CopyOp{.stream = request.stream(), .source = source, .target = target, .layout = layout};
 }
 
 absl::StatusOr<Operation> ToOperation(const v1::FillRequest& request,

@@ -47,6 +47,20 @@ absl::Status ValidateRange(const RangeRequest& request, const char* what) {
   return CheckNoOverflow(request.offset_bytes(), request.size_bytes(), what);
 }
 
+// Rows of `width` bytes, `stride` apart: the stride (named `stride_name`) at least the
+// width, and their span within 64 bits. `what` names the layout in messages.
+absl::Status CheckRows(uint64_t width, uint64_t height, uint64_t stride, absl::string_view what,
+                       absl::string_view stride_name) {
+  if (stride < width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", stride_name, " ", stride, " is smaller than width_bytes ", width));
+  }
+  if (height != 0 && stride > UINT64_MAX / height) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", stride_name, " * height overflows"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateKernelId(const std::string& kernel_id) {
@@ -89,15 +103,8 @@ absl::Status ValidateAllocate(const v1::AllocateRequest& request) {
 }
 
 absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout) {
-  if (layout.stride_bytes() < layout.width_bytes()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pitched layout: stride_bytes ", layout.stride_bytes(),
-                     " is smaller than width_bytes ", layout.width_bytes()));
-  }
-  if (layout.height() != 0 && layout.stride_bytes() > UINT64_MAX / layout.height()) {
-    return absl::InvalidArgumentError("pitched layout: stride_bytes * height overflows");
-  }
-  return absl::OkStatus();
+  return CheckRows(layout.width_bytes(), layout.height(), layout.stride_bytes(), "pitched layout",
+                   "stride_bytes");
 }
 
 absl::Status ValidateWriteHeader(const v1::WriteHeader& header) {
@@ -120,6 +127,17 @@ absl::Status ValidateRead(const v1::ReadRequest& request) { return ValidateRange
 
 absl::Status ValidateCopy(const v1::CopyRequest& request) {
   RETURN_IF_ERROR(ValidateSessionToken(request.session()));
+  if (request.has_pitched()) {
+    if (request.size_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "copy: give either size_bytes (contiguous) or pitched, not both");
+    }
+    const v1::PitchedCopyRows& rows = request.pitched();
+    RETURN_IF_ERROR(CheckRows(rows.width_bytes(), rows.height(), rows.source_stride_bytes(),
+                              "pitched copy", "source_stride_bytes"));
+    return CheckRows(rows.width_bytes(), rows.height(), rows.target_stride_bytes(), "pitched copy",
+                     "target_stride_bytes");
+  }
   RETURN_IF_ERROR(
       CheckNoOverflow(request.source_offset_bytes(), request.size_bytes(), "copy source"));
   return CheckNoOverflow(request.target_offset_bytes(), request.size_bytes(), "copy target");

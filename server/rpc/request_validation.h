@@ -18,6 +18,10 @@ absl::Status ValidateAllocate(const v1::AllocateRequest& request);
 absl::Status ValidatePitchedLayout(const v1::PitchedLayout& layout);
 absl::Status ValidateWriteHeader(const v1::WriteHeader& header);
 absl::Status ValidateRead(const v1::ReadRequest& request);
+// The session token, and the ranges: a size not overflowing from either offset, or
+// pitched rows (each side's stride at least the width, its span within 64 bits) with no
+// size besides. The rows against the buffers, and overlap within one, are the device's
+// to check.
 absl::Status ValidateCopy(const v1::CopyRequest& request);
 // The session token, and the range: a size not overflowing from the offset, or a pitched
 // layout (ValidatePitchedLayout) with no size besides. The pattern, and the range against

@@ -76,6 +76,26 @@ TEST(RequestValidationTest, CopyOffsetsMustNotWrap) {
   EXPECT_THAT(ValidateCopy(request).message(), HasSubstr("copy target"));
 }
 
+TEST(RequestValidationTest, PitchedCopyTakesRowsOfStridesAtLeastTheirWidthAndNoSize) {
+  v1::CopyRequest request;
+  request.set_session("s");
+  v1::PitchedCopyRows& rows = *request.mutable_pitched();
+  rows.set_width_bytes(8);
+  rows.set_height(4);
+  rows.set_source_stride_bytes(8);
+  rows.set_target_stride_bytes(32);
+  EXPECT_TRUE(ValidateCopy(request).ok());
+  rows.set_source_stride_bytes(7);
+  EXPECT_THAT(ValidateCopy(request).message(),
+              HasSubstr("source_stride_bytes 7 is smaller than width_bytes 8"));
+  rows.set_source_stride_bytes(8);
+  rows.set_target_stride_bytes(UINT64_MAX / 2);
+  EXPECT_THAT(ValidateCopy(request).message(), HasSubstr("target_stride_bytes * height overflows"));
+  rows.set_target_stride_bytes(32);
+  request.set_size_bytes(32);
+  EXPECT_THAT(ValidateCopy(request).message(), HasSubstr("not both"));
+}
+
 TEST(RequestValidationTest, CompileNeedsSourceAndEntry) {
   v1::CompileRequest request;
   request.set_session("s");

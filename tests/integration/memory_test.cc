@@ -532,6 +532,72 @@ TEST_F(MemoryTest, PitchedFillSetsItsRowsAndLeavesThePadding) {
   EXPECT_EQ(session_->Read(buffer, 0, kSize).value(), expected) << "a refused fill wrote";
 }
 
+// A pitched device-to-device copy through the daemon: a column block of one matrix into
+// another of a different pitch, and between the columns of one buffer; each refusal
+// names what is wrong and writes nothing.
+TEST_F(MemoryTest, PitchedCopyMovesItsRowsAndLeavesThePadding) {
+  constexpr uint64_t kWidth = 3000, kHeight = 300, kSourceStride = 4096, kTargetStride = 3072;
+  constexpr uint64_t kSize = kHeight * kSourceStride;
+  Buffer source = MustAllocate(kSize);
+  Buffer target = MustAllocate(kSize);
+  std::string from = testing::RandomBytes(kSize, 23);
+  std::string expected = testing::RandomBytes(kSize, 24);
+  ASSERT_TRUE(session_->Write(source, 0, from, /*stream=*/1).ok());
+  ASSERT_TRUE(session_->Write(target, 0, expected, /*stream=*/1).ok());
+  ASSERT_TRUE(session_
+                  ->Copy(source, 96, target, 40,
+                         CopyRows{kWidth, kHeight - 1, kSourceStride, kTargetStride},
+                         /*stream=*/2)
+                  .ok());
+  for (uint64_t row = 0; row + 1 < kHeight; ++row) {
+    expected.replace(40 + row * kTargetStride, kWidth, from, 96 + row * kSourceStride, kWidth);
+  }
+  EXPECT_EQ(session_->Read(target, 0, kSize, /*stream=*/3).value(), expected);
+
+  // Columns [0, 1024) of each row onto columns [2048, 3072) of the same rows.
+  ASSERT_TRUE(
+      session_->Copy(source, 0, source, 2048, CopyRows{1024, kHeight, kSourceStride, kSourceStride})
+          .ok());
+  for (uint64_t row = 0; row < kHeight; ++row) {
+    from.replace(2048 + row * kSourceStride, 1024, from, row * kSourceStride, 1024);
+  }
+  EXPECT_EQ(session_->Read(source, 0, kSize).value(), from);
+
+  struct Refused {
+    const Buffer* to;
+    uint64_t target_offset;
+    CopyRows rows;
+    std::string says;
+  };
+  for (const Refused& bad : {
+           Refused{&source, 512, {1024, 4, kSourceStride, kSourceStride}, "overlaps the target"},
+           Refused{&source, 1024, {1024, 4, kSourceStride, 2 * kSourceStride}, "overlaps"},
+           Refused{&target, 0, {16, 3, 8, 16}, "source_stride_bytes 8 is smaller"},
+           Refused{&target, kSize - 4096, {8, 2, 8, 4096}, "out of bounds"},
+           Refused{&target, 0, {8, 3, 8, ~uint64_t{0} / 2}, "overflows"},
+       }) {
+    absl::Status refused = session_->Copy(source, 0, *bad.to, bad.target_offset, bad.rows);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad.says;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr(bad.says));
+  }
+  v1::CopyRequest both;
+  both.set_session(session_->token());
+  both.set_source_buffer(source.id());
+  both.set_target_buffer(target.id());
+  both.set_size_bytes(16);
+  both.mutable_pitched()->set_width_bytes(8);
+  both.mutable_pitched()->set_height(2);
+  both.mutable_pitched()->set_source_stride_bytes(8);
+  both.mutable_pitched()->set_target_stride_bytes(8);
+  grpc::ClientContext context;
+  v1::CopyResponse copied;
+  const grpc::Status refused = client_->stub().Copy(&context, both, &copied);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("not both"));
+  EXPECT_EQ(session_->Read(source, 0, kSize).value(), from) << "a refused copy wrote";
+  EXPECT_EQ(session_->Read(target, 0, kSize).value(), expected) << "a refused copy wrote";
+}
+
 TEST_F(MemoryTest, StatsShowTheSessionAndDevice) {
   Buffer buffer = MustAllocate(3 * kMiB);
   absl::StatusOr<v1::GetStatsResponse> stats = session_->Stats();

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -271,6 +272,25 @@ TEST_F(SubmitClientTest, ABatchFillsPitchedRows) {
   EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
   std::vector<int> expected(kInts);
   for (int i = 0; i < kInts; ++i) expected[i] = i % 2 == 1 ? 10 : 1;
+  EXPECT_EQ(IntsOf(replies->read_bytes(read)), expected);
+}
+
+// Each even int copied onto the odd one after it: rows of one int, two apart, within one
+// buffer, after the batch's write and before its launch.
+TEST_F(SubmitClientTest, ABatchCopiesPitchedRows) {
+  std::vector<int> values(kInts);
+  std::iota(values.begin(), values.end(), 0);
+  SubmitBatch batch(*session_);
+  batch.Write(*buffer_, 0, IntBytes(values));
+  batch.Copy(*buffer_, 0, *buffer_, sizeof(int),
+             CopyRows{sizeof(int), kInts / 2, 2 * sizeof(int), 2 * sizeof(int)});
+  const size_t read = AddOneAndRead(batch);
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  std::vector<int> expected(kInts);
+  for (int i = 0; i < kInts; ++i) expected[i] = i - i % 2 + 1;
   EXPECT_EQ(IntsOf(replies->read_bytes(read)), expected);
 }
 
