@@ -177,7 +177,15 @@ class RequestMaker {
                     &v1::CopyRequest::set_target_buffer_ref);
         copy->set_source_offset_bytes(random_() % 4608);
         copy->set_target_offset_bytes(random_() % 4608);
-        copy->set_size_bytes(random_() % 1024);
+        if (random_() % 3 == 0) {  // rows, of strides that may be too short or too long
+          v1::PitchedCopyRows* rows = copy->mutable_pitched();
+          rows->set_width_bytes(random_() % 64);
+          rows->set_height(random_() % 80);
+          rows->set_source_stride_bytes(random_() % 96);
+          rows->set_target_stride_bytes(random_() % 96);
+        } else {
+          copy->set_size_bytes(random_() % 1024);
+        }
         break;
       }
       case 5: {

@@ -9,7 +9,8 @@ import numpy
 import numpy.typing
 
 from gpucmd._errors import GpucmdError
-from gpucmd._session import Session, StreamLike
+from gpucmd._session import Session, StreamLike, stream_number
+from gpucmd.v1 import gpucmd_pb2 as pb
 
 ShapeLike = Union[int, Tuple[int, ...]]
 
@@ -185,27 +186,36 @@ class DeviceArray:
         self.session._fill(self.buffer, self.offset, self.nbytes, pattern, stream, self._rows())
 
     def copy_to(self, other: "DeviceArray", stream: StreamLike = None) -> None:
-        """Device-to-device copy into ``other`` (same session, same number of bytes;
-        views are copied row by row)."""
+        """Device-to-device copy into ``other`` (same session, same number of bytes; a
+        2D view and the array it is copied with have the same shape, and its rows go in
+        one pitched copy). Within one buffer, no byte read may be written."""
         if not isinstance(other, DeviceArray) or other.session is not self.session:
             raise ValueError("copy_to needs a device array of the same session")
+        request = self._copy_request(other, stream_number(stream))
+        if request is not None:
+            self.session._copy(request)
+
+    def _copy_request(self, other: "DeviceArray", stream: int) -> Optional[pb.CopyRequest]:
+        """The Copy of this array's bytes into ``other``'s, as :meth:`copy_to` takes
+        them; None when there are none."""
         self._check_live()
         other._check_live()
         if other.nbytes != self.nbytes:
             raise ValueError(f"cannot copy {self.nbytes} bytes into {other.nbytes}")
         if self.nbytes == 0:
-            return
+            return None
+        request = pb.CopyRequest(session=self.session.token, stream=stream,
+                                 source_buffer=self.buffer, source_offset_bytes=self.offset,
+                                 target_buffer=other.buffer, target_offset_bytes=other.offset)
         if self.contiguous and other.contiguous:
-            self.session._copy(self.buffer, self.offset, other.buffer, other.offset,
-                               self.nbytes, stream)
-            return
+            request.size_bytes = self.nbytes
+            return request
         if self.shape != other.shape:
             raise ValueError("views are copied between arrays of the same shape")
-        row_bytes = self.shape[1] * self.dtype.itemsize
-        for row in range(self.shape[0]):
-            self.session._copy(self.buffer, self.offset + row * self.strides[0],
-                               other.buffer, other.offset + row * other.strides[0],
-                               row_bytes, stream)
+        request.pitched.CopyFrom(pb.PitchedCopyRows(
+            width_bytes=self.shape[1] * self.dtype.itemsize, height=self.shape[0],
+            source_stride_bytes=self.strides[0], target_stride_bytes=other.strides[0]))
+        return request
 
     def __array__(self, dtype=None) -> numpy.ndarray:
         host = self.get()

@@ -92,8 +92,8 @@ class Batch:
         if not isinstance(array, DeviceArray) or array.session is not self.session:
             raise ValueError("a batch takes device arrays of its own session")
         if not array.contiguous and not views:
-            raise ValueError("a batch moves whole arrays or 1D slices, not 2D views "
-                             "(those it only fills)")
+            raise ValueError("a batch writes and reads whole arrays or 1D slices, not 2D "
+                             "views (those it copies and fills)")
         array._check_live()
 
     def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:
@@ -140,15 +140,13 @@ class Batch:
         return result
 
     def copy(self, source: DeviceArray, target: DeviceArray) -> None:
-        """Device-to-device copy of ``source`` into ``target`` (same number of bytes)."""
-        self._check_array(source)
-        self._check_array(target)
-        if source.nbytes != target.nbytes:
-            raise ValueError(f"cannot copy {source.nbytes} bytes into {target.nbytes}")
-        self._add(0, copy=pb.CopyRequest(
-            session=self.session.token, stream=self.stream, source_buffer=source.buffer,
-            source_offset_bytes=source.offset, target_buffer=target.buffer,
-            target_offset_bytes=target.offset, size_bytes=source.nbytes))
+        """Device-to-device copy of ``source`` into ``target``, as
+        :meth:`DeviceArray.copy_to` (2D views too: one pitched copy)."""
+        self._check_array(source, views=True)
+        self._check_array(target, views=True)
+        request = source._copy_request(target, self.stream)
+        if request is not None:
+            self._add(0, copy=request)
 
     def launch(self, kernel: Union[Kernel, RawKernel], grid: DimLike, block: DimLike,
                args: Sequence[Any], shared_mem: int = 0) -> None:

@@ -291,14 +291,8 @@ class Session:
         call(self.client._stub.Free, pb.FreeRequest(session=self.token, buffer=buffer),
              timeout=self.client.timeout)
 
-    def _copy(self, source: int, source_offset: int, target: int, target_offset: int,
-              nbytes: int, stream: StreamLike) -> None:
-        call(self.client._stub.Copy,
-             pb.CopyRequest(session=self.token, stream=stream_number(stream),
-                            source_buffer=source, source_offset_bytes=source_offset,
-                            target_buffer=target, target_offset_bytes=target_offset,
-                            size_bytes=nbytes),
-             timeout=self.client.timeout)
+    def _copy(self, request: pb.CopyRequest) -> None:
+        call(self.client._stub.Copy, request, timeout=self.client.timeout)
 
     def _fill(self, buffer: int, offset: int, nbytes: int, pattern: Tuple[int, int],
               stream: StreamLike, rows: Optional[Tuple[int, int]] = None) -> None:

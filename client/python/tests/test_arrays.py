@@ -140,14 +140,36 @@ def test_one_dimensional_slices_and_device_copies(session):
         source.copy_to(target[0:5])
 
 
-def test_views_copy_row_by_row(session):
+def test_views_copy_in_one_pitched_copy(session, monkeypatch):
     host = numpy.arange(36, dtype=numpy.uint8).reshape(6, 6)
     source = session.asarray(host)
     target = session.zeros((6, 6), numpy.uint8)
+    copies = []
+    real_copy = session._copy
+    monkeypatch.setattr(session, "_copy",
+                        lambda request: copies.append(request) or real_copy(request))
     source[0:2, 0:3].copy_to(target[3:5, 2:5])
+    assert len(copies) == 1 and copies[0].pitched.height == 2, "a view's rows are one copy"
     expected = numpy.zeros((6, 6), numpy.uint8)
     expected[3:5, 2:5] = host[0:2, 0:3]
     numpy.testing.assert_array_equal(target.get(), expected)
+    # Rows two apart into a packed array of their shape, and back into other columns.
+    packed = session.zeros((3, 4), numpy.uint8)
+    source[::2, 1:5].copy_to(packed)
+    numpy.testing.assert_array_equal(packed.get(), host[::2, 1:5])
+    packed.copy_to(target[0:3, 2:6])
+    expected[0:3, 2:6] = host[::2, 1:5]
+    numpy.testing.assert_array_equal(target.get(), expected)
+    # Columns of one array onto other columns of the same rows.
+    source[:, 0:3].copy_to(source[:, 3:6])
+    host[:, 3:6] = host[:, 0:3]
+    numpy.testing.assert_array_equal(source.get(), host)
+    with pytest.raises(gpucmd.InvalidArgument, match="overlaps"):
+        source[:, 0:3].copy_to(source[:, 2:5])
+    with pytest.raises(ValueError, match="same shape"):
+        source[0:2, 0:3].copy_to(target[0:3, 0:2])
+    source[0:2, 0:0].copy_to(target[0:2, 0:0])  # nothing to copy
+    numpy.testing.assert_array_equal(source.get(), host)
 
 
 @pytest.mark.parametrize("shared_memory", [False, True], ids=["inline", "shared_memory"])

@@ -79,6 +79,23 @@ def test_a_batch_fills_a_view_in_one_pitched_fill(session):
             batch.fill(session.empty((4, 4), numpy.float64)[1:3, 1:3], 1.25)  # written
 
 
+def test_a_batch_copies_a_view_in_one_pitched_copy(session):
+    host = numpy.arange(60, dtype=numpy.int32).reshape(6, 10)
+    array = session.asarray(host)
+    packed = session.zeros((3, 4), numpy.int32)
+    with session.batch() as batch:
+        batch.copy(array[::2, 5:9], packed)
+        batch.copy(packed, array[3:6, 0:4])
+        result = batch.read(array)
+    host[3:6, 0:4] = host[::2, 5:9]
+    numpy.testing.assert_array_equal(result.get(), host)
+    copies = [command.copy for command in batch._commands if command.HasField("copy")]
+    assert [copy.pitched.height for copy in copies] == [3, 3]
+    with session.batch() as batch:
+        batch.copy(array[1:5, 3:3], packed[0:4, 0:0])  # no columns: nothing to send
+    assert not batch._commands
+
+
 def test_batches_larger_than_a_message_are_split(session):
     data = numpy.random.default_rng(0).integers(0, 1 << 62, size=5 << 20, dtype=numpy.int64)
     device = session.empty(data.shape, numpy.int64)  # 40 MiB: several commands and requests

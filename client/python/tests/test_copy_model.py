@@ -1,10 +1,11 @@
 """The daemon's copies checked against a model of device memory kept here: random writes,
 reads and device copies, inline and through a shared-memory region, contiguous and
-pitched, unary and in Submit batches, with offsets, sizes and layouts drawn near the
-buffers' and the region's edges and at the ends of the 64-bit range. A copy the daemon
-accepts must move exactly the bytes it names; one it refuses must change nothing and
-say why, with a documented code. The wire protocol is used directly (the generated
-stubs), so that requests the Python client would never build are sent too.
+pitched (device copies too), unary and in Submit batches, with offsets, sizes and
+layouts drawn near the buffers' and the region's edges and at the ends of the 64-bit
+range. A copy the daemon accepts must move exactly the bytes it names; one it refuses
+must change nothing and say why, with a documented code. The wire protocol is used
+directly (the generated stubs), so that requests the Python client would never build
+are sent too.
 
 Seeds: ``COPY_MODEL_SEEDS`` (comma-separated) replaces the default ones, e.g.
 ``bazel test //client/python:test_copy_model --test_env=COPY_MODEL_SEEDS=7,8,9``.
@@ -222,16 +223,30 @@ class Model:
 
     def device_copy(self) -> Draft:
         source, target = self.buffer(), self.buffer()
-        source_offset = self.number(self.buffers.get(source, numpy.zeros(16)).size)
-        target_offset = self.number(self.buffers.get(target, numpy.zeros(16)).size)
-        size = self.number(4096)
+        read = self.placement(source)
         request = pb.CopyRequest(
-            session=self.token, source_buffer=source, source_offset_bytes=source_offset,
-            target_buffer=target, target_offset_bytes=target_offset, size_bytes=size)
+            session=self.token, source_buffer=source, source_offset_bytes=read.offset,
+            target_buffer=target,
+            target_offset_bytes=self.number(self.buffers.get(target, numpy.zeros(16)).size))
+        if read.pitched is None:
+            request.size_bytes = read.size
+            written = Placement(request.target_offset_bytes, read.size, None)
+        else:  # the same rows, at a stride of their own
+            rows = read.pitched
+            stride = (rows.width_bytes + self.number(64)) % U64 if self.rng.random() < 0.9 \
+                else self.number(64)
+            request.pitched.CopyFrom(pb.PitchedCopyRows(
+                width_bytes=rows.width_bytes, height=rows.height,
+                source_stride_bytes=rows.stride_bytes, target_stride_bytes=stride))
+            written = Placement(request.target_offset_bytes, 0, pb.PitchedLayout(
+                width_bytes=rows.width_bytes, height=rows.height, stride_bytes=stride))
 
         def accepted(_) -> None:
-            moved = self.bytes_of(source, Placement(source_offset, size, None)).copy()
-            self.place(target, Placement(target_offset, size, None), moved)
+            if source == target:
+                size = self.buffers[source].size
+                shared = numpy.intersect1d(read.indices(size), written.indices(size))
+                assert shared.size == 0, f"accepted a copy reading bytes it writes: {request}"
+            self.place(target, written, self.bytes_of(source, read).copy())
         return Draft(lambda: self.stub.Copy(request), pb.Command(copy=request), accepted)
 
     # Running drafts: each returns the outcomes, once the model holds what the daemon

@@ -160,6 +160,15 @@ class BatchDrafter:
                                  size_bytes=self.rng.choice([0, 16, 4096, self.u64()]))
         self.name_buffer(request, "source_buffer", "source_buffer_ref")
         self.name_buffer(request, "target_buffer", "target_buffer_ref")
+        if self.rng.random() < 0.3:  # rows, and now and then a size besides
+            layout = self.pitched(4096)
+            request.pitched.CopyFrom(pb.PitchedCopyRows(
+                width_bytes=layout.width_bytes, height=layout.height,
+                source_stride_bytes=layout.stride_bytes,
+                target_stride_bytes=self.rng.choice([layout.stride_bytes, layout.width_bytes,
+                                                     self.u64()])))
+            if self.rng.random() < 0.7:
+                request.ClearField("size_bytes")
         command.copy.CopyFrom(request)
 
     def fill(self, command: pb.Command) -> None:
