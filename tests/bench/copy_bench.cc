@@ -654,6 +654,33 @@ void BM_DaemonPitchedFill(benchmark::State& state) {
       "x_row_fills");
 }
 
+// One pitched Copy of `state.range(0)` rows of 3000 bytes, 4096 apart (a 2D view's), into
+// packed rows of another buffer, then a Synchronize, against a Copy per row then a
+// Synchronize (what a client without pitched copies sends), in alternating pairs
+// (`x_row_copies`).
+void BM_DaemonPitchedCopy(benchmark::State& state) {
+  constexpr uint64_t kWidth = 3000, kStride = 4096;
+  const uint64_t rows = state.range(0);
+  Session& session = *SharedDaemon().session;
+  Buffer source = *session.Allocate(rows * kStride);
+  Buffer target = *session.Allocate(rows * kWidth);
+  MeasureAgainstAlternating(
+      state, rows * kWidth,
+      [&] {
+        benchmark::DoNotOptimize(
+            session.Copy(source, 0, target, 0, CopyRows{kWidth, rows, kStride, kWidth}));
+        benchmark::DoNotOptimize(session.Synchronize(0));
+      },
+      [&] {
+        for (uint64_t row = 0; row < rows; ++row) {
+          benchmark::DoNotOptimize(
+              session.Copy(source, row * kStride, target, row * kWidth, kWidth));
+        }
+        benchmark::DoNotOptimize(session.Synchronize(0));
+      },
+      "x_row_copies");
+}
+
 void BM_DaemonAllocateFree(benchmark::State& state) {
   Session& session = *SharedDaemon().session;
   for (auto _ : state) {
@@ -699,6 +726,7 @@ BENCHMARK(BM_DaemonSharedMemoryWrite)->BULK_SIZES;
 BENCHMARK(BM_DaemonSharedMemoryRead)->BULK_SIZES;
 BENCHMARK(BM_DaemonFill)->Arg(4 << 10)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime();
 BENCHMARK(BM_DaemonPitchedFill)->Arg(16)->Arg(256)->Arg(4096)->UseRealTime();
+BENCHMARK(BM_DaemonPitchedCopy)->Arg(16)->Arg(256)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CommandAllocateFree)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_DaemonAllocateFree)->Arg(4096)->Arg(1 << 20)->UseRealTime();
 
