@@ -281,15 +281,9 @@ absl::Status Session::FreeBuffer(const SessionHandle& session, uint64_t id) {
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
                             uint64_t stream, std::optional<Pitched> pitched,
                             WriteReturns returns) {
-  v1::WriteHeader header;
-  header.set_stream(stream);
-  header.set_buffer(buffer.id());
-  header.set_offset_bytes(offset);
-  header.set_inline_size_bytes(data.size());
+  v1::WriteHeader header =
+      InlineWrite(handle_->token, buffer, offset, data.size(), pitched, stream);
   header.set_answer_when_copied(returns == WriteReturns::kWhenCopied);
-  if (pitched) {
-    *header.mutable_pitched() = PitchedLayoutOf(*pitched);
-  }
   return WriteRequest(std::move(header), data);
 }
 
@@ -406,12 +400,7 @@ absl::Status Session::Read(const Buffer& buffer, uint64_t offset, absl::Span<std
 
 absl::StatusOr<std::string> Session::ReadPitched(const Buffer& buffer, uint64_t offset,
                                                  const Pitched& pitched, uint64_t stream) {
-  v1::ReadRequest request;
-  request.set_stream(stream);
-  request.set_buffer(buffer.id());
-  request.set_offset_bytes(offset);
-  *request.mutable_pitched() = PitchedLayoutOf(pitched);
-  return ReadRequest(std::move(request));
+  return ReadRequest(PitchedRead(handle_->token, buffer, offset, pitched, stream));
 }
 
 absl::Status Session::Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,

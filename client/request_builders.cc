@@ -23,11 +23,34 @@ v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer,
   return request;
 }
 
+v1::ReadRequest PitchedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
+                            const Pitched& rows, uint64_t stream) {
+  v1::ReadRequest request;
+  request.set_session(session);
+  request.set_stream(stream);
+  request.set_buffer(buffer.id());
+  request.set_offset_bytes(offset);
+  *request.mutable_pitched() = PitchedLayoutOf(rows);
+  return request;
+}
+
 v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                            const RegionSlice& target, uint64_t stream) {
   v1::ReadRequest request = ContiguousRead(session, buffer, offset, target.size_bytes, stream);
   SetSlice(target, request.mutable_shared_memory());
   return request;
+}
+
+v1::WriteHeader InlineWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
+                            uint64_t size, const std::optional<Pitched>& pitched, uint64_t stream) {
+  v1::WriteHeader header;
+  header.set_session(session);
+  header.set_stream(stream);
+  header.set_buffer(buffer.id());
+  header.set_offset_bytes(offset);
+  header.set_inline_size_bytes(size);
+  if (pitched) *header.mutable_pitched() = PitchedLayoutOf(*pitched);
+  return header;
 }
 
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,

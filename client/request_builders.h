@@ -21,9 +21,16 @@ v1::PitchedLayout PitchedLayoutOf(const Pitched& rows);
 // `size` bytes of `buffer` from `offset`, answered inline.
 v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                                uint64_t size, uint64_t stream);
+// `rows` of `buffer` from `offset`, answered inline as packed rows.
+v1::ReadRequest PitchedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
+                            const Pitched& rows, uint64_t stream);
 // The target slice's size of `buffer` from `offset`, into the slice.
 v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                            const RegionSlice& target, uint64_t stream);
+// The header of `size` bytes sent inline into `buffer` at `offset`: contiguous, or packed
+// rows landing as `pitched` lays them out from there.
+v1::WriteHeader InlineWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
+                            uint64_t size, const std::optional<Pitched>& pitched, uint64_t stream);
 // The source slice's bytes into `buffer` at `offset`.
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
                             const RegionSlice& source, uint64_t stream);

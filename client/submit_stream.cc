@@ -27,14 +27,9 @@ v1::Command& SubmitBatch::Add() {
 }
 
 size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
-                          uint64_t stream) {
+                          uint64_t stream, const std::optional<Pitched>& pitched) {
   v1::WriteRequest& write = *Add().mutable_write();
-  v1::WriteHeader& header = *write.mutable_header();
-  header.set_session(token_);
-  header.set_stream(stream);
-  header.set_buffer(buffer.id());
-  header.set_offset_bytes(offset);
-  header.set_inline_size_bytes(data.size());
+  *write.mutable_header() = InlineWrite(token_, buffer, offset, data.size(), pitched, stream);
   write.set_data(data.data(), data.size());
   return size() - 1;
 }
@@ -48,6 +43,12 @@ size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, const RegionSli
 size_t SubmitBatch::Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream) {
   *Add().mutable_read() = ContiguousRead(token_, buffer, offset, size, stream);
   return this->size() - 1;
+}
+
+size_t SubmitBatch::ReadPitched(const Buffer& buffer, uint64_t offset, const Pitched& rows,
+                                uint64_t stream) {
+  *Add().mutable_read() = PitchedRead(token_, buffer, offset, rows, stream);
+  return size() - 1;
 }
 
 size_t SubmitBatch::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,

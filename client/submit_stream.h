@@ -46,13 +46,18 @@ class SubmitBatch {
   // but not the session itself).
   explicit SubmitBatch(const Session& session);
 
-  // Host -> device: `data` at `offset` of `buffer`.
-  size_t Write(const Buffer& buffer, uint64_t offset, absl::string_view data, uint64_t stream = 0);
+  // Host -> device: `data` at `offset` of `buffer`, or packed rows landing as `pitched`
+  // lays them out from there (the padding between rows left as it is).
+  size_t Write(const Buffer& buffer, uint64_t offset, absl::string_view data, uint64_t stream = 0,
+               const std::optional<Pitched>& pitched = std::nullopt);
   // Host -> device from shared memory: the slice's bytes land at `offset`.
   size_t Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
                uint64_t stream = 0);
   // Device -> host: `size` bytes from `offset`, in the answer (BatchReplies::read_bytes).
   size_t Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream = 0);
+  // Device -> host: `rows` from `offset`, packed in the answer.
+  size_t ReadPitched(const Buffer& buffer, uint64_t offset, const Pitched& rows,
+                     uint64_t stream = 0);
   // Device -> shared memory: the slice's size from `offset` lands in the slice.
   size_t Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
               uint64_t stream = 0);

@@ -297,6 +297,43 @@ TEST_F(SubmitClientTest, ABatchCopiesPitchedRows) {
   EXPECT_EQ(RunAndReadInts(batch, read), expected);
 }
 
+// Packed rows written into the middle two ints of every four, then the whole buffer and
+// those rows read back, all in one batch; a pitched write whose bytes are not its rows is
+// refused and writes nothing.
+TEST_F(SubmitClientTest, ABatchWritesAndReadsPitchedRows) {
+  ASSERT_TRUE(session_->Write(*buffer_, 0, IntBytes(std::vector<int>(kInts, 0))).ok());
+  const Pitched middles{2 * sizeof(int), kInts / 4, 4 * sizeof(int)};
+  std::vector<int> packed(kInts / 2);
+  std::iota(packed.begin(), packed.end(), 100);
+  SubmitBatch batch(*session_);
+  batch.Write(*buffer_, sizeof(int), IntBytes(packed), /*stream=*/0, middles);
+  const size_t whole = AddOneAndRead(batch);
+  const size_t rows = batch.ReadPitched(*buffer_, sizeof(int), middles);
+  SubmitStream stream = MustOpen();
+  absl::StatusOr<BatchReplies> replies = stream.Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  std::vector<int> expected(kInts, 1);
+  std::vector<int> expected_rows(kInts / 2);
+  for (int i = 0; i < kInts / 2; ++i) {
+    expected[(i / 2) * 4 + 1 + i % 2] = packed[i] + 1;
+    expected_rows[i] = packed[i] + 1;
+  }
+  EXPECT_EQ(IntsOf(replies->read_bytes(whole)), expected);
+  EXPECT_EQ(IntsOf(replies->read_bytes(rows)), expected_rows);
+
+  SubmitBatch short_rows(*session_);
+  short_rows.Write(*buffer_, 0, IntBytes(std::vector<int>(kInts / 2 - 1, -1)), /*stream=*/0,
+                   middles);
+  replies = stream.Run(short_rows);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(replies->status(0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(replies->status(0).message(), HasSubstr("pitched write carries"));
+  absl::StatusOr<std::string> after = session_->Read(*buffer_, 0, kInts * sizeof(int));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(IntsOf(*after), expected);
+}
+
 TEST_F(SubmitClientTest, ABatchTheDaemonWouldRefuseIsRefusedBeforeItIsSent) {
   SubmitStream stream = MustOpen();
   SubmitBatch too_many(*session_);

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy
@@ -20,6 +20,8 @@ _MAX_BATCH_COMMANDS = 16384
 # The most bytes a reply other than a read's bytes takes: a status message is cut at
 # 2 KiB, and its code, the command's sequence and its result take a few bytes more.
 _MAX_REPLY_BYTES = 2304
+# A part of an array's bytes sent in one command (Batch._pieces).
+_Piece = Tuple[int, int, int, Optional[pb.PitchedLayout]]
 
 
 class BatchRead:
@@ -87,33 +89,55 @@ class Batch:
         self._payload_bytes.append(payload_bytes)
         return sequence
 
-    def _check_array(self, array: DeviceArray, views: bool = False) -> None:
-        """``views``: 2D views are taken too."""
+    def _check_array(self, array: DeviceArray) -> None:
         if not isinstance(array, DeviceArray) or array.session is not self.session:
             raise ValueError("a batch takes device arrays of its own session")
-        if not array.contiguous and not views:
-            raise ValueError("a batch writes and reads whole arrays or 1D slices, not 2D "
-                             "views (those it copies and fills)")
         array._check_live()
 
+    def _pieces(self, array: DeviceArray) -> Iterator[_Piece]:
+        """``array``'s bytes in pieces that each fit a message: (offset in its buffer,
+        start in its packed bytes, size, rows or None when the piece is contiguous). A 2D
+        view's piece is whole rows in one pitched layout, or part of one row when a row
+        alone is over the message limit."""
+        chunk = self._chunk_bytes()
+        rows = array._rows()
+        if rows is None:
+            for start in range(0, array.nbytes, chunk):
+                yield array.offset + start, start, min(chunk, array.nbytes - start), None
+            return
+        row_bytes, stride = rows
+        height = array.shape[0]
+        if row_bytes > chunk:
+            for row in range(height):
+                for start in range(0, row_bytes, chunk):
+                    yield (array.offset + row * stride + start, row * row_bytes + start,
+                           min(chunk, row_bytes - start), None)
+            return
+        rows_per_piece = chunk // row_bytes
+        for row in range(0, height, rows_per_piece):
+            count = min(rows_per_piece, height - row)
+            yield (array.offset + row * stride, row * row_bytes, count * row_bytes,
+                   pb.PitchedLayout(width_bytes=row_bytes, height=count, stride_bytes=stride))
+
     def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:
-        """Copies ``values`` (broadcast and converted to the array's dtype) into ``array``."""
+        """Copies ``values`` (broadcast and converted to the array's dtype) into ``array``
+        (a 2D view's rows too, in pitched writes; the padding between them is left as it
+        is)."""
         self._check_array(array)
         host = numpy.ascontiguousarray(numpy.broadcast_to(numpy.asarray(values), array.shape),
                                        dtype=array.dtype).reshape(-1).view(numpy.uint8)
-        chunk = self._chunk_bytes()
-        for start in range(0, host.size, chunk):
-            data = host[start:start + chunk].tobytes()
+        for offset, start, size, rows in self._pieces(array):
             header = pb.WriteHeader(session=self.session.token, stream=self.stream,
-                                    buffer=array.buffer, offset_bytes=array.offset + start,
-                                    inline_size_bytes=len(data))
-            self._add(len(data), write=pb.WriteRequest(header=header, data=data))
+                                    buffer=array.buffer, offset_bytes=offset,
+                                    inline_size_bytes=size, pitched=rows)
+            self._add(size, write=pb.WriteRequest(header=header,
+                                                  data=host[start:start + size].tobytes()))
 
     def fill(self, array: DeviceArray, value: Any) -> None:
         """Sets every element of ``array`` (a 2D view too: one pitched fill) to ``value``,
         as :meth:`DeviceArray.fill`; a value whose bytes repeat no word is written, which
         a view cannot be in a batch."""
-        self._check_array(array, views=True)
+        self._check_array(array)
         element = numpy.asarray(value, dtype=array.dtype)
         pattern = fill_pattern(element)
         if pattern is None:
@@ -125,16 +149,18 @@ class Batch:
                                        array.offset, array.nbytes, pattern, array._rows()))
 
     def read(self, array: DeviceArray) -> BatchRead:
-        """Reads ``array`` after the commands before it; the result is there after the batch."""
+        """Reads ``array`` (a 2D view's rows too, in pitched reads) after the commands
+        before it; the result is there after the batch."""
         self._check_array(array)
         result = BatchRead(array)
-        chunk = self._chunk_bytes()
-        for start in range(0, array.nbytes, chunk):
-            size = min(chunk, array.nbytes - start)
-            sequence = self._add(size, read=pb.ReadRequest(
-                session=self.session.token, stream=self.stream, buffer=array.buffer,
-                offset_bytes=array.offset + start, size_bytes=size))
-            self._reads[sequence] = (result, start)
+        for offset, start, size, rows in self._pieces(array):
+            request = pb.ReadRequest(session=self.session.token, stream=self.stream,
+                                     buffer=array.buffer, offset_bytes=offset)
+            if rows is None:
+                request.size_bytes = size
+            else:
+                request.pitched.CopyFrom(rows)
+            self._reads[self._add(size, read=request)] = (result, start)
         if array.nbytes == 0:
             result._done = True
         return result
@@ -142,8 +168,8 @@ class Batch:
     def copy(self, source: DeviceArray, target: DeviceArray) -> None:
         """Device-to-device copy of ``source`` into ``target``, as
         :meth:`DeviceArray.copy_to` (2D views too: one pitched copy)."""
-        self._check_array(source, views=True)
-        self._check_array(target, views=True)
+        self._check_array(source)
+        self._check_array(target)
         request = source._copy_request(target, self.stream)
         if request is not None:
             self._add(0, copy=request)
@@ -202,7 +228,8 @@ class Batch:
     def _responses(self, requests: List[pb.SubmitRequest]) -> List[pb.SubmitResponse]:
         """The daemon's answers to `requests`, sent as batches on one Submit call."""
         answer_bytes = len(self._commands) * _MAX_REPLY_BYTES + sum(
-            command.read.size_bytes for command in self._commands if command.HasField("read"))
+            payload for command, payload in zip(self._commands, self._payload_bytes)
+            if command.HasField("read"))
         if len(requests) == 1 and answer_bytes <= _ONE_MESSAGE_BYTES:
             # Answered by one response: a unary call (Client._single_batch).
             return [call(self.session.client._single_batch, requests[0],
