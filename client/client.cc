@@ -361,8 +361,9 @@ absl::StatusOr<std::string> Session::ReadRequest(v1::ReadRequest request) {
 }
 
 absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
-                            uint64_t stream) {
-  const v1::WriteHeader header = SharedWrite(handle_->token, buffer, offset, source, stream);
+                            uint64_t stream, const std::optional<Pitched>& pitched) {
+  const v1::WriteHeader header =
+      SharedWrite(handle_->token, buffer, offset, source, stream, pitched);
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
   v1::WriteResponse response;
@@ -370,8 +371,9 @@ absl::Status Session::Write(const Buffer& buffer, uint64_t offset, const RegionS
 }
 
 absl::Status Session::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
-                           uint64_t stream) {
-  const v1::ReadRequest request = SharedRead(handle_->token, buffer, offset, target, stream);
+                           uint64_t stream, const std::optional<Pitched>& pitched) {
+  const v1::ReadRequest request =
+      SharedRead(handle_->token, buffer, offset, target, stream, pitched);
   grpc::ClientContext context;
   handle_->connection->PrepareContext(&context);
   v1::ReadResponse response;

@@ -222,11 +222,11 @@ class Session {
   absl::Status Write(const Buffer& buffer, uint64_t offset, absl::string_view data,
                      uint64_t stream = 0, std::optional<Pitched> pitched = std::nullopt,
                      WriteReturns returns = WriteReturns::kWhenQueued);
-  // Host -> device from shared memory: the slice's bytes land at `offset`. Returns once
-  // they did (WriteShared), so the slice may be rewritten at once; earlier work on the
-  // stream finishes first.
+  // Host -> device from shared memory: the slice's bytes land at `offset` (or, packed
+  // rows, as `pitched` lays them out from there). Returns once they did (WriteShared), so
+  // the slice may be rewritten at once; earlier work on the stream finishes first.
   absl::Status Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
-                     uint64_t stream = 0);
+                     uint64_t stream = 0, const std::optional<Pitched>& pitched = std::nullopt);
   absl::StatusOr<std::string> Read(const Buffer& buffer, uint64_t offset, uint64_t size,
                                    uint64_t stream = 0);
   // Device -> `into`, as many bytes as it holds, from `offset`: for callers that keep
@@ -234,9 +234,10 @@ class Session {
   // unspecified after an error.
   absl::Status Read(const Buffer& buffer, uint64_t offset, absl::Span<std::byte> into,
                     uint64_t stream = 0);
-  // Device -> shared memory: the slice's size from `offset` lands in the slice.
+  // Device -> shared memory: the slice's size from `offset` lands in the slice (or
+  // `pitched` rows from there, packed; the slice holds exactly their bytes).
   absl::Status Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
-                    uint64_t stream = 0);
+                    uint64_t stream = 0, const std::optional<Pitched>& pitched = std::nullopt);
   // Reads a pitched region into packed rows.
   absl::StatusOr<std::string> ReadPitched(const Buffer& buffer, uint64_t offset,
                                           const Pitched& pitched, uint64_t stream = 0);

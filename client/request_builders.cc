@@ -35,8 +35,11 @@ v1::ReadRequest PitchedRead(const std::string& session, const Buffer& buffer, ui
 }
 
 v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
-                           const RegionSlice& target, uint64_t stream) {
-  v1::ReadRequest request = ContiguousRead(session, buffer, offset, target.size_bytes, stream);
+                           const RegionSlice& target, uint64_t stream,
+                           const std::optional<Pitched>& pitched) {
+  v1::ReadRequest request =
+      pitched ? PitchedRead(session, buffer, offset, *pitched, stream)
+              : ContiguousRead(session, buffer, offset, target.size_bytes, stream);
   SetSlice(target, request.mutable_shared_memory());
   return request;
 }
@@ -54,12 +57,14 @@ v1::WriteHeader InlineWrite(const std::string& session, const Buffer& buffer, ui
 }
 
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
-                            const RegionSlice& source, uint64_t stream) {
+                            const RegionSlice& source, uint64_t stream,
+                            const std::optional<Pitched>& pitched) {
   v1::WriteHeader header;
   header.set_session(session);
   header.set_stream(stream);
   header.set_buffer(buffer.id());
   header.set_offset_bytes(offset);
+  if (pitched) *header.mutable_pitched() = PitchedLayoutOf(*pitched);
   SetSlice(source, header.mutable_shared_memory());
   return header;
 }

@@ -24,16 +24,20 @@ v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer,
 // `rows` of `buffer` from `offset`, answered inline as packed rows.
 v1::ReadRequest PitchedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                             const Pitched& rows, uint64_t stream);
-// The target slice's size of `buffer` from `offset`, into the slice.
+// The target slice's size of `buffer` from `offset` into the slice; or `pitched` rows
+// from there, packed into the slice (which holds exactly their bytes).
 v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
-                           const RegionSlice& target, uint64_t stream);
+                           const RegionSlice& target, uint64_t stream,
+                           const std::optional<Pitched>& pitched);
 // The header of `size` bytes sent inline into `buffer` at `offset`: contiguous, or packed
 // rows landing as `pitched` lays them out from there.
 v1::WriteHeader InlineWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
                             uint64_t size, const std::optional<Pitched>& pitched, uint64_t stream);
-// The source slice's bytes into `buffer` at `offset`.
+// The source slice's bytes into `buffer` at `offset`; or packed rows landing as
+// `pitched` lays them out from there.
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
-                            const RegionSlice& source, uint64_t stream);
+                            const RegionSlice& source, uint64_t stream,
+                            const std::optional<Pitched>& pitched);
 v1::CopyRequest CopyBetween(const std::string& session, const Buffer& source,
                             uint64_t source_offset, const Buffer& target, uint64_t target_offset,
                             uint64_t size_bytes, uint64_t stream);

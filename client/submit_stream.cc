@@ -35,8 +35,9 @@ size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, absl::string_vi
 }
 
 size_t SubmitBatch::Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
-                          uint64_t stream) {
-  *Add().mutable_write()->mutable_header() = SharedWrite(token_, buffer, offset, source, stream);
+                          uint64_t stream, const std::optional<Pitched>& pitched) {
+  *Add().mutable_write()->mutable_header() =
+      SharedWrite(token_, buffer, offset, source, stream, pitched);
   return size() - 1;
 }
 
@@ -52,8 +53,8 @@ size_t SubmitBatch::ReadPitched(const Buffer& buffer, uint64_t offset, const Pit
 }
 
 size_t SubmitBatch::Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
-                         uint64_t stream) {
-  *Add().mutable_read() = SharedRead(token_, buffer, offset, target, stream);
+                         uint64_t stream, const std::optional<Pitched>& pitched) {
+  *Add().mutable_read() = SharedRead(token_, buffer, offset, target, stream, pitched);
   return size() - 1;
 }
 

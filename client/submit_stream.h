@@ -50,17 +50,19 @@ class SubmitBatch {
   // lays them out from there (the padding between rows left as it is).
   size_t Write(const Buffer& buffer, uint64_t offset, absl::string_view data, uint64_t stream = 0,
                const std::optional<Pitched>& pitched = std::nullopt);
-  // Host -> device from shared memory: the slice's bytes land at `offset`.
+  // Host -> device from shared memory: the slice's bytes land at `offset` (or, packed
+  // rows, as `pitched` lays them out from there).
   size_t Write(const Buffer& buffer, uint64_t offset, const RegionSlice& source,
-               uint64_t stream = 0);
+               uint64_t stream = 0, const std::optional<Pitched>& pitched = std::nullopt);
   // Device -> host: `size` bytes from `offset`, in the answer (BatchReplies::read_bytes).
   size_t Read(const Buffer& buffer, uint64_t offset, uint64_t size, uint64_t stream = 0);
   // Device -> host: `rows` from `offset`, packed in the answer.
   size_t ReadPitched(const Buffer& buffer, uint64_t offset, const Pitched& rows,
                      uint64_t stream = 0);
-  // Device -> shared memory: the slice's size from `offset` lands in the slice.
-  size_t Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target,
-              uint64_t stream = 0);
+  // Device -> shared memory: the slice's size from `offset` lands in the slice (or
+  // `pitched` rows from there, packed).
+  size_t Read(const Buffer& buffer, uint64_t offset, const RegionSlice& target, uint64_t stream = 0,
+              const std::optional<Pitched>& pitched = std::nullopt);
   size_t Copy(const Buffer& source, uint64_t source_offset, const Buffer& target,
               uint64_t target_offset, uint64_t size_bytes, uint64_t stream = 0);
   // As Session::Copy of rows.

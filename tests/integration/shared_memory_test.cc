@@ -28,10 +28,11 @@
 
 #include "absl/strings/ascii.h"
 #include "client/client.h"
+#include "client/submit_stream.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
-#include "server/descriptor_socket.h"
 #include "gtest/gtest.h"
+#include "server/descriptor_socket.h"
 #include "tests/kernels/kernel_sources.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/huge_page_memfd.h"
@@ -245,35 +246,34 @@ TEST_F(SharedMemoryTest, PitchedRowsComeFromAndGoToTheRegion) {
   Buffer buffer = MustAllocate(24);
   ASSERT_TRUE(session_->Write(buffer, 0, std::string(24, '.')).ok());
   std::memcpy(region.data(), "row0.row1.row2.", 15);
-  v1::PitchedLayout pitched;
-  pitched.set_width_bytes(5);
-  pitched.set_height(3);
-  pitched.set_stride_bytes(8);
-  v1::WriteHeader write;
-  write.set_session(session_->token());
-  write.set_buffer(buffer.id());
-  *write.mutable_pitched() = pitched;
-  write.mutable_shared_memory()->set_region(region.id());
-  write.mutable_shared_memory()->set_size_bytes(15);
-  {
-    grpc::ClientContext context;
-    v1::WriteResponse response;
-    ASSERT_TRUE(client_->stub().WriteShared(&context, write, &response).ok());
-    EXPECT_EQ(response.bytes_written(), 15u);
+  const Pitched rows{5, 3, 8};
+  ASSERT_TRUE(session_->Write(buffer, 0, RegionSlice{region, 0, 15}, /*stream=*/0, rows).ok());
+  EXPECT_EQ(session_->Read(buffer, 0, 24).value_or(""), "row0....row1....row2....");
+  ASSERT_TRUE(session_->Read(buffer, 0, RegionSlice{region, 100, 15}, /*stream=*/0, rows).ok());
+  EXPECT_EQ(std::string(region.data() + 100, 15), "row0.row1.row2.");
+  // A slice that is not exactly the rows' bytes is refused, and nothing moves.
+  for (uint64_t size : {14, 16}) {
+    absl::Status refused =
+        session_->Write(buffer, 0, RegionSlice{region, 200, size}, /*stream=*/0, rows);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    refused = session_->Read(buffer, 0, RegionSlice{region, 200, size}, /*stream=*/0, rows);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
   }
   EXPECT_EQ(session_->Read(buffer, 0, 24).value_or(""), "row0....row1....row2....");
-  v1::ReadRequest read;
-  read.set_session(session_->token());
-  read.set_buffer(buffer.id());
-  *read.mutable_pitched() = pitched;
-  read.mutable_shared_memory()->set_region(region.id());
-  read.mutable_shared_memory()->set_offset_bytes(100);
-  read.mutable_shared_memory()->set_size_bytes(15);
-  grpc::ClientContext context;
-  v1::ReadResponse response;
-  ASSERT_TRUE(client_->stub().ReadShared(&context, read, &response).ok());
-  EXPECT_EQ(response.total_bytes(), 15u);
-  EXPECT_EQ(std::string(region.data() + 100, 15), "row0.row1.row2.");
+  EXPECT_EQ(std::string(region.data() + 200, 16), std::string(16, '\0'));
+
+  // The same in one Submit batch: rows in from the region's start, out to its end.
+  std::memcpy(region.data(), "ROW0.ROW1.ROW2.", 15);
+  SubmitBatch batch(*session_);
+  batch.Write(buffer, 0, RegionSlice{region, 0, 15}, /*stream=*/0, rows);
+  batch.Read(buffer, 0, RegionSlice{region, 4096 - 15, 15}, /*stream=*/0, rows);
+  absl::StatusOr<SubmitStream> stream = SubmitStream::Open(*session_);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  absl::StatusOr<BatchReplies> replies = stream->Run(batch);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_TRUE(replies->FirstError().ok()) << replies->FirstError();
+  EXPECT_EQ(std::string(region.data() + 4096 - 15, 15), "ROW0.ROW1.ROW2.");
+  EXPECT_EQ(session_->Read(buffer, 0, 24).value_or(""), "ROW0....ROW1....ROW2....");
 }
 
 TEST_F(SharedMemoryTest, TheUnaryCopiesTakeASliceAndNothingElse) {
