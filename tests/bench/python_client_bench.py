@@ -6,7 +6,8 @@ each followed by a synchronize; reads. The Python shared-memory figures include 
 the numpy array into (or out of) the region, as every `set`/`get` does. Then small
 transfers from Python, each a median of single calls, over the C++ client's round trip
 (its idle Synchronize's median): a 4 KiB write, a 4 KiB read, and a batch of a 4 KiB
-write, a launch and a 4 KiB read.
+write, a launch and a 4 KiB read. And a batch that writes 32 MiB and reads them back
+against the same `set` and `get` through shared memory (medians of alternating rounds).
 
     bazel run -c opt //tests/bench:python_client_bench -- --seconds=2
 """
@@ -26,6 +27,7 @@ from conftest import Daemon
 SIZE = 64 << 20
 EMPTY = r'extern "C" __global__ void empty(int n) {}'
 SMALL = 4096
+BATCH_SIZE = 32 << 20
 
 
 def rate(seconds, round_, finish=lambda: None):
@@ -65,6 +67,7 @@ def python_figures(target, seconds):
             figures[f"{name} write"] = rate(seconds, write)
             figures[f"{name} read"] = rate(
                 seconds, lambda: array.get(shared_memory=shared).nbytes / 1e9)
+        figures.update(batch_figures(session, seconds))
         small = session.empty(SMALL, numpy.uint8)
         small_data = numpy.full(SMALL, ord("s"), numpy.uint8)
 
@@ -78,6 +81,33 @@ def python_figures(target, seconds):
                                ("4 KiB read", small.get), ("4 KiB batch", batch)):
             figures[name] = median_microseconds(seconds, transfer)
     return figures
+
+
+def batch_figures(session, seconds):
+    """A batch that writes BATCH_SIZE bytes and reads them back (through the session's
+    shared-memory region) against the same two transfers as unary `set` and `get`
+    through it, alternating in rounds: GB/s of both directions each."""
+    data = numpy.full(BATCH_SIZE, ord("b"), numpy.uint8)
+    array = session.empty(BATCH_SIZE, numpy.uint8)
+    gigabytes = 2 * BATCH_SIZE / 1e9
+
+    def batched():
+        with session.batch() as each:
+            each.write(array, data)
+            read = each.read(array)
+        read.get()
+        return gigabytes
+
+    def unary():
+        array.set(data, shared_memory=True)
+        array.get(shared_memory=True)
+        return gigabytes
+    rounds = {"batch": [], "unary": []}
+    for _ in range(5):
+        rounds["unary"].append(rate(seconds / 10, unary))
+        rounds["batch"].append(rate(seconds / 10, batched))
+    return {f"{BATCH_SIZE >> 20} MiB batch {name}": statistics.median(rates)
+            for name, rates in rounds.items()}
 
 
 def median_microseconds(seconds, call):
@@ -124,6 +154,11 @@ def main():
         unit = units.get(name, "GB/s")
         print(f"{name + ' (' + unit + ')':<28} {python[name]:>12.4g} {cpp[name]:>12.4g} "
               f"{python[name] / cpp[name]:>11.2f}")
+    batch, unary = (python[f"{BATCH_SIZE >> 20} MiB batch {name}"] for name in ("batch", "unary"))
+    print(f"{'write + read in one batch':<28} {'batch GB/s':>12} {'set+get GB/s':>12} "
+          f"{'x_unary':>11}")
+    print(f"{str(BATCH_SIZE >> 20) + ' MiB each way':<28} {batch:>12.4g} {unary:>12.4g} "
+          f"{batch / unary:>11.2f}")
     round_trip = cpp["round trip"]
     print(f"{'small transfer (us)':<28} {'Python':>12} {'C++ trip':>12} {'x_round_trip':>12}")
     for name in ("4 KiB write", "4 KiB read", "4 KiB batch"):

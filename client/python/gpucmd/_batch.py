@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -12,7 +13,9 @@ import numpy.typing
 from gpucmd._array import DeviceArray, fill_pattern
 from gpucmd._errors import GpucmdError, call, error_for_number, from_rpc_error
 from gpucmd._kernel import DimLike, Kernel, RawKernel
-from gpucmd._session import _MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, Session, fill_request
+from gpucmd._session import (_MESSAGE_OVERHEAD, _ONE_MESSAGE_BYTES, SHARED_MEMORY_REGION_BYTES,
+                             SHARED_MEMORY_THRESHOLD, Session, fill_request)
+from gpucmd._shm import SharedRegion
 from gpucmd.v1 import gpucmd_pb2 as pb
 
 # The most commands the daemon takes in one Submit batch.
@@ -47,10 +50,23 @@ class BatchRead:
         return self._bytes.view(self._array.dtype).reshape(self._array.shape)
 
 
+@dataclasses.dataclass
+class _Transfer:
+    """A batch's write (``host``: its packed bytes) or read (``result``) of a whole array
+    or view, laid out when the batch is sent: through a slice of the session's
+    shared-memory region when it is large and the batch's transfers fit one, else inline."""
+    array: DeviceArray
+    host: Optional[numpy.ndarray] = None
+    result: Optional[BatchRead] = None
+
+
 class Batch:
     """Commands of one session and stream, sent when the ``with`` block ends. Commands
     run in order; one that fails fails those that depend on it (FAILED_PRECONDITION
-    naming it), and the first failure is raised after every reply arrived.
+    naming it), and the first failure is raised after every reply arrived. Writes and
+    reads of 1 MiB and more go through the session's shared-memory region when the daemon
+    allows one, while it has room (64 MiB a batch; one command each, the slices reused
+    once the batch ended), and inline otherwise.
 
     >>> with session.batch() as batch:
     ...     batch.write(x, numpy.arange(1024, dtype=numpy.float32))
@@ -63,13 +79,18 @@ class Batch:
     def __init__(self, session: Session, stream: int) -> None:
         self.session = session
         self.stream = stream
-        self._commands: List[pb.Command] = []
-        self._payload_bytes: List[int] = []  # bytes each command carries or brings back
+        # What was asked for, in order: commands as they are sent (and the bytes each
+        # carries or brings back), and transfers laid out when the batch is sent.
+        self._planned: List[Union[Tuple[pb.Command, int], _Transfer]] = []
+        self._commands: List[pb.Command] = []  # as sent, numbered by their place
+        self._payload_bytes: List[int] = []
         self._reads: dict = {}  # sequence -> (BatchRead, offset into its result)
+        self._shared_reads: dict = {}  # sequence -> (BatchRead, offset in the region)
+        self._region: Optional[SharedRegion] = None
         self._sent = False
 
     def __repr__(self) -> str:
-        return f"<gpucmd.Batch of {len(self._commands)} commands, session {self.session.name!r}>"
+        return f"<gpucmd.Batch of {len(self._planned)} commands, session {self.session.name!r}>"
 
     def __enter__(self) -> "Batch":
         return self
@@ -81,13 +102,13 @@ class Batch:
     def _chunk_bytes(self) -> int:
         return self.session.client.max_message_bytes - _MESSAGE_OVERHEAD
 
-    def _add(self, payload_bytes: int, **command: Any) -> int:
+    def _add(self, payload_bytes: int, **command: Any) -> None:
+        self._check_unsent()
+        self._planned.append((pb.Command(**command), payload_bytes))
+
+    def _check_unsent(self) -> None:
         if self._sent:
             raise RuntimeError("this batch was sent already")
-        sequence = len(self._commands)
-        self._commands.append(pb.Command(sequence=sequence, **command))
-        self._payload_bytes.append(payload_bytes)
-        return sequence
 
     def _check_array(self, array: DeviceArray) -> None:
         if not isinstance(array, DeviceArray) or array.session is not self.session:
@@ -120,18 +141,15 @@ class Batch:
                    pb.PitchedLayout(width_bytes=row_bytes, height=count, stride_bytes=stride))
 
     def write(self, array: DeviceArray, values: numpy.typing.ArrayLike) -> None:
-        """Copies ``values`` (broadcast and converted to the array's dtype) into ``array``
-        (a 2D view's rows too, in pitched writes; the padding between them is left as it
-        is)."""
+        """Copies ``values`` (broadcast and converted to the array's dtype; taken now) into
+        ``array`` (a 2D view's rows too, in pitched writes; the padding between them is
+        left as it is)."""
+        self._check_unsent()
         self._check_array(array)
-        host = numpy.ascontiguousarray(numpy.broadcast_to(numpy.asarray(values), array.shape),
-                                       dtype=array.dtype).reshape(-1).view(numpy.uint8)
-        for offset, start, size, rows in self._pieces(array):
-            header = pb.WriteHeader(session=self.session.token, stream=self.stream,
-                                    buffer=array.buffer, offset_bytes=offset,
-                                    inline_size_bytes=size, pitched=rows)
-            self._add(size, write=pb.WriteRequest(header=header,
-                                                  data=host[start:start + size].tobytes()))
+        host = numpy.array(numpy.broadcast_to(numpy.asarray(values), array.shape),
+                           dtype=array.dtype, order="C", copy=True)
+        if array.nbytes:
+            self._planned.append(_Transfer(array, host=host.reshape(-1).view(numpy.uint8)))
 
     def fill(self, array: DeviceArray, value: Any) -> None:
         """Sets every element of ``array`` (a 2D view too: one pitched fill) to ``value``,
@@ -151,18 +169,13 @@ class Batch:
     def read(self, array: DeviceArray) -> BatchRead:
         """Reads ``array`` (a 2D view's rows too, in pitched reads) after the commands
         before it; the result is there after the batch."""
+        self._check_unsent()
         self._check_array(array)
         result = BatchRead(array)
-        for offset, start, size, rows in self._pieces(array):
-            request = pb.ReadRequest(session=self.session.token, stream=self.stream,
-                                     buffer=array.buffer, offset_bytes=offset)
-            if rows is None:
-                request.size_bytes = size
-            else:
-                request.pitched.CopyFrom(rows)
-            self._reads[self._add(size, read=request)] = (result, start)
         if array.nbytes == 0:
             result._done = True
+        else:
+            self._planned.append(_Transfer(array, result=result))
         return result
 
     def copy(self, source: DeviceArray, target: DeviceArray) -> None:
@@ -189,6 +202,79 @@ class Batch:
         self._add(0, synchronize=pb.SynchronizeRequest(session=self.session.token,
                                                        stream=self.stream))
 
+    def _lay_out(self) -> None:
+        """Numbers the planned commands and lays out the transfers: those of
+        SHARED_MEMORY_THRESHOLD bytes and more through slices of the session's region,
+        in order while the region has room (SHARED_MEMORY_REGION_BYTES at most), the
+        others in inline pieces."""
+        large = [entry.array.nbytes for entry in self._planned
+                 if isinstance(entry, _Transfer) and entry.array.nbytes >= SHARED_MEMORY_THRESHOLD]
+        if large:
+            wanted = min(sum(large), SHARED_MEMORY_REGION_BYTES)
+            self._region = self.session._shared_region(wanted)  # None: all inline
+        region_offset = 0
+        for entry in self._planned:
+            if not isinstance(entry, _Transfer):
+                self._append(*entry)
+            elif (self._region is not None and entry.array.nbytes >= SHARED_MEMORY_THRESHOLD
+                  and region_offset + entry.array.nbytes <= self._region.size):
+                self._transfer_through_region(entry, region_offset)
+                region_offset += entry.array.nbytes
+            else:
+                self._transfer_inline(entry)
+
+    def _append(self, command: pb.Command, payload_bytes: int) -> int:
+        command.sequence = len(self._commands)
+        self._commands.append(command)
+        self._payload_bytes.append(payload_bytes)
+        return command.sequence
+
+    def _transfer_inline(self, transfer: _Transfer) -> None:
+        array = transfer.array
+        for offset, start, size, rows in self._pieces(array):
+            if transfer.host is not None:
+                header = pb.WriteHeader(session=self.session.token, stream=self.stream,
+                                        buffer=array.buffer, offset_bytes=offset,
+                                        inline_size_bytes=size, pitched=rows)
+                data = transfer.host[start:start + size].tobytes()
+                self._append(pb.Command(write=pb.WriteRequest(header=header, data=data)), size)
+                continue
+            request = pb.ReadRequest(session=self.session.token, stream=self.stream,
+                                     buffer=array.buffer, offset_bytes=offset)
+            if rows is None:
+                request.size_bytes = size
+            else:
+                request.pitched.CopyFrom(rows)
+            self._reads[self._append(pb.Command(read=request), size)] = (transfer.result, start)
+
+    def _transfer_through_region(self, transfer: _Transfer, region_offset: int) -> None:
+        """One command whose bytes are the region's from ``region_offset``: a write's are
+        put there now, and answered once copied out (so the slice is free when the batch
+        ended); a read's are taken once the batch ended."""
+        array = transfer.array
+        where = pb.SharedMemorySlice(region=self._region.region, offset_bytes=region_offset,
+                                     size_bytes=array.nbytes)
+        rows = array._rows()
+        layout = None if rows is None else pb.PitchedLayout(
+            width_bytes=rows[0], height=array.shape[0], stride_bytes=rows[1])
+        if transfer.host is not None:
+            slot = self._region.view(region_offset + array.nbytes)[region_offset:]
+            slot[:] = transfer.host
+            del slot
+            header = pb.WriteHeader(session=self.session.token, stream=self.stream,
+                                    buffer=array.buffer, offset_bytes=array.offset,
+                                    pitched=layout, shared_memory=where,
+                                    answer_when_copied=True)
+            self._append(pb.Command(write=pb.WriteRequest(header=header)), 0)
+            return
+        request = pb.ReadRequest(session=self.session.token, stream=self.stream,
+                                 buffer=array.buffer, offset_bytes=array.offset,
+                                 pitched=layout, shared_memory=where)
+        if layout is None:
+            request.size_bytes = array.nbytes
+        self._shared_reads[self._append(pb.Command(read=request), 0)] = (transfer.result,
+                                                                         region_offset)
+
     def _requests(self) -> List[pb.SubmitRequest]:
         """The commands in SubmitRequests whose payloads each fit a message, of at most
         _MAX_BATCH_COMMANDS commands each."""
@@ -208,9 +294,9 @@ class Batch:
 
     def submit(self) -> None:
         """Sends the batch and waits for every reply (the ``with`` block does this)."""
-        if self._sent:
-            raise RuntimeError("this batch was sent already")
+        self._check_unsent()
         self._sent = True
+        self._lay_out()
         requests = self._requests()
         if not requests:
             return
@@ -220,7 +306,13 @@ class Batch:
                 failure = self._take_reply(reply)
                 if failure is not None:
                     failures.append(failure)
-        for result, _ in self._reads.values():
+        if self._shared_reads:
+            landed = self._region.view(self._region.size)
+            for result, region_offset in self._shared_reads.values():
+                if result._error is None:
+                    result._bytes[:] = landed[region_offset:region_offset + result._bytes.size]
+            del landed
+        for result, _ in list(self._reads.values()) + list(self._shared_reads.values()):
             result._done = True
         if failures:
             raise failures[0]
@@ -254,14 +346,14 @@ class Batch:
     def _take_reply(self, reply: pb.CommandReply) -> Optional[GpucmdError]:
         command = self._commands[reply.sequence]
         kind = command.WhichOneof("command")
-        read = self._reads.get(reply.sequence)
+        read = self._reads.get(reply.sequence) or self._shared_reads.get(reply.sequence)
         if reply.status.code != 0:
-            error = error_for_number(reply.status.code,
-                                     f"batch command {reply.sequence} ({kind}): {reply.status.message}")
+            error = error_for_number(
+                reply.status.code, f"batch command {reply.sequence} ({kind}): {reply.status.message}")
             if read is not None and read[0]._error is None:
                 read[0]._error = error
             return error
-        if read is not None:
+        if reply.sequence in self._reads:
             result, start = read
             data = numpy.frombuffer(reply.read.data, dtype=numpy.uint8)
             result._bytes[start:start + data.size] = data

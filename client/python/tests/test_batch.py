@@ -118,6 +118,57 @@ def test_a_batch_writes_and_reads_views_in_pitched_pieces(session, monkeypatch):
     numpy.testing.assert_array_equal(wide_rows.get(), wide_host[0:2, 100:1300])
 
 
+def test_a_batchs_large_transfers_go_through_shared_memory(session):
+    rng = numpy.random.default_rng(5)
+    host = rng.integers(0, 1 << 30, size=(1024, 1024), dtype=numpy.int32)  # 4 MiB
+    matrix = session.empty(host.shape, host.dtype)
+    vector = session.empty(1 << 19, numpy.float32)  # 2 MiB
+    values = rng.random(1 << 19, dtype=numpy.float32)
+    written = values.copy()
+    view_values = rng.integers(0, 9, size=(512, 512), dtype=numpy.int32)  # 1 MiB of rows
+    with session.batch() as batch:
+        batch.write(matrix, host)
+        batch.write(matrix[256:768, 100:612], view_values)
+        batch.write(vector, values)
+        whole = batch.read(matrix)
+        view = batch.read(matrix[::2, 1:1000])
+        small = batch.read(matrix[0:2, 0:2])  # a few bytes: inline
+        values[:] = 0  # a batch's write took its values when it was asked for
+    host[256:768, 100:612] = view_values
+    numpy.testing.assert_array_equal(whole.get(), host)
+    numpy.testing.assert_array_equal(view.get(), host[::2, 1:1000])
+    numpy.testing.assert_array_equal(small.get(), host[0:2, 0:2])
+    assert session.stats().shared_memory_regions == 1
+    # One command each, the views' pitched; the writes answered once copied out of the
+    # region, whose slices the next transfers may reuse at once.
+    shared = [command.write.header if command.HasField("write") else command.read
+              for command in batch._commands
+              if command.write.header.HasField("shared_memory")
+              or command.read.HasField("shared_memory")]
+    assert len(shared) == len(batch._commands) - 1 == 5
+    assert [item.pitched.height for item in shared] == [0, 512, 0, 0, 512]
+    assert all(header.answer_when_copied for header in shared[:3])
+    assert len({item.shared_memory.offset_bytes for item in shared}) == 5
+    numpy.testing.assert_array_equal(vector.get(), written)
+    zeros = numpy.zeros(1 << 19, numpy.float32)
+    with session.batch() as batch:
+        batch.write(vector, zeros)
+        again = batch.read(vector)
+    numpy.testing.assert_array_equal(again.get(), zeros)
+
+    # 80 MiB in all: the 40 MiB write fills most of the 64 MiB region, so the read after
+    # it goes inline (in pieces of a message each).
+    large_host = rng.integers(0, 255, size=40 << 20, dtype=numpy.uint8)
+    large = session.empty(large_host.shape, numpy.uint8)
+    with session.batch() as batch:
+        batch.write(large, large_host)
+        back = batch.read(large)
+    numpy.testing.assert_array_equal(back.get(), large_host)
+    assert batch._commands[0].write.header.shared_memory.size_bytes == 40 << 20
+    assert all(command.read.size_bytes and not command.read.HasField("shared_memory")
+               for command in batch._commands[1:])
+
+
 def test_a_batch_copies_a_view_in_one_pitched_copy(session):
     host = numpy.arange(60, dtype=numpy.int32).reshape(6, 10)
     array = session.asarray(host)

@@ -144,6 +144,12 @@ def test_shared_memory_asked_for_where_none_can_be_had_says_why():
             with pytest.raises(gpucmd.ResourceExhausted, match="shared memory was asked for"):
                 array.set(data, shared_memory=True)
             numpy.testing.assert_array_equal(array.get(shared_memory=False), data)
+            with session.batch() as batch:  # a batch's large transfers go inline
+                batch.write(array, data[::-1])
+                read = batch.read(array)
+            numpy.testing.assert_array_equal(read.get(), data[::-1])
+            assert all(command.write.header.inline_size_bytes or command.read.size_bytes
+                       for command in batch._commands)
     finally:
         assert not running.stop()
 
