@@ -60,13 +60,26 @@ class _Transfer:
     result: Optional[BatchRead] = None
 
 
+@dataclasses.dataclass
+class _Phase:
+    """Commands ``[start, end)`` of a batch, sent once the region's slices they name are
+    free: ``fills`` (region offset, bytes) are put in the region before they are sent, and
+    ``takes`` (sequence, result, start in it, region offset, size) taken out after their
+    answers arrived."""
+    start: int
+    end: int = 0
+    fills: List[Tuple[int, numpy.ndarray]] = dataclasses.field(default_factory=list)
+    takes: List[Tuple[int, BatchRead, int, int, int]] = dataclasses.field(default_factory=list)
+
+
 class Batch:
     """Commands of one session and stream, sent when the ``with`` block ends. Commands
     run in order; one that fails fails those that depend on it (FAILED_PRECONDITION
     naming it), and the first failure is raised after every reply arrived. Writes and
     reads of 1 MiB and more go through the session's shared-memory region when the daemon
-    allows one, while it has room (64 MiB a batch; one command each, the slices reused
-    once the batch ended), and inline otherwise.
+    allows one (inline otherwise): one command each while the region (up to 64 MiB) has
+    room; past that, the commands after them go once the earlier ones are answered and
+    their slices are free again, as a transfer larger than the region goes in pieces.
 
     >>> with session.batch() as batch:
     ...     batch.write(x, numpy.arange(1024, dtype=numpy.float32))
@@ -84,8 +97,8 @@ class Batch:
         self._planned: List[Union[Tuple[pb.Command, int], _Transfer]] = []
         self._commands: List[pb.Command] = []  # as sent, numbered by their place
         self._payload_bytes: List[int] = []
-        self._reads: dict = {}  # sequence -> (BatchRead, offset into its result)
-        self._shared_reads: dict = {}  # sequence -> (BatchRead, offset in the region)
+        self._reads: dict = {}  # sequence -> (BatchRead, offset into its result): inline
+        self._shared_reads: dict = {}  # sequence -> BatchRead: through the region
         self._region: Optional[SharedRegion] = None
         self._sent = False
 
@@ -115,12 +128,12 @@ class Batch:
             raise ValueError("a batch takes device arrays of its own session")
         array._check_live()
 
-    def _pieces(self, array: DeviceArray) -> Iterator[_Piece]:
-        """``array``'s bytes in pieces that each fit a message: (offset in its buffer,
+    @staticmethod
+    def _pieces(array: DeviceArray, chunk: int) -> Iterator[_Piece]:
+        """``array``'s bytes in pieces of at most ``chunk`` bytes: (offset in its buffer,
         start in its packed bytes, size, rows or None when the piece is contiguous). A 2D
         view's piece is whole rows in one pitched layout, or part of one row when a row
-        alone is over the message limit."""
-        chunk = self._chunk_bytes()
+        alone is over ``chunk``."""
         rows = array._rows()
         if rows is None:
             for start in range(0, array.nbytes, chunk):
@@ -202,26 +215,34 @@ class Batch:
         self._add(0, synchronize=pb.SynchronizeRequest(session=self.session.token,
                                                        stream=self.stream))
 
-    def _lay_out(self) -> None:
-        """Numbers the planned commands and lays out the transfers: those of
-        SHARED_MEMORY_THRESHOLD bytes and more through slices of the session's region,
-        in order while the region has room (SHARED_MEMORY_REGION_BYTES at most), the
-        others in inline pieces."""
+    def _lay_out(self) -> List[_Phase]:
+        """Numbers the planned commands and lays out the transfers in phases: those of
+        SHARED_MEMORY_THRESHOLD bytes and more through slices of the session's region
+        (SHARED_MEMORY_REGION_BYTES at most), a new phase starting where the region has
+        no room left; the others in inline pieces of a message each."""
         large = [entry.array.nbytes for entry in self._planned
                  if isinstance(entry, _Transfer) and entry.array.nbytes >= SHARED_MEMORY_THRESHOLD]
         if large:
             wanted = min(sum(large), SHARED_MEMORY_REGION_BYTES)
             self._region = self.session._shared_region(wanted)  # None: all inline
-        region_offset = 0
+        phases = [_Phase(start=0)]
+        used = 0  # of the region, by the current phase
         for entry in self._planned:
             if not isinstance(entry, _Transfer):
                 self._append(*entry)
-            elif (self._region is not None and entry.array.nbytes >= SHARED_MEMORY_THRESHOLD
-                  and region_offset + entry.array.nbytes <= self._region.size):
-                self._transfer_through_region(entry, region_offset)
-                region_offset += entry.array.nbytes
-            else:
+                continue
+            if self._region is None or entry.array.nbytes < SHARED_MEMORY_THRESHOLD:
                 self._transfer_inline(entry)
+                continue
+            for piece in self._pieces(entry.array, self._region.size):
+                if used + piece[2] > self._region.size:
+                    phases[-1].end = len(self._commands)
+                    phases.append(_Phase(start=len(self._commands)))
+                    used = 0
+                self._transfer_through_region(entry, piece, used, phases[-1])
+                used += piece[2]
+        phases[-1].end = len(self._commands)
+        return phases
 
     def _append(self, command: pb.Command, payload_bytes: int) -> int:
         command.sequence = len(self._commands)
@@ -231,7 +252,7 @@ class Batch:
 
     def _transfer_inline(self, transfer: _Transfer) -> None:
         array = transfer.array
-        for offset, start, size, rows in self._pieces(array):
+        for offset, start, size, rows in self._pieces(array, self._chunk_bytes()):
             if transfer.host is not None:
                 header = pb.WriteHeader(session=self.session.token, stream=self.stream,
                                         buffer=array.buffer, offset_bytes=offset,
@@ -247,41 +268,39 @@ class Batch:
                 request.pitched.CopyFrom(rows)
             self._reads[self._append(pb.Command(read=request), size)] = (transfer.result, start)
 
-    def _transfer_through_region(self, transfer: _Transfer, region_offset: int) -> None:
-        """One command whose bytes are the region's from ``region_offset``: a write's are
-        put there now, and answered once copied out (so the slice is free when the batch
-        ended); a read's are taken once the batch ended."""
-        array = transfer.array
+    def _transfer_through_region(self, transfer: _Transfer, piece: _Piece, region_offset: int,
+                                 phase: _Phase) -> None:
+        """One command for ``piece`` of the transfer whose bytes are the region's from
+        ``region_offset``: a write's are put there before ``phase`` is sent, and it is
+        answered once they were copied out (so the slice is free once the phase is
+        answered); a read's are taken out after."""
+        offset, start, size, rows = piece
         where = pb.SharedMemorySlice(region=self._region.region, offset_bytes=region_offset,
-                                     size_bytes=array.nbytes)
-        rows = array._rows()
-        layout = None if rows is None else pb.PitchedLayout(
-            width_bytes=rows[0], height=array.shape[0], stride_bytes=rows[1])
+                                     size_bytes=size)
         if transfer.host is not None:
-            slot = self._region.view(region_offset + array.nbytes)[region_offset:]
-            slot[:] = transfer.host
-            del slot
+            phase.fills.append((region_offset, transfer.host[start:start + size]))
             header = pb.WriteHeader(session=self.session.token, stream=self.stream,
-                                    buffer=array.buffer, offset_bytes=array.offset,
-                                    pitched=layout, shared_memory=where,
-                                    answer_when_copied=True)
+                                    buffer=transfer.array.buffer, offset_bytes=offset,
+                                    pitched=rows, shared_memory=where, answer_when_copied=True)
             self._append(pb.Command(write=pb.WriteRequest(header=header)), 0)
             return
         request = pb.ReadRequest(session=self.session.token, stream=self.stream,
-                                 buffer=array.buffer, offset_bytes=array.offset,
-                                 pitched=layout, shared_memory=where)
-        if layout is None:
-            request.size_bytes = array.nbytes
-        self._shared_reads[self._append(pb.Command(read=request), 0)] = (transfer.result,
-                                                                         region_offset)
+                                 buffer=transfer.array.buffer, offset_bytes=offset,
+                                 pitched=rows, shared_memory=where)
+        if rows is None:
+            request.size_bytes = size
+        sequence = self._append(pb.Command(read=request), 0)
+        self._shared_reads[sequence] = transfer.result
+        phase.takes.append((sequence, transfer.result, start, region_offset, size))
 
-    def _requests(self) -> List[pb.SubmitRequest]:
-        """The commands in SubmitRequests whose payloads each fit a message, of at most
-        _MAX_BATCH_COMMANDS commands each."""
+    def _requests(self, phase: _Phase) -> List[pb.SubmitRequest]:
+        """The phase's commands in SubmitRequests whose payloads each fit a message, of at
+        most _MAX_BATCH_COMMANDS commands each."""
         requests: List[pb.SubmitRequest] = []
         limit = self._chunk_bytes()
         current, current_bytes = pb.SubmitRequest(), 0
-        for command, payload in zip(self._commands, self._payload_bytes):
+        for command, payload in zip(self._commands[phase.start:phase.end],
+                                    self._payload_bytes[phase.start:phase.end]):
             if current.commands and (current_bytes + payload > limit
                                      or len(current.commands) == _MAX_BATCH_COMMANDS):
                 requests.append(current)
@@ -296,31 +315,46 @@ class Batch:
         """Sends the batch and waits for every reply (the ``with`` block does this)."""
         self._check_unsent()
         self._sent = True
-        self._lay_out()
-        requests = self._requests()
-        if not requests:
-            return
         failures: List[GpucmdError] = []
-        for response in self._responses(requests):
-            for reply in response.replies:
-                failure = self._take_reply(reply)
-                if failure is not None:
-                    failures.append(failure)
-        if self._shared_reads:
-            landed = self._region.view(self._region.size)
-            for result, region_offset in self._shared_reads.values():
-                if result._error is None:
-                    result._bytes[:] = landed[region_offset:region_offset + result._bytes.size]
-            del landed
-        for result, _ in list(self._reads.values()) + list(self._shared_reads.values()):
+        for phase in self._lay_out():
+            failures += self._send(phase)
+        for result, _ in self._reads.values():
+            result._done = True
+        for result in self._shared_reads.values():
             result._done = True
         if failures:
             raise failures[0]
 
-    def _responses(self, requests: List[pb.SubmitRequest]) -> List[pb.SubmitResponse]:
-        """The daemon's answers to `requests`, sent as batches on one Submit call."""
-        answer_bytes = len(self._commands) * _MAX_REPLY_BYTES + sum(
-            payload for command, payload in zip(self._commands, self._payload_bytes)
+    def _send(self, phase: _Phase) -> List[GpucmdError]:
+        """Sends ``phase`` with its writes' bytes in the region, and takes its reads'
+        bytes out once every reply arrived; returns the failed commands' errors."""
+        requests = self._requests(phase)
+        if not requests:
+            return []
+        region = self._region.view(self._region.size) if self._region is not None else None
+        try:
+            for region_offset, data in phase.fills:
+                region[region_offset:region_offset + data.size] = data
+            failures = []
+            for response in self._responses(requests, phase):
+                for reply in response.replies:
+                    failure = self._take_reply(reply)
+                    if failure is not None:
+                        failures.append(failure)
+            for _, result, start, region_offset, size in phase.takes:
+                if result._error is None:
+                    result._bytes[start:start + size] = region[region_offset:region_offset + size]
+            return failures
+        finally:
+            del region  # the region's mapping may be closed later
+
+    def _responses(self, requests: List[pb.SubmitRequest],
+                   phase: _Phase) -> List[pb.SubmitResponse]:
+        """The daemon's answers to `requests` (the phase's commands), sent as batches on
+        one Submit call."""
+        answer_bytes = (phase.end - phase.start) * _MAX_REPLY_BYTES + sum(
+            payload for command, payload in zip(self._commands[phase.start:phase.end],
+                                                self._payload_bytes[phase.start:phase.end])
             if command.HasField("read"))
         if len(requests) == 1 and answer_bytes <= _ONE_MESSAGE_BYTES:
             # Answered by one response: a unary call (Client._single_batch).
@@ -346,15 +380,16 @@ class Batch:
     def _take_reply(self, reply: pb.CommandReply) -> Optional[GpucmdError]:
         command = self._commands[reply.sequence]
         kind = command.WhichOneof("command")
-        read = self._reads.get(reply.sequence) or self._shared_reads.get(reply.sequence)
+        inline = self._reads.get(reply.sequence)
+        result = inline[0] if inline is not None else self._shared_reads.get(reply.sequence)
         if reply.status.code != 0:
             error = error_for_number(
                 reply.status.code, f"batch command {reply.sequence} ({kind}): {reply.status.message}")
-            if read is not None and read[0]._error is None:
-                read[0]._error = error
+            if result is not None and result._error is None:
+                result._error = error
             return error
-        if reply.sequence in self._reads:
-            result, start = read
+        if inline is not None:
+            start = inline[1]
             data = numpy.frombuffer(reply.read.data, dtype=numpy.uint8)
             result._bytes[start:start + data.size] = data
         return None

@@ -157,16 +157,25 @@ def test_a_batchs_large_transfers_go_through_shared_memory(session):
     numpy.testing.assert_array_equal(again.get(), zeros)
 
     # 80 MiB in all: the 40 MiB write fills most of the 64 MiB region, so the read after
-    # it goes inline (in pieces of a message each).
+    # it goes once the write was answered, in the same slice. A 72 MiB array goes in a
+    # piece of the whole region and one of 8 MiB, and a view of it in whole rows (8196 of
+    # 8188 bytes, then the last 1020), each piece once the one before it was answered.
     large_host = rng.integers(0, 255, size=40 << 20, dtype=numpy.uint8)
     large = session.empty(large_host.shape, numpy.uint8)
+    larger_host = rng.integers(0, 255, size=(9 << 10, 2 << 10), dtype=numpy.int32)
+    larger = session.empty(larger_host.shape, numpy.int32)
     with session.batch() as batch:
         batch.write(large, large_host)
         back = batch.read(large)
+        batch.write(larger, larger_host)
+        larger_back = batch.read(larger[:, 1:])
     numpy.testing.assert_array_equal(back.get(), large_host)
-    assert batch._commands[0].write.header.shared_memory.size_bytes == 40 << 20
-    assert all(command.read.size_bytes and not command.read.HasField("shared_memory")
-               for command in batch._commands[1:])
+    numpy.testing.assert_array_equal(larger_back.get(), larger_host[:, 1:])
+    slices = [(command.write.header.shared_memory if command.HasField("write")
+               else command.read.shared_memory) for command in batch._commands]
+    assert [(where.offset_bytes, where.size_bytes >> 20) for where in slices] == [
+        (0, 40), (0, 40), (0, 64), (0, 8), (0, 63), (0, 7)]
+    assert session.stats().shared_memory_regions == 1
 
 
 def test_a_batch_copies_a_view_in_one_pitched_copy(session):
@@ -207,11 +216,12 @@ def test_batches_of_more_commands_than_the_daemon_takes_are_split(session):
     numpy.testing.assert_array_equal(result.get(), numpy.ones(1))
 
 
-def test_a_failed_command_fails_what_depends_on_it(session):
+@pytest.mark.parametrize("elements", [1, 1 << 18], ids=["inline", "shared_memory"])
+def test_a_failed_command_fails_what_depends_on_it(session, elements):
     checked = session.compile(CHECKED, "checked")
     bad = session.asarray(numpy.array([-1], numpy.int32))
-    out = session.zeros(1, numpy.int32)
-    untouched = session.asarray(numpy.array([5], numpy.int32))
+    out = session.zeros(elements, numpy.int32)
+    untouched = session.asarray(numpy.full(elements, 5, numpy.int32))
     with pytest.raises(gpucmd.GpucmdError) as raised:
         with session.batch() as batch:
             batch.launch(checked, 1, 1, (bad, out))
@@ -220,7 +230,8 @@ def test_a_failed_command_fails_what_depends_on_it(session):
     assert "assert" in str(raised.value)
     with pytest.raises(gpucmd.FailedPrecondition, match="assert"):
         tainted.get()
-    assert independent.get().tolist() == [5]
+    assert independent.get().tolist() == [5] * elements
+    assert batch._commands[2].read.HasField("shared_memory") == (elements > 1)
 
 
 @pytest.mark.parametrize("launches", [2, 40], ids=["one_response", "maybe_several"])
