@@ -10,26 +10,41 @@ void SetSlice(const RegionSlice& slice, v1::SharedMemorySlice* out) {
   out->set_size_bytes(slice.size_bytes);
 }
 
-}  // namespace
-
-v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
-                               uint64_t size, uint64_t stream) {
+// A read without its extent: where it starts.
+v1::ReadRequest ReadFrom(const std::string& session, const Buffer& buffer, uint64_t offset,
+                         uint64_t stream) {
   v1::ReadRequest request;
   request.set_session(session);
   request.set_stream(stream);
   request.set_buffer(buffer.id());
   request.set_offset_bytes(offset);
+  return request;
+}
+
+// A write's header without its source: where its bytes land.
+v1::WriteHeader WriteInto(const std::string& session, const Buffer& buffer, uint64_t offset,
+                          uint64_t stream, const std::optional<Pitched>& pitched) {
+  v1::WriteHeader header;
+  header.set_session(session);
+  header.set_stream(stream);
+  header.set_buffer(buffer.id());
+  header.set_offset_bytes(offset);
+  if (pitched) *header.mutable_pitched() = PitchedLayoutOf(*pitched);
+  return header;
+}
+
+}  // namespace
+
+v1::ReadRequest ContiguousRead(const std::string& session, const Buffer& buffer, uint64_t offset,
+                               uint64_t size, uint64_t stream) {
+  v1::ReadRequest request = ReadFrom(session, buffer, offset, stream);
   request.set_size_bytes(size);
   return request;
 }
 
 v1::ReadRequest PitchedRead(const std::string& session, const Buffer& buffer, uint64_t offset,
                             const Pitched& rows, uint64_t stream) {
-  v1::ReadRequest request;
-  request.set_session(session);
-  request.set_stream(stream);
-  request.set_buffer(buffer.id());
-  request.set_offset_bytes(offset);
+  v1::ReadRequest request = ReadFrom(session, buffer, offset, stream);
   *request.mutable_pitched() = PitchedLayoutOf(rows);
   return request;
 }
@@ -46,25 +61,15 @@ v1::ReadRequest SharedRead(const std::string& session, const Buffer& buffer, uin
 
 v1::WriteHeader InlineWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
                             uint64_t size, const std::optional<Pitched>& pitched, uint64_t stream) {
-  v1::WriteHeader header;
-  header.set_session(session);
-  header.set_stream(stream);
-  header.set_buffer(buffer.id());
-  header.set_offset_bytes(offset);
+  v1::WriteHeader header = WriteInto(session, buffer, offset, stream, pitched);
   header.set_inline_size_bytes(size);
-  if (pitched) *header.mutable_pitched() = PitchedLayoutOf(*pitched);
   return header;
 }
 
 v1::WriteHeader SharedWrite(const std::string& session, const Buffer& buffer, uint64_t offset,
                             const RegionSlice& source, uint64_t stream,
                             const std::optional<Pitched>& pitched) {
-  v1::WriteHeader header;
-  header.set_session(session);
-  header.set_stream(stream);
-  header.set_buffer(buffer.id());
-  header.set_offset_bytes(offset);
-  if (pitched) *header.mutable_pitched() = PitchedLayoutOf(*pitched);
+  v1::WriteHeader header = WriteInto(session, buffer, offset, stream, pitched);
   SetSlice(source, header.mutable_shared_memory());
   return header;
 }
