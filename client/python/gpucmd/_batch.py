@@ -166,8 +166,8 @@ class Batch:
 
     def fill(self, array: DeviceArray, value: Any) -> None:
         """Sets every element of ``array`` (a 2D view too: one pitched fill) to ``value``,
-        as :meth:`DeviceArray.fill`; a value whose bytes repeat no word is written, which
-        a view cannot be in a batch."""
+        as :meth:`DeviceArray.fill`; a value whose bytes repeat no word is written (a
+        view's rows in pitched writes)."""
         self._check_array(array)
         element = numpy.asarray(value, dtype=array.dtype)
         pattern = fill_pattern(element)
