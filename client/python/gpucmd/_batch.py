@@ -250,48 +250,50 @@ class Batch:
         self._payload_bytes.append(payload_bytes)
         return command.sequence
 
-    def _transfer_inline(self, transfer: _Transfer) -> None:
-        array = transfer.array
-        for offset, start, size, rows in self._pieces(array, self._chunk_bytes()):
-            if transfer.host is not None:
-                header = pb.WriteHeader(session=self.session.token, stream=self.stream,
-                                        buffer=array.buffer, offset_bytes=offset,
-                                        inline_size_bytes=size, pitched=rows)
-                data = transfer.host[start:start + size].tobytes()
-                self._append(pb.Command(write=pb.WriteRequest(header=header, data=data)), size)
-                continue
-            request = pb.ReadRequest(session=self.session.token, stream=self.stream,
-                                     buffer=array.buffer, offset_bytes=offset)
-            if rows is None:
-                request.size_bytes = size
-            else:
-                request.pitched.CopyFrom(rows)
-            self._reads[self._append(pb.Command(read=request), size)] = (transfer.result, start)
-
-    def _transfer_through_region(self, transfer: _Transfer, piece: _Piece, region_offset: int,
-                                 phase: _Phase) -> None:
-        """One command for ``piece`` of the transfer whose bytes are the region's from
-        ``region_offset``: a write's are put there before ``phase`` is sent, and it is
-        answered once they were copied out (so the slice is free once the phase is
-        answered); a read's are taken out after."""
+    def _piece_command(self, transfer: _Transfer, piece: _Piece,
+                       where: Optional[pb.SharedMemorySlice] = None) -> pb.Command:
+        """The write or read of ``piece`` of the transfer: its bytes inline, or in the
+        region's slice ``where`` (a write then answered once they were copied out, so that
+        the slice is free once it is answered)."""
         offset, start, size, rows = piece
-        where = pb.SharedMemorySlice(region=self._region.region, offset_bytes=region_offset,
-                                     size_bytes=size)
         if transfer.host is not None:
-            phase.fills.append((region_offset, transfer.host[start:start + size]))
             header = pb.WriteHeader(session=self.session.token, stream=self.stream,
                                     buffer=transfer.array.buffer, offset_bytes=offset,
-                                    pitched=rows, shared_memory=where, answer_when_copied=True)
-            self._append(pb.Command(write=pb.WriteRequest(header=header)), 0)
-            return
+                                    pitched=rows)
+            if where is None:
+                header.inline_size_bytes = size
+                data = transfer.host[start:start + size].tobytes()
+                return pb.Command(write=pb.WriteRequest(header=header, data=data))
+            header.shared_memory.CopyFrom(where)
+            header.answer_when_copied = True
+            return pb.Command(write=pb.WriteRequest(header=header))
         request = pb.ReadRequest(session=self.session.token, stream=self.stream,
                                  buffer=transfer.array.buffer, offset_bytes=offset,
                                  pitched=rows, shared_memory=where)
         if rows is None:
             request.size_bytes = size
-        sequence = self._append(pb.Command(read=request), 0)
-        self._shared_reads[sequence] = transfer.result
-        phase.takes.append((sequence, transfer.result, start, region_offset, size))
+        return pb.Command(read=request)
+
+    def _transfer_inline(self, transfer: _Transfer) -> None:
+        for piece in self._pieces(transfer.array, self._chunk_bytes()):
+            sequence = self._append(self._piece_command(transfer, piece), piece[2])
+            if transfer.result is not None:
+                self._reads[sequence] = (transfer.result, piece[1])
+
+    def _transfer_through_region(self, transfer: _Transfer, piece: _Piece, region_offset: int,
+                                 phase: _Phase) -> None:
+        """One command for ``piece`` of the transfer whose bytes are the region's from
+        ``region_offset``: a write's are put there before ``phase`` is sent, a read's taken
+        out once it was answered."""
+        _, start, size, _ = piece
+        where = pb.SharedMemorySlice(region=self._region.region, offset_bytes=region_offset,
+                                     size_bytes=size)
+        sequence = self._append(self._piece_command(transfer, piece, where), 0)
+        if transfer.host is not None:
+            phase.fills.append((region_offset, transfer.host[start:start + size]))
+        else:
+            self._shared_reads[sequence] = transfer.result
+            phase.takes.append((sequence, transfer.result, start, region_offset, size))
 
     def _requests(self, phase: _Phase) -> List[pb.SubmitRequest]:
         """The phase's commands in SubmitRequests whose payloads each fit a message, of at
